@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs imgcheck's Debian packages; does nothing for those already present.
+set -euo pipefail
+pkgs=(cmake g++ make ninja-build pkg-config
+      libarchive-dev nlohmann-json3-dev libssl-dev libcli11-dev catch2 libisal-dev libzstd-dev
+      libcurl4-openssl-dev
+      # peers and oracles used by the tests and the benchmark
+      umoci skopeo docker-registry libtree isal zstd gzip apache2-utils)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "installing: ${missing[*]}" >&2
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

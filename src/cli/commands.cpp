@@ -1,0 +1,108 @@
+#include "cli/commands.h"
+
+#include <algorithm>
+#include <iostream>
+
+#include "util/error.h"
+
+namespace imgcheck::cli {
+
+const std::vector<Command>& Commands() {
+  static const std::vector<Command> kCommands = {
+      {"scan", "check an image's CUDA/cuDNN stack and report findings (the default)", DefineScan},
+      {"layers", "list an image's layers with their sizes, history and file counts", DefineLayers},
+      {"catalog", "list every CUDA library, driver file and framework, per layer", DefineCatalog},
+      {"why", "explain how the loader resolves one soname or path in the image", DefineWhy},
+      {"rules", "list the rules or explain one", DefineRules},
+      {"probe", "run the image's own cuDNN stack on this host's GPU (runs image code)", DefineProbe},
+  };
+  return kCommands;
+}
+
+void AddImageArgs(CLI::App& sub, ImageArgs& args) {
+  sub.add_option("image", args.reference,
+                 "image: oci:PATH[:REF], oci-archive:PATH[:REF], docker-archive:PATH[:REF], "
+                 "dir:PATH, or a registry reference")
+      ->required();
+  sub.add_option("--platform", args.platform, "os/arch[/variant] to pick from an index")
+      ->capture_default_str();
+}
+
+image::LoadOptions ToLoadOptions(const ImageArgs& args) {
+  image::LoadOptions o;
+  o.platform = args.platform;
+  return o;
+}
+
+namespace {
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+bool IsCommand(std::string_view word) {
+  const auto& cmds = Commands();
+  return std::any_of(cmds.begin(), cmds.end(), [&](const Command& c) { return c.name == word; });
+}
+
+// A word that looks like a mistyped subcommand rather than an image reference.
+std::string Suggest(std::string_view word) {
+  if (word.find_first_of(":/.@") != std::string_view::npos) return "";
+  for (const auto& c : Commands())
+    if (EditDistance(word, c.name) <= 2) return std::string(c.name);
+  return "";
+}
+
+}  // namespace
+
+int Main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  // `imgcheck IMAGE` is `imgcheck scan IMAGE`.
+  if (!args.empty() && args[0][0] != '-' && !IsCommand(args[0])) {
+    if (std::string s = Suggest(args[0]); !s.empty()) {
+      std::cerr << "imgcheck: unknown command '" << args[0] << "'; did you mean '" << s << "'?\n";
+      return 2;
+    }
+    args.insert(args.begin(), "scan");
+  }
+
+  CLI::App app{"imgcheck: find broken CUDA/cuDNN stacks in container images before they ship"};
+  app.set_version_flag("--version", "imgcheck " IMGCHECK_VERSION);
+  app.require_subcommand(1);
+  std::vector<std::pair<CLI::App*, std::function<Runner(CLI::App&)>>> subs;
+  Runner run;
+  for (const auto& c : Commands()) {
+    CLI::App* sub = app.add_subcommand(std::string(c.name), std::string(c.summary));
+    Runner r = c.define(*sub);
+    sub->callback([&run, r] { run = r; });
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 takes them in reverse order
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  try {
+    return run();
+  } catch (const util::Fatal& e) {
+    std::cerr << "imgcheck: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "imgcheck: internal error: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace imgcheck::cli

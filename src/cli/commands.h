@@ -1,0 +1,46 @@
+// The subcommand table: the one place that names what a user can run. It also feeds --help
+// and the "did you mean" suggestion.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "image/image.h"
+
+namespace imgcheck::cli {
+
+/// Runs a parsed subcommand; returns the process exit code.
+using Runner = std::function<int()>;
+
+struct Command {
+  std::string_view name;
+  std::string_view summary;
+  /// Declares the subcommand's options on `sub` and returns what runs it once parsed.
+  std::function<Runner(CLI::App& sub)> define;
+};
+
+const std::vector<Command>& Commands();
+
+/// Options every subcommand that reads an image shares.
+struct ImageArgs {
+  std::string reference;
+  std::string platform = "linux/amd64";
+};
+void AddImageArgs(CLI::App& sub, ImageArgs& args);
+image::LoadOptions ToLoadOptions(const ImageArgs& args);
+
+// One function per subcommand, each in its own cmd_*.cpp.
+Runner DefineScan(CLI::App& sub);
+Runner DefineLayers(CLI::App& sub);
+Runner DefineCatalog(CLI::App& sub);
+Runner DefineWhy(CLI::App& sub);
+Runner DefineRules(CLI::App& sub);
+Runner DefineProbe(CLI::App& sub);
+
+/// The whole command line; main() only calls this.
+int Main(int argc, char** argv);
+
+}  // namespace imgcheck::cli

@@ -1,0 +1,71 @@
+// What imgcheck needs to know about an ELF file, read from its captured parts.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "image/capture.h"
+#include "util/error.h"
+#include "util/sparse_file.h"
+
+namespace imgcheck::elf {
+
+struct Symbol {
+  std::string name;
+  std::string version;   ///< symbol version ("GLIBC_2.34", "libcudnn.so.9"), empty if none
+  bool hidden_version = false;  ///< defined version is not the default one ("@" vs "@@")
+  bool weak = false;
+};
+
+/// A DT_VERNEED entry: the versions required from one needed file.
+struct VersionNeed {
+  std::string file;                   ///< the soname named in the entry
+  std::vector<std::string> versions;  ///< version names required from it
+};
+
+/// One entry of a CUDA fatbin (.nv_fatbin): device code for one architecture.
+struct FatbinEntry {
+  enum class Kind : uint8_t { kCubin, kPtx };
+  Kind kind = Kind::kCubin;
+  unsigned sm = 0;           ///< target architecture, e.g. 80 for sm_80
+  bool compressed = false;
+};
+
+struct ElfInfo {
+  bool is64 = true;
+  bool big_endian = false;
+  uint16_t machine = 0;        ///< e_machine (EM_X86_64 = 62, EM_AARCH64 = 183)
+  uint16_t type = 0;           ///< e_type (ET_EXEC = 2, ET_DYN = 3)
+  std::string interpreter;     ///< PT_INTERP, empty for shared libraries
+  std::string soname;          ///< DT_SONAME
+  std::vector<std::string> needed;   ///< DT_NEEDED, in order
+  std::vector<std::string> rpath;    ///< DT_RPATH split on ':', unexpanded ($ORIGIN kept)
+  std::vector<std::string> runpath;  ///< DT_RUNPATH split on ':'
+  bool has_runpath = false;          ///< DT_RUNPATH present (even if empty)
+  uint64_t flags = 0;                ///< DT_FLAGS
+  uint64_t flags_1 = 0;              ///< DT_FLAGS_1 (DF_1_NODEFLIB = 0x800)
+  std::string build_id;              ///< hex of NT_GNU_BUILD_ID
+  std::vector<Symbol> exported;      ///< defined dynamic symbols
+  std::vector<Symbol> imported;      ///< undefined dynamic symbols
+  std::vector<std::string> version_definitions;  ///< DT_VERDEF names (first is the file's own)
+  std::vector<VersionNeed> version_needs;        ///< DT_VERNEED
+  std::vector<FatbinEntry> fatbin;               ///< empty when there is no CUDA device code
+  /// Parts that could not be read because they were not captured or are inconsistent; the
+  /// rest of the info is still valid.
+  std::vector<std::string> problems;
+
+  bool nodeflib() const { return (flags_1 & 0x800) != 0; }
+};
+
+/// Parses the captured parts of a file. nullopt: not an ELF file ("not mine").
+/// Error: an ELF file whose headers are corrupt (message says what and at which offset).
+util::Expected<std::optional<ElfInfo>> Parse(const util::SparseFile& file);
+
+/// A capturer that keeps exactly the ranges Parse needs (headers, dynamic section, dynamic
+/// symbol and version tables, notes, fatbin headers) and never a whole large file.
+std::unique_ptr<image::Capturer> MakeCapturer();
+
+}  // namespace imgcheck::elf

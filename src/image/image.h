@@ -1,0 +1,54 @@
+// An image as the later stages see it: its configuration, its layers, and the merged tree.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "image/capture.h"
+#include "image/tree.h"
+#include "util/error.h"
+
+namespace imgcheck::image {
+
+struct Layer {
+  int index = 0;
+  std::string digest;        ///< blob digest as stored ("sha256:..."); dir: transport has none
+  std::string diff_id;       ///< digest of the uncompressed tar
+  std::string media_type;
+  uint64_t compressed_size = 0;
+  uint64_t size = 0;         ///< uncompressed bytes
+  std::string created_by;    ///< the config history line that created this layer
+  int added = 0, changed = 0, deleted = 0;  ///< paths added, overwritten, removed vs. the layers below
+};
+
+struct Config {
+  std::string os, architecture, variant;
+  std::vector<std::string> env;              ///< "KEY=value", as in the config
+  std::map<std::string, std::string> labels;
+  std::vector<std::string> entrypoint, cmd;
+  std::string working_dir, user;
+};
+
+struct Image {
+  std::string reference;        ///< as the user wrote it
+  std::string transport;        ///< "oci", "oci-archive", "docker-archive", "dir", "docker"
+  std::string manifest_digest;  ///< empty for dir:
+  std::string config_digest;
+  Config config;
+  std::vector<Layer> layers;
+  Tree tree;
+  std::vector<util::Diagnostic> diagnostics;  ///< recoverable problems found while reading
+};
+
+struct LoadOptions {
+  std::string platform = "linux/amd64";  ///< os/arch[/variant], for indexes
+  CapturePolicy capture;                 ///< what to keep of file contents; may be empty
+};
+
+/// Reads, verifies and merges an image named like skopeo does ("oci:PATH[:REF]", "dir:PATH", ...).
+/// Throws util::Fatal with a one-line message when the image cannot be read or verified.
+Image Load(const std::string& reference, const LoadOptions& options);
+
+}  // namespace imgcheck::image

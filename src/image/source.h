@@ -1,0 +1,36 @@
+// Where manifests and blobs come from. Each transport (OCI layout, archives, a registry)
+// implements Source; verification, decompression and merging are the pipeline's, not the source's.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace imgcheck::image {
+
+struct Descriptor {
+  std::string media_type;
+  std::string digest;  ///< "sha256:<hex>"
+  int64_t size = -1;   ///< -1 when unknown
+};
+
+class Source {
+ public:
+  virtual ~Source() = default;
+  /// How to name this source in messages ("oci:/x/layout:latest").
+  virtual std::string Describe() const = 0;
+  /// The descriptor the reference names: a manifest or an index. Its digest may be empty when
+  /// the transport has none (a legacy docker-archive manifest.json).
+  virtual Descriptor Root() = 0;
+  /// A small blob (manifest, index, config) of at most `limit` bytes. Throws util::Fatal when
+  /// it is missing or larger. The caller verifies the digest.
+  virtual std::string ReadBlob(const Descriptor& d, uint64_t limit) = 0;
+  /// Streams a blob's stored bytes to `sink`, in order, from the beginning. The caller hashes
+  /// and verifies. Throws util::Fatal when the blob cannot be read.
+  virtual void StreamBlob(const Descriptor& d,
+                          const std::function<void(std::string_view)>& sink) = 0;
+};
+
+}  // namespace imgcheck::image

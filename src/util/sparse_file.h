@@ -1,0 +1,45 @@
+// The captured parts of a file: what the streaming stage kept of it, by offset.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace imgcheck::util {
+
+/// A file of known size of which only some byte ranges were kept. Later stages (ELF, metadata
+/// parsers) read through View(), which answers only for ranges that were captured whole.
+class SparseFile {
+ public:
+  struct Extent {
+    uint64_t offset;
+    std::string bytes;
+  };
+
+  SparseFile() = default;
+  explicit SparseFile(uint64_t size) : size_(size) {}
+  /// A fully captured file.
+  static SparseFile Whole(std::string bytes);
+
+  uint64_t size() const { return size_; }
+  void set_size(uint64_t size) { size_ = size; }
+  /// True when every byte of the file was kept.
+  bool complete() const;
+  /// Keeps bytes at `offset`; overlapping or adjacent extents are merged.
+  void Add(uint64_t offset, std::string_view bytes);
+  /// [offset, offset+len) if that whole range was captured, else nullopt.
+  std::optional<std::string_view> View(uint64_t offset, uint64_t len) const;
+  /// The captured extent containing `offset`, from `offset` to that extent's end.
+  std::optional<std::string_view> ViewFrom(uint64_t offset) const;
+  const std::vector<Extent>& extents() const { return extents_; }
+  /// Bytes held in memory.
+  uint64_t captured_bytes() const;
+
+ private:
+  uint64_t size_ = 0;
+  std::vector<Extent> extents_;  // sorted by offset, disjoint, non-adjacent
+};
+
+}  // namespace imgcheck::util

@@ -1,0 +1,81 @@
+#include "support.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace imgcheck::testing {
+
+TempDir::TempDir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "imgcheck-test-XXXXXX").string();
+  if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  // Fixtures may contain read-only directories; make them writable before removal.
+  Run("chmod -R u+rwX '" + path_.string() + "' 2>/dev/null");
+  std::filesystem::remove_all(path_, ec);
+}
+
+CommandResult Run(const std::string& command) {
+  CommandResult r;
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+  int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+bool HaveProgram(const std::string& program) {
+  return Run("command -v '" + program + "' >/dev/null").status == 0;
+}
+
+void WriteFile(const std::filesystem::path& path, const std::string& content) {
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream f(path, std::ios::binary);
+  f << content;
+  if (!f) throw std::runtime_error("cannot write " + path.string());
+}
+
+std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+void Compile(const SharedObject& so, const std::filesystem::path& out) {
+  std::filesystem::create_directories(out.parent_path());
+  std::filesystem::path src = out.string() + ".c";
+  WriteFile(src, so.source);
+  std::string cmd = "cc -shared -fPIC -o '" + out.string() + "' '" + src.string() + "'";
+  if (!so.soname.empty()) cmd += " -Wl,-soname," + so.soname;
+  if (!so.rpath.empty()) cmd += " -Wl,--disable-new-dtags -Wl,-rpath,'" + so.rpath + "'";
+  if (!so.runpath.empty()) cmd += " -Wl,--enable-new-dtags -Wl,-rpath,'" + so.runpath + "'";
+  if (!so.version_script.empty()) {
+    std::filesystem::path vs = out.string() + ".map";
+    WriteFile(vs, so.version_script);
+    cmd += " -Wl,--version-script='" + vs.string() + "'";
+  }
+  for (const auto& n : so.needed) cmd += " '" + n + "'";
+  for (const auto& f : so.extra_flags) cmd += " " + f;
+  CommandResult r = Run(cmd);
+  std::filesystem::remove(src);
+  if (r.status != 0) throw std::runtime_error("compile failed: " + cmd + "\n" + r.output);
+}
+
+std::filesystem::path BinaryDir() { return IMGCHECK_BINARY_DIR; }
+std::filesystem::path SourceDir() { return IMGCHECK_SOURCE_DIR; }
+
+}  // namespace imgcheck::testing

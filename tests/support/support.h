@@ -1,0 +1,55 @@
+// Helpers the tests share to generate their fixtures: temp dirs, shell commands, shared objects.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace imgcheck::testing {
+
+/// A private directory removed with everything in it when the object dies.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& rel) const { return path_ / rel; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+struct CommandResult {
+  int status = -1;  ///< exit status, or -1 when it did not exit normally
+  std::string output;  ///< stdout and stderr together
+};
+/// Runs `command` through /bin/sh, capturing its output.
+CommandResult Run(const std::string& command);
+/// True when `program` is on PATH.
+bool HaveProgram(const std::string& program);
+
+void WriteFile(const std::filesystem::path& path, const std::string& content);
+std::string ReadFile(const std::filesystem::path& path);
+
+/// A shared object compiled from C source by the system compiler.
+struct SharedObject {
+  std::string soname;                ///< DT_SONAME, empty for none
+  std::string source = "int imgcheck_fixture_symbol(void) { return 1; }\n";
+  std::vector<std::string> needed;   ///< libraries to link against, as paths to other .so files
+  std::string rpath;                 ///< DT_RPATH (written with --disable-new-dtags)
+  std::string runpath;               ///< DT_RUNPATH
+  std::string version_script;        ///< content of a linker version script, if any
+  std::vector<std::string> extra_flags;
+};
+/// Compiles `so` to `out` (creating parent dirs); throws std::runtime_error with the compiler's
+/// output if it fails.
+void Compile(const SharedObject& so, const std::filesystem::path& out);
+
+/// Directory holding the built imgcheck binaries (set by CMake).
+std::filesystem::path BinaryDir();
+/// The source tree root (set by CMake).
+std::filesystem::path SourceDir();
+
+}  // namespace imgcheck::testing
