@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "image/capture.h"
+#include "image/registry.h"
 #include "image/tree.h"
 #include "util/error.h"
 
@@ -45,6 +46,7 @@ struct Image {
 struct LoadOptions {
   std::string platform = "linux/amd64";  ///< os/arch[/variant], for indexes
   CapturePolicy capture;                 ///< what to keep of file contents; may be empty
+  RegistryOptions registry;              ///< for registry references
 };
 
 /// Reads, verifies and merges an image named like skopeo does ("oci:PATH[:REF]", "dir:PATH", ...).

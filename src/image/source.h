@@ -16,6 +16,14 @@ struct Descriptor {
   int64_t size = -1;   ///< -1 when unknown
 };
 
+/// Pull-style reading of one blob (libarchive and the decompressors pull).
+class BlobReader {
+ public:
+  virtual ~BlobReader() = default;
+  /// Reads up to `n` bytes into `buf`; returns 0 at the end. Throws util::Fatal on failure.
+  virtual size_t Read(char* buf, size_t n) = 0;
+};
+
 class Source {
  public:
   virtual ~Source() = default;
@@ -27,10 +35,9 @@ class Source {
   /// A small blob (manifest, index, config) of at most `limit` bytes. Throws util::Fatal when
   /// it is missing or larger. The caller verifies the digest.
   virtual std::string ReadBlob(const Descriptor& d, uint64_t limit) = 0;
-  /// Streams a blob's stored bytes to `sink`, in order, from the beginning. The caller hashes
-  /// and verifies. Throws util::Fatal when the blob cannot be read.
-  virtual void StreamBlob(const Descriptor& d,
-                          const std::function<void(std::string_view)>& sink) = 0;
+  /// Opens a blob's stored bytes for reading from the beginning. The caller hashes and
+  /// verifies. Throws util::Fatal when the blob cannot be opened.
+  virtual std::unique_ptr<BlobReader> OpenBlob(const Descriptor& d) = 0;
 };
 
 }  // namespace imgcheck::image
