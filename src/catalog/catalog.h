@@ -1,0 +1,211 @@
+// What is in the image: every CUDA library, driver file, package and framework build, each
+// with its versions and where each version came from, plus the image's loader configuration.
+// Built from the merged tree's captured bytes; never prints, never throws for bad content.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "elf/elf.h"
+#include "image/capture.h"
+#include "image/image.h"
+#include "util/error.h"
+
+namespace imgcheck::catalog {
+
+enum class ComponentKind : uint8_t {
+  kCudaLibrary,    ///< cuDNN, cudart, cuBLAS, ... (a family in rules/libraries.json)
+  kDriverLibrary,  ///< user-mode driver library (libcuda.so.535.104.05, libnvidia-ml, ...)
+  kDriverStub,     ///< toolkit link stub (.../stubs/libcuda.so): must never be loaded at run time
+  kCompatLibrary,  ///< CUDA forward-compatibility driver (cuda-compat, .../compat/libcuda.so.X)
+  kCudaToolkit,    ///< a toolkit install described by version.json / version.txt
+  kHeader,         ///< a version header (cudnn_version.h, cuda_runtime_api.h)
+  kPythonDist,     ///< a *.dist-info or *.egg-info distribution
+  kFramework,      ///< a framework's build facts file (torch/version.py, TF build_info.py, ...)
+  kOsPackage,      ///< a dpkg package
+  kCondaPackage,   ///< a conda-meta/*.json package
+};
+/// "cuda-library", "driver-library", "driver-stub", "compat-library", "cuda-toolkit", "header",
+/// "python-dist", "framework", "os-package", "conda-package".
+std::string_view KindName(ComponentKind kind);
+
+enum class VersionSource : uint8_t {
+  kFilename,     ///< libcudnn.so.8.9.2
+  kSoname,       ///< DT_SONAME major (libcudnn.so.9 -> 9)
+  kDpkg,         ///< owning dpkg package (status + info/*.list)
+  kPipRecord,    ///< owning pip distribution (RECORD lists the file)
+  kPipMetadata,  ///< a distribution's own METADATA / PKG-INFO Version
+  kConda,        ///< owning conda package (conda-meta/*.json "files")
+  kHeader,       ///< #define in a header (CUDNN_MAJOR/MINOR/PATCHLEVEL, CUDART_VERSION)
+  kVersionJson,  ///< /usr/local/cuda*/version.json or version.txt
+  kBuildInfo,    ///< framework build file (torch/version.py, build_info.py, ...)
+  kEnv,          ///< image configuration Env (CUDA_VERSION, NV_CUDNN_VERSION, ...)
+};
+/// "filename", "soname", "dpkg", "pip-record", "pip-metadata", "conda", "header",
+/// "version.json", "build-info", "env".
+std::string_view SourceName(VersionSource source);
+
+/// One statement of a version, and exactly where it was read.
+struct VersionEvidence {
+  std::string value;      ///< normalised upstream version ("8.9.2.26"); dpkg epoch/revision cut
+  VersionSource source = VersionSource::kFilename;
+  std::string path;       ///< the file that says so (the library itself for filename/soname)
+  int layer = -1;         ///< layer that wrote `path`; -1 for image configuration
+  std::string detail;     ///< raw form when it differs ("8.9.2.26-1+cuda12.1", "CUDNN_MAJOR")
+};
+
+enum class PackageManager : uint8_t { kDpkg, kPip, kConda };
+/// "dpkg", "pip", "conda".
+std::string_view ManagerName(PackageManager manager);
+
+/// The package that owns a file.
+struct PackageRef {
+  PackageManager manager = PackageManager::kDpkg;
+  std::string name;       ///< "libcudnn8", "nvidia-cudnn-cu12", "cudnn"
+  std::string version;    ///< as the package manager states it
+  std::string metadata;   ///< the metadata file (dpkg info/*.list, dist-info RECORD, conda json)
+  int layer = -1;         ///< layer that wrote `metadata`
+};
+
+/// Key facts of a library's ELF headers (the whole ElfInfo is Catalog::Elf(path)).
+struct LibraryFacts {
+  std::string soname;
+  std::vector<std::string> needed;
+  uint16_t machine = 0;
+  bool is64 = true;
+  std::vector<unsigned> sass_sm;   ///< architectures with cubins in .nv_fatbin, sorted unique
+  std::vector<unsigned> ptx_sm;    ///< architectures with PTX, sorted unique
+};
+
+/// Framework build facts, keys as the framework names them when it has one:
+///   torch (torch/version.py): "__version__", "cuda", "cudnn" (rare), "git_version", "hip"
+///   tensorflow (build_info.py, TF2 build_info dict or TF1 module vars): "cuda_version",
+///     "cudnn_version", "cuda_compute_capabilities" (comma-joined, as listed: "sm_35,compute_80"),
+///     "is_cuda_build"
+///   jax / jaxlib / jax CUDA plugins: "__version__", "cuda_version" when stated
+///   onnxruntime (build_and_package_info.py): "package_name", "__version__", "cuda_version",
+///     "cudnn_version"
+///   cupy (.data/_wheel.json): "cuda" ... whatever the JSON's top-level string values are
+using BuildFacts = std::map<std::string, std::string, std::less<>>;
+
+/// A `Requires-Dist:` line of a Python distribution.
+struct Requirement {
+  std::string name;        ///< normalised (PEP 503: lowercase, runs of -_. -> '-')
+  std::string specifier;   ///< "==8.9.2.26", ">=2,<3", empty for any
+  std::string marker;      ///< text after ';', trimmed, empty when none
+  std::string raw;         ///< the line's value as written
+  /// The pinned version when the specifier is exactly "==V" (or "===V"), else empty.
+  std::string Pinned() const;
+};
+
+struct Component {
+  ComponentKind kind = ComponentKind::kCudaLibrary;
+  /// Library base name ("libcudnn", "libcudnn_ops", "libcuda"), package or distribution name
+  /// ("libcudnn8", "nvidia-cudnn-cu12", "torch"), framework ("torch", "tensorflow", "jaxlib").
+  std::string name;
+  /// Library family from rules/libraries.json ("cudnn", "cublas", "driver", ...); for packages,
+  /// the family whose package patterns matched; empty when none.
+  std::string family;
+  std::string version;                   ///< the most precise known; empty when unknown
+  std::vector<VersionEvidence> versions;  ///< every source, most trusted first
+  /// Libraries: the regular file; dists: the *.dist-info / *.egg-info dir; dpkg packages:
+  /// the status file; frameworks / headers / toolkits / conda: the file parsed.
+  std::string path;
+  int layer = -1;                        ///< layer that wrote `path` (the deleting layer if deleted)
+  std::vector<int> overwritten_layers;   ///< earlier layers whose copy of `path` this one hides
+  bool deleted = false;                  ///< removed by a whiteout in `layer`: not in the image
+  std::vector<std::string> aliases;      ///< symlinks in the image that resolve to `path`
+  /// Libraries: the package owning `path`; nullopt = unmanaged. Frameworks: the pip dist.
+  std::optional<PackageRef> owner;
+  std::optional<LibraryFacts> elf;       ///< libraries whose ELF headers were read
+
+  // Python distributions.
+  std::vector<Requirement> requires_dist;
+  std::vector<std::string> missing_files;  ///< RECORD entries absent from the merged tree
+  // dpkg packages: "install ok installed", "hold ok installed", ...
+  std::string status;
+  bool held = false;
+  // Frameworks (and cuda-toolkit: component -> version from version.json).
+  BuildFacts build;
+};
+
+/// A directory named by /etc/ld.so.conf or a file it includes, in order.
+struct LdConfDir {
+  std::string dir;
+  std::string path;   ///< the conf file naming it
+  int layer = -1;
+};
+
+/// An entry of /etc/ld.so.cache.
+struct LdCacheEntry {
+  std::string soname;   ///< key
+  std::string path;     ///< value (absolute path as stored)
+  int32_t flags = 0;    ///< FLAG_ELF_LIBC6 | FLAG_X8664_LIB64 ... (glibc elf/cache.c)
+  uint64_t hwcap = 0;   ///< new format only
+};
+
+struct LdSoCache {
+  std::string path;                 ///< "/etc/ld.so.cache"; empty when absent
+  int layer = -1;
+  std::string format;               ///< "new" (glibc-ld.so.cache1.1), "old" (ld.so-1.7.0), "both"
+  std::vector<LdCacheEntry> entries;  ///< in file order (the loader's search order)
+};
+
+/// What the image's configuration and /etc say about how libraries are found.
+struct ImageConfig {
+  std::vector<std::pair<std::string, std::string>> env;  ///< config Env, in order
+  std::map<std::string, std::string> labels;
+  std::vector<LdConfDir> ld_so_conf;   ///< empty when there is no /etc/ld.so.conf
+  LdSoCache ld_so_cache;
+  std::map<std::string, std::string> os_release;  ///< ID, VERSION_ID, PRETTY_NAME, ...
+  std::string os_release_path;
+  int os_release_layer = -1;
+
+  /// The value of Env `key`, nullopt when unset (last assignment wins, as in a container).
+  std::optional<std::string> Env(std::string_view key) const;
+  /// LD_LIBRARY_PATH split on ':' with empty elements kept (they mean the working directory);
+  /// empty vector when unset.
+  std::vector<std::string> LdLibraryPath() const;
+};
+
+class Catalog {
+ public:
+  std::vector<Component> components;
+  ImageConfig config;
+  std::vector<image::Layer> layers;           ///< copied from the image: digest, created_by
+  std::vector<util::Diagnostic> diagnostics;  ///< corrupt ELF / unreadable metadata, with place
+
+  /// The parsed ELF headers of the regular file at exactly `path` in the merged tree (no
+  /// link following); null when it is not an ELF file, was not captured, or is corrupt.
+  const elf::ElfInfo* Elf(std::string_view path) const;
+  /// Every ELF file of the merged tree, by path.
+  const std::map<std::string, elf::ElfInfo, std::less<>>& elves() const { return elves_; }
+  /// The layer with this index, null when out of range.
+  const image::Layer* Layer(int index) const;
+  /// Components of `kind` (any name when `name` is empty), in catalog order.
+  std::vector<const Component*> Find(ComponentKind kind, std::string_view name = {}) const;
+  /// Present (not deleted) library components of `family` ("cudnn"), in catalog order.
+  std::vector<const Component*> Family(std::string_view family) const;
+
+  // Building (used by Build and by tests).
+  std::map<std::string, elf::ElfInfo, std::less<>>& mutable_elves() { return elves_; }
+
+ private:
+  std::map<std::string, elf::ElfInfo, std::less<>> elves_;
+};
+
+/// What Build needs captured: the ELF capturer for likely shared objects and executables, and
+/// a bounded prefix of the metadata files it parses. Thread-safe; cheap per call.
+image::CapturePolicy CapturePolicy();
+
+/// Catalogues the merged tree of `image` (with the classification data in rules/libraries.json
+/// under `rules_dir`). Problems inside the image become diagnostics; a missing or malformed
+/// rules file is util::Fatal.
+Catalog Build(const image::Image& image, const std::string& rules_dir = IMGCHECK_RULES_DIR);
+
+}  // namespace imgcheck::catalog
