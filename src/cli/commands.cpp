@@ -26,11 +26,21 @@ void AddImageArgs(CLI::App& sub, ImageArgs& args) {
       ->required();
   sub.add_option("--platform", args.platform, "os/arch[/variant] to pick from an index")
       ->capture_default_str();
+  sub.add_option("--creds", args.creds, "USER:PASS for the registry (default: the auth files)");
+  sub.add_flag("--tls-verify", args.tls_verify,
+               "check the registry's TLS certificate (--tls-verify=false to skip)");
+  sub.add_option("--cert-dir", args.cert_dir,
+                 "registry CA certificates (*.crt) and client cert/key (*.cert, *.key)");
+  sub.add_option("--ca-cert", args.ca_cert, "a CA certificate bundle to trust for the registry");
 }
 
 image::LoadOptions ToLoadOptions(const ImageArgs& args) {
   image::LoadOptions o;
   o.platform = args.platform;
+  o.registry.creds = args.creds;
+  o.registry.tls_verify = args.tls_verify;
+  o.registry.cert_dir = args.cert_dir;
+  o.registry.ca_cert = args.ca_cert;
   return o;
 }
 

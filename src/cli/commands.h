@@ -28,6 +28,10 @@ const std::vector<Command>& Commands();
 struct ImageArgs {
   std::string reference;
   std::string platform = "linux/amd64";
+  std::string creds;        ///< --creds USER:PASS for a registry
+  bool tls_verify = true;   ///< --tls-verify=false skips registry certificate checks
+  std::string cert_dir;     ///< --cert-dir: *.crt CAs, *.cert/*.key client pair
+  std::string ca_cert;      ///< --ca-cert: a CA bundle to trust for the registry
 };
 void AddImageArgs(CLI::App& sub, ImageArgs& args);
 image::LoadOptions ToLoadOptions(const ImageArgs& args);
