@@ -1,0 +1,162 @@
+// The glibc dynamic loader, simulated over an image's merged tree: which file ld.so would map
+// for each DT_NEEDED entry and each dlopen by name, and why (glibc elf/dl-load.c,
+// _dl_map_object and open_path; x86-64 and aarch64).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "catalog/ld_so.h"
+#include "elf/elf.h"
+#include "image/tree.h"
+
+namespace imgcheck::loader {
+
+/// ELF facts of the regular file at exactly `real_path` (no link following); null when the file
+/// is not an ELF file. The loader never reads files itself: the catalog's ELF index answers.
+using ElfLookup = std::function<const elf::ElfInfo*(std::string_view real_path)>;
+
+enum class Kind : uint8_t { kNeeded, kDlopen };
+
+/// The phase of the search that produced a candidate, in glibc's order.
+enum class Reason : uint8_t {
+  kAlreadyLoaded,  ///< an object in the link map already has this name, soname, or file
+  kDirectPath,     ///< the name contains '/': used as a path (relative: to the working dir)
+  kRpath,          ///< DT_RPATH of the consumer, of its loaders, or of the main program
+  kLdLibraryPath,  ///< LD_LIBRARY_PATH from the image Env
+  kRunpath,        ///< DT_RUNPATH of the consumer (never inherited)
+  kLdCache,        ///< the image's /etc/ld.so.cache
+  kDefaultDir,     ///< the loader's built-in system directories
+};
+/// "already-loaded", "direct-path", "rpath", "ld-library-path", "runpath", "ld.so.cache",
+/// "default-dir".
+std::string_view ReasonName(Reason reason);
+
+/// What happened to one candidate file.
+enum class Outcome : uint8_t {
+  kMissing,       ///< no such file (or a directory, a dangling link, a symlink loop)
+  kWrongClass,    ///< ELF of the other class (32/64-bit): skipped, search goes on
+  kWrongMachine,  ///< ELF for another e_machine: skipped, search goes on
+  kNotElf,        ///< exists but is not ELF: ld.so stops with "invalid ELF header"
+  kRejected,      ///< ld.so.cache entry in a system dir while the consumer has NODEFLIB
+  kFound,
+};
+/// "missing", "wrong-class", "wrong-machine", "not-elf", "rejected-nodeflib", "found".
+std::string_view OutcomeName(Outcome outcome);
+
+/// One place the search looked.
+struct Attempt {
+  Reason phase = Reason::kDefaultDir;
+  std::string entry;  ///< the search entry as written ("$ORIGIN/../lib", "", "/etc/ld.so.cache")
+  std::string path;   ///< the candidate file (entry expanded + glibc-hwcaps subdir + name)
+  Outcome outcome = Outcome::kMissing;
+};
+
+enum class Status : uint8_t {
+  kFound,
+  kNotFound,  ///< every phase tried; `tried` lists them
+  kError,     ///< ld.so stops here (a non-ELF candidate); `error` says why
+};
+
+/// How one name requested by one consumer resolves. The same name may resolve differently
+/// for different consumers (each has its own RPATH/RUNPATH); every request is kept.
+struct Resolution {
+  std::string consumer;   ///< real path of the object whose DT_NEEDED (or dlopen) names it
+  std::string name;       ///< as requested
+  Kind kind = Kind::kNeeded;
+  Status status = Status::kNotFound;
+  Reason reason = Reason::kDefaultDir;  ///< kFound only
+  std::string path;       ///< path as ld.so opens it (search dir + name), before symlinks
+  std::string real_path;  ///< after following symlinks inside the image
+  std::string entry;      ///< search entry that matched, unexpanded ("$ORIGIN/../lib")
+  std::string rpath_owner;  ///< kRpath: real path of the object whose DT_RPATH matched
+  std::vector<Attempt> tried;  ///< every candidate looked at, in order, the hit last
+  std::string error;      ///< kError: ld.so's message
+
+  bool found() const { return status == Status::kFound; }
+};
+
+/// One object of the link map.
+struct LoadedObject {
+  std::string path;       ///< as ld.so opened it (l_name)
+  std::string real_path;  ///< after symlinks; the key for ElfLookup
+  const elf::ElfInfo* elf = nullptr;  ///< never null for loaded objects
+  std::vector<std::string> names;     ///< names it was requested by, first first
+  int loader = -1;        ///< index of the object that first requested it (l_loader); -1: root
+  Kind loaded_by = Kind::kNeeded;     ///< how that first request was made
+  std::vector<Resolution> resolutions;  ///< its DT_NEEDED in order, then its dlopens
+};
+
+/// The link map of one root consumer.
+struct LoadGraph {
+  /// In load order: [0] the root, then breadth-first like _dl_map_object_deps, then objects
+  /// dlopened by name (each followed by its own dependencies). The interpreter, when present,
+  /// is in the map (it answers to its soname) but is listed last, as ld.so does.
+  std::vector<LoadedObject> objects;
+  bool truncated = false;  ///< stopped at Options::max_objects
+
+  /// Every resolution of every object, in load order.
+  std::vector<const Resolution*> Resolutions() const;
+  /// Index of the object with this real path, -1 when not loaded.
+  int Find(std::string_view real_path) const;
+};
+
+/// Which names an object passes to dlopen (data from rules/dlopen.json).
+struct DlopenRule {
+  std::string caller;               ///< glob on the caller's soname or file name ("libcudnn.so.9*")
+  std::vector<std::string> names;   ///< dlopen arguments, in order
+  std::string source;               ///< where this fact comes from
+};
+
+/// The loader build's platform: values glibc fixes at build time or takes from the CPU.
+struct Platform {
+  uint16_t machine = 62;           ///< EM_X86_64; candidates must match it
+  bool is64 = true;
+  std::string platform = "x86_64";  ///< $PLATFORM (AT_PLATFORM)
+  std::string lib = "lib64";       ///< $LIB (Debian/Ubuntu: "lib/x86_64-linux-gnu")
+  /// System search directories in order (upstream x86-64: /lib64, /usr/lib64; Debian/Ubuntu:
+  /// /lib/<triplet>, /usr/lib/<triplet>, /lib, /usr/lib).
+  std::vector<std::string> default_dirs = {"/lib64", "/usr/lib64"};
+  /// glibc-hwcaps subdirectories searched under every search directory, before it, in
+  /// priority order. Policy: the host CPU is unknown, so the default is the baseline every
+  /// CUDA-capable x86-64 host has ("x86-64-v2"); none on aarch64. Legacy hwcaps directories
+  /// (tls/, x86_64/; gone in glibc 2.37) are not searched.
+  std::vector<std::string> hwcaps = {"x86-64-v2"};
+  std::string interpreter = "/lib64/ld-linux-x86-64.so.2";  ///< PT_INTERP when the root has none
+};
+
+/// The platform of a glibc in `tree` for objects of `machine`/class: Debian/Ubuntu multiarch
+/// layout when the tree has /lib/<triplet>/libc.so.6 (or /usr/lib/<triplet>/), else upstream.
+Platform DetectPlatform(const image::Tree& tree, uint16_t machine, bool is64);
+
+struct Options {
+  Platform platform;
+  /// LD_LIBRARY_PATH from the image Env; nullopt when unset. Split on ':' and ';'; an empty
+  /// element means the working directory.
+  std::optional<std::string> ld_library_path;
+  std::string working_dir = "/";   ///< image WorkingDir: relative names and empty elements
+  const catalog::LdCacheFile* cache = nullptr;  ///< the image's ld.so.cache; null when absent
+  std::vector<DlopenRule> dlopen;  ///< applied to every loaded object whose name matches
+  /// $ORIGIN of the root: the directory of its real path (as the kernel's exec gives it);
+  /// other objects' $ORIGIN is the directory of the path they were opened by (glibc l_origin).
+  size_t max_objects = 4096;       ///< bound on the link map
+};
+
+/// Resolves one name requested by `consumer` (index into `graph`) with ld.so's rules (a
+/// DT_NEEDED entry or dlopen: both search the consumer's RPATH chain unless it has RUNPATH).
+/// Does not add the result to the graph.
+Resolution Resolve(const image::Tree& tree, const ElfLookup& elf, const LoadGraph& graph,
+                   int consumer, std::string_view name, Kind kind, const Options& options);
+
+/// Simulates loading `root` (a real path in the tree: an executable, or a library such as a
+/// framework extension, which then plays the main program): its dependencies breadth-first,
+/// then the dlopens `options.dlopen` names. Names that are not found are recorded, not fatal.
+/// Empty graph when `root` is not an ELF file.
+LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view root,
+               const Options& options);
+
+}  // namespace imgcheck::loader
