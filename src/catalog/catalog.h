@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "catalog/ld_so.h"
 #include "elf/elf.h"
 #include "image/capture.h"
 #include "image/image.h"
@@ -134,34 +135,14 @@ struct Component {
   BuildFacts build;
 };
 
-/// A directory named by /etc/ld.so.conf or a file it includes, in order.
-struct LdConfDir {
-  std::string dir;
-  std::string path;   ///< the conf file naming it
-  int layer = -1;
-};
-
-/// An entry of /etc/ld.so.cache.
-struct LdCacheEntry {
-  std::string soname;   ///< key
-  std::string path;     ///< value (absolute path as stored)
-  int32_t flags = 0;    ///< FLAG_ELF_LIBC6 | FLAG_X8664_LIB64 ... (glibc elf/cache.c)
-  uint64_t hwcap = 0;   ///< new format only
-};
-
-struct LdSoCache {
-  std::string path;                 ///< "/etc/ld.so.cache"; empty when absent
-  int layer = -1;
-  std::string format;               ///< "new" (glibc-ld.so.cache1.1), "old" (ld.so-1.7.0), "both"
-  std::vector<LdCacheEntry> entries;  ///< in file order (the loader's search order)
-};
-
 /// What the image's configuration and /etc say about how libraries are found.
 struct ImageConfig {
   std::vector<std::pair<std::string, std::string>> env;  ///< config Env, in order
   std::map<std::string, std::string> labels;
-  std::vector<LdConfDir> ld_so_conf;   ///< empty when there is no /etc/ld.so.conf
-  LdSoCache ld_so_cache;
+  LdSoConf ld_so_conf;                 ///< /etc/ld.so.conf and its includes (empty if absent)
+  std::optional<LdCacheFile> ld_so_cache;  ///< /etc/ld.so.cache; nullopt when absent or corrupt
+  std::string ld_so_cache_path;        ///< "/etc/ld.so.cache" when present
+  int ld_so_cache_layer = -1;
   std::map<std::string, std::string> os_release;  ///< ID, VERSION_ID, PRETTY_NAME, ...
   std::string os_release_path;
   int os_release_layer = -1;
