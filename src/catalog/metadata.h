@@ -1,0 +1,69 @@
+// Parsers for the metadata files the catalog reads: package databases, version headers and
+// framework build files. Each works on the file's text only, is bounded by it, and never prints.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "catalog/catalog.h"
+#include "util/error.h"
+
+namespace imgcheck::catalog {
+
+/// "libcudnn_ops.so.9.1.0" -> "libcudnn_ops"; "" when the name has no ".so" part.
+std::string_view LibraryBaseName(std::string_view file_name);
+/// "libcudnn.so.8.9.2" -> "8.9.2"; "" when nothing numeric follows ".so.".
+std::string FilenameVersion(std::string_view file_name);
+/// Debian version -> upstream part: "1:8.9.2.26-1+cuda12.1" -> "8.9.2.26".
+std::string UpstreamVersion(std::string_view dpkg_version);
+/// Number of dot-separated numeric fields at the start: "8.9.2.26" -> 4, "12.x" -> 1.
+int VersionPrecision(std::string_view version);
+/// PEP 503 name normalisation: lowercase, runs of '-', '_', '.' become one '-'.
+std::string NormalizeDistName(std::string_view name);
+
+struct DpkgPackage {
+  std::string name, version, architecture, status;
+};
+/// /var/lib/dpkg/status (or a status.d file): one record per paragraph.
+std::vector<DpkgPackage> ParseDpkgStatus(std::string_view text);
+
+/// METADATA / PKG-INFO header fields (up to the first blank line).
+struct DistMetadata {
+  std::string name, version;
+  std::vector<Requirement> requires_dist;
+};
+DistMetadata ParseDistMetadata(std::string_view text);
+/// One `Requires-Dist:` value: "nvidia-cudnn-cu12 (==8.9.2.26) ; platform_system == 'Linux'".
+Requirement ParseRequirement(std::string_view value);
+/// The paths of a wheel RECORD (CSV, first column; quoted fields handled).
+std::vector<std::string> ParseRecord(std::string_view text);
+
+struct CondaPackage {
+  std::string name, version, build;
+  std::vector<std::string> files;  ///< relative to the environment prefix
+};
+util::Expected<CondaPackage> ParseCondaMeta(std::string_view json);
+
+/// cudnn_version.h / cudnn.h: "MAJOR.MINOR.PATCH" from CUDNN_MAJOR/MINOR/PATCHLEVEL defines.
+std::optional<std::string> CudnnHeaderVersion(std::string_view text);
+/// cuda_runtime_api.h: CUDART_VERSION 12010 -> "12.1".
+std::optional<std::string> CudartHeaderVersion(std::string_view text);
+/// /usr/local/cuda*/version.json: component key -> version ("cuda" -> "12.1.1",
+/// "cuda_cudart" -> "12.1.105").
+util::Expected<std::map<std::string, std::string>> ParseCudaVersionJson(std::string_view json);
+/// version.txt: "CUDA Version 10.2.89" -> "10.2.89".
+std::optional<std::string> ParseCudaVersionTxt(std::string_view text);
+
+/// Top-level literal assignments of a Python file (`name = 'x'`, `name: str = "x"`,
+/// `name = None|True|False|123`, lists of strings joined with ','), plus the pairs of a TF2
+/// `build_info = collections.OrderedDict([('key', value), ...])` or dict literal.
+BuildFacts ParsePythonLiterals(std::string_view text);
+/// cupy/.data/_wheel.json: top-level strings, and "x.version" for objects with a version.
+util::Expected<BuildFacts> ParseCupyWheelJson(std::string_view json);
+/// os-release: KEY=value lines, shell quoting removed.
+std::map<std::string, std::string> ParseOsRelease(std::string_view text);
+
+}  // namespace imgcheck::catalog
