@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "util/error.h"
+#include "util/text.h"
 
 namespace imgcheck::cli {
 
@@ -46,21 +47,6 @@ image::LoadOptions ToLoadOptions(const ImageArgs& args) {
 
 namespace {
 
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
 bool IsCommand(std::string_view word) {
   const auto& cmds = Commands();
   return std::any_of(cmds.begin(), cmds.end(), [&](const Command& c) { return c.name == word; });
@@ -70,7 +56,7 @@ bool IsCommand(std::string_view word) {
 std::string Suggest(std::string_view word) {
   if (word.find_first_of(":/.@") != std::string_view::npos) return "";
   for (const auto& c : Commands())
-    if (EditDistance(word, c.name) <= 2) return std::string(c.name);
+    if (util::EditDistance(word, c.name) <= 2) return std::string(c.name);
   return "";
 }
 

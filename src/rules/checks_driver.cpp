@@ -1,0 +1,226 @@
+// Checks over the driver side and the target machine: IC020-IC022, IC030, IC031, IC040.
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+
+#include "rules/context.h"
+#include "util/path.h"
+
+namespace imgcheck::rules {
+
+namespace {
+
+using catalog::Component;
+using catalog::ComponentKind;
+
+bool IsStub(const Context& ctx, std::string_view real_path) {
+  const Component* c = ctx.LibraryAt(real_path);
+  if (c) return c->kind == ComponentKind::kDriverStub;
+  return real_path.find("/stubs/") != std::string_view::npos;
+}
+
+void CheckStubOnPath(Context& ctx) {
+  auto lookup = [&ctx](std::string_view p) { return ctx.cat.Elf(p); };
+  std::set<std::string> reported;
+  auto report = [&](const Consumer& consumer, const loader::Resolution& r) {
+    if (!r.found() || !IsStub(ctx, r.real_path) || !reported.insert(r.real_path).second) return;
+    Finding f = ctx.Make("IC020",
+                         "the loader finds the toolkit stub " + r.real_path + " for " + r.name + " (" +
+                             std::string(loader::ReasonName(r.reason)) + (r.entry.empty() ? "" : " " + r.entry) +
+                             "): the host driver the container runtime mounts is never reached",
+                         {r.real_path});
+    f.evidence.push_back({"consumer", consumer.path});
+    f.evidence.push_back({"resolved " + r.name, Context::Describe(r)});
+    ctx.findings.push_back(std::move(f));
+  };
+  for (const auto& seen : ctx.Resolutions())
+    if (seen.resolution.name.rfind("libcuda.so", 0) == 0) report(*seen.consumer, seen.resolution);
+  // The CUDA runtime dlopens libcuda.so.1; resolve it as it would, whatever dlopen.json lists.
+  for (const Consumer* consumer : ctx.AllConsumers())
+    for (const auto& lib : ctx.LoadedWithPrefix({consumer}, "libcudart.so."))
+      report(*consumer, loader::Resolve(ctx.tree, lookup, consumer->graph, lib.index, "libcuda.so.1",
+                                        loader::Kind::kDlopen, ctx.in.options));
+}
+
+std::string OwnerKey(const Component& c) {
+  if (c.owner) return std::string(catalog::ManagerName(c.owner->manager)) + " package " + c.owner->name;
+  return std::string(util::DirName(c.path));
+}
+
+void CheckDriverInImage(Context& ctx) {
+  std::map<std::string, std::vector<const Component*>> groups;
+  for (const Component* c : ctx.cat.Find(ComponentKind::kDriverLibrary))
+    if (!c->deleted) groups[OwnerKey(*c)].push_back(c);
+  for (const auto& [owner, list] : groups) {
+    std::vector<std::string> paths;
+    for (const Component* c : list) paths.push_back(c->path);
+    std::string version = list[0]->version.empty() ? "" : " " + list[0]->version;
+    ctx.findings.push_back(ctx.Make("IC021",
+                                    std::to_string(list.size()) + " user-mode driver librar" +
+                                        (list.size() == 1 ? "y" : "ies") + version + " from " + owner + " (" +
+                                        paths[0] + (list.size() > 1 ? ", ..." : "") +
+                                        ") are baked into the image; the host's driver must provide them",
+                                    paths, list[0]->layer));
+  }
+}
+
+// The directory a path names after following links in the image; "" when it is not one.
+std::string RealDir(const Context& ctx, std::string_view dir) {
+  auto r = ctx.tree.Resolve(dir);
+  return r && r->node && r->node->type == image::NodeType::kDirectory ? r->path : "";
+}
+
+void CheckForwardCompat(Context& ctx) {
+  std::map<std::string, std::vector<const Component*>> dirs;
+  for (const Component* c : ctx.cat.Find(ComponentKind::kCompatLibrary))
+    if (!c->deleted) dirs[std::string(util::DirName(c->path))].push_back(c);
+  for (const auto& [dir, list] : dirs) {
+    std::vector<std::string> via;
+    for (const auto& e : ctx.cat.config.LdLibraryPath())
+      if (!e.empty() && e[0] == '/' && RealDir(ctx, e) == dir) via.push_back("LD_LIBRARY_PATH entry " + e);
+    for (const auto& d : ctx.cat.config.ld_so_conf.dirs)
+      if (RealDir(ctx, d.dir) == dir) via.push_back(d.file + ":" + std::to_string(d.line) + " names " + d.dir);
+    if (const auto& cache = ctx.cat.config.ld_so_cache)
+      for (const auto& e : cache->entries)
+        if (util::DirName(e.path) == dir || RealDir(ctx, util::DirName(e.path)) == dir) {
+          via.push_back(ctx.cat.config.ld_so_cache_path + " maps " + e.name + " to " + e.path);
+          break;
+        }
+    if (via.empty()) continue;
+    std::vector<std::string> paths;
+    for (const Component* c : list) paths.push_back(c->path);
+    Finding f = ctx.Make("IC022",
+                         "forward-compatibility driver libraries in " + dir + " (" + list[0]->name +
+                             (list[0]->version.empty() ? "" : " " + list[0]->version) + ") are on the loader path: " +
+                             via[0],
+                         paths, list[0]->layer);
+    for (const auto& v : via) f.evidence.push_back({"on path", v});
+    ctx.findings.push_back(std::move(f));
+  }
+}
+
+void CheckDriverTooOld(Context& ctx) {
+  const Target& t = ctx.in.target;
+  if (!t.driver) return;
+  const std::pair<Known, std::string>* worst = nullptr;
+  Version worst_min;
+  std::string worst_how;
+  std::vector<Evidence> evidence;
+  auto needs = CudaNeeds(ctx);
+  for (const auto& need : needs) {
+    std::string how;
+    auto min = ctx.k.MinDriver(need.first.version, &how);
+    if (!min) continue;
+    evidence.push_back({"CUDA " + need.first.version.str(), "needs driver " + min->str() + " (" + how + "): " + need.second});
+    if (*t.driver >= *min) continue;
+    if (!worst || *min > worst_min) {
+      worst = &need;
+      worst_min = *min;
+      worst_how = how;
+    }
+  }
+  if (!worst) return;
+  Finding f = ctx.Make("IC030",
+                       "the target driver " + t.driver->str() + " (" + t.driver_from + ") cannot run CUDA " +
+                           worst->first.version.str() + " (" + worst->first.how + ", " + worst->second +
+                           "): it needs driver " + worst_min.str() + " or newer (" + worst_how + ")",
+                       {worst->second});
+  f.evidence = std::move(evidence);
+  ctx.findings.push_back(std::move(f));
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// The CUDA a NVIDIA_REQUIRE_CUDA value lets through: the lowest `cuda>=X.Y` (or `cuda>X.Y`)
+// among its OR-ed terms (libnvidia-container's requirement grammar).
+std::optional<Version> DeclaredCuda(const std::string& value) {
+  std::optional<Version> lowest;
+  for (const auto& term : util::Split(value, ' ')) {
+    for (const auto& expr : util::Split(term, ',')) {
+      std::string e = Lower(expr);
+      if (e.rfind("cuda>", 0) != 0) continue;
+      if (auto v = Version::Parse(e.substr(e[5] == '=' ? 6 : 5)); v && (!lowest || *v < *lowest)) lowest = v;
+    }
+  }
+  return lowest;
+}
+
+void CheckRequireCuda(Context& ctx) {
+  const auto& config = ctx.cat.config;
+  if (auto disable = config.Env("NVIDIA_DISABLE_REQUIRE")) {
+    std::string d = Lower(*disable);
+    if (d == "1" || d == "t" || d == "true") return;
+  }
+  std::optional<Version> declared;
+  std::string declared_text;
+  if (auto require = config.Env("NVIDIA_REQUIRE_CUDA"); require && !require->empty()) {
+    declared = DeclaredCuda(*require);
+    declared_text = "NVIDIA_REQUIRE_CUDA=" + *require;
+  } else if (auto legacy = config.Env("CUDA_VERSION")) {
+    // A legacy image: the container toolkit derives cuda>=MAJOR.MINOR from CUDA_VERSION.
+    if (auto v = Version::Parse(*legacy)) declared = v->Prefix(2);
+    declared_text = "CUDA_VERSION=" + *legacy + " (legacy: cuda>=" + (declared ? declared->str() : "?") + ")";
+  }
+  if (!declared) return;
+  const std::pair<Known, std::string>* top = nullptr;
+  auto needs = CudaNeeds(ctx);
+  for (const auto& need : needs)
+    if (!top || need.first.version.Prefix(2) > top->first.version.Prefix(2)) top = &need;
+  if (!top || top->first.version.Prefix(2) <= declared->Prefix(2)) return;
+  if (declared_text.size() > 120) declared_text = declared_text.substr(0, 117) + "...";
+  Finding f = ctx.Make("IC031",
+                       declared_text + " lets the container start with CUDA " + declared->Prefix(2).str() +
+                           " drivers, but the image needs CUDA " + top->first.version.Prefix(2).str() + " (" +
+                           top->first.how + ", " + top->second + ")",
+                       {top->second}, -1);
+  ctx.findings.push_back(std::move(f));
+}
+
+std::string SmList(const std::vector<unsigned>& sms, std::string_view prefix) {
+  std::string s;
+  for (unsigned sm : sms) s += (s.empty() ? "" : ",") + std::string(prefix) + std::to_string(sm);
+  return s.empty() ? "none" : s;
+}
+
+void CheckGpuArch(Context& ctx) {
+  if (!ctx.in.target.sm) return;
+  unsigned target = static_cast<unsigned>(*ctx.in.target.sm);
+  std::map<std::string, std::vector<std::string>> by_dir;
+  std::map<std::string, std::string> detail;
+  for (const auto& [path, elf] : ctx.cat.elves()) {
+    if (elf.fatbin.empty()) continue;
+    std::set<unsigned> sass, ptx;
+    for (const auto& e : elf.fatbin) (e.kind == elf::FatbinEntry::Kind::kCubin ? sass : ptx).insert(e.sm);
+    // SASS runs on the same major at an equal or higher minor; PTX is JIT-compiled upwards.
+    bool ok = std::any_of(sass.begin(), sass.end(), [&](unsigned s) { return s / 10 == target / 10 && s <= target; }) ||
+              std::any_of(ptx.begin(), ptx.end(), [&](unsigned s) { return s <= target; });
+    if (ok) continue;
+    std::string dir(util::DirName(path));
+    by_dir[dir].push_back(path);
+    if (!detail.count(dir))
+      detail[dir] = "SASS " + SmList({sass.begin(), sass.end()}, "sm_") + ", PTX " +
+                    SmList({ptx.begin(), ptx.end()}, "compute_");
+  }
+  for (const auto& [dir, paths] : by_dir) {
+    std::string arch = ctx.k.ArchName(*ctx.in.target.sm);
+    Finding f = ctx.Make("IC040",
+                         std::to_string(paths.size()) + " file(s) in " + dir + " (" + paths[0] + ": " + detail[dir] +
+                             ") have no device code for the target GPU sm_" + std::to_string(target) +
+                             (arch.empty() ? "" : " (" + arch + ")") + ", " + ctx.in.target.gpu_from,
+                         paths);
+    ctx.findings.push_back(std::move(f));
+  }
+}
+
+}  // namespace
+
+std::vector<Check> DriverChecks() {
+  return {{"IC020", CheckStubOnPath}, {"IC021", CheckDriverInImage}, {"IC022", CheckForwardCompat},
+          {"IC030", CheckDriverTooOld}, {"IC031", CheckRequireCuda},  {"IC040", CheckGpuArch}};
+}
+
+}  // namespace imgcheck::rules

@@ -1,0 +1,107 @@
+// What the checks share (private to the rules stage): lookups over the catalog and the link
+// maps, and how a finding is made from the rule table.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "catalog/library_rules.h"
+#include "rules/scan.h"
+
+namespace imgcheck::rules {
+
+/// A resolution seen in some consumer's link map, with the object that asked.
+struct SeenResolution {
+  const Consumer* consumer = nullptr;
+  int object = -1;                      ///< index in consumer->graph.objects of the requester
+  loader::Resolution resolution;
+};
+
+class Context {
+ public:
+  explicit Context(const ScanInput& input);
+
+  const ScanInput& in;
+  const catalog::Catalog& cat;
+  const Knowledge& k;
+  const image::Tree& tree;
+  std::vector<Finding> findings;
+
+  /// The present library-like component (CUDA library, driver, stub, compat) at `real_path`.
+  const catalog::Component* LibraryAt(std::string_view real_path) const;
+  /// The libraries.json family of a soname or file name ("libcudnn_ops.so.9" -> "cudnn").
+  std::string FamilyOf(std::string_view name) const;
+  /// A component's version when it has at least `precision` components.
+  std::optional<Version> VersionOf(const catalog::Component* c, size_t precision = 2) const;
+  /// The framework release (its build file, else its pip distribution).
+  std::optional<Version> FrameworkVersion(const catalog::Component& framework) const;
+  /// Consumers rooted under a framework's package directory.
+  std::vector<const Consumer*> ConsumersOf(const catalog::Component& framework) const;
+  /// The Python distribution component named `name` (PEP 503), null when none.
+  const catalog::Component* Dist(std::string_view name) const;
+  /// Every resolution in every consumer's link map, plus the cuDNN shims' sub-library dlopens
+  /// (resolved here when rules/dlopen.json does not list them), deduplicated by
+  /// (requesting object, name).
+  const std::vector<SeenResolution>& Resolutions() const { return resolutions_; }
+  /// Loaded objects whose real path is `real_path` (all consumers), as (consumer, index).
+  std::vector<std::pair<const Consumer*, int>> Loaded(std::string_view real_path) const;
+
+  /// A library in some link map: the object, how it was resolved, and its catalog component.
+  struct LoadedLibrary {
+    const Consumer* consumer = nullptr;
+    int index = -1;
+    const loader::Resolution* how = nullptr;   ///< the request that loaded it; null for roots
+    const catalog::Component* component = nullptr;  ///< null when the catalog does not know it
+  };
+  /// Objects of `consumers`' link maps whose soname (or requested name) starts with `prefix`
+  /// ("libcudnn.so."), one per real path, in consumer order.
+  std::vector<LoadedLibrary> LoadedWithPrefix(const std::vector<const Consumer*>& consumers,
+                                              std::string_view prefix) const;
+  /// Every consumer.
+  std::vector<const Consumer*> AllConsumers() const;
+
+  /// A finding of `rule` with the table's name, severity and remediation, and the layer that
+  /// wrote `paths[0]` (or `layer` when given).
+  Finding Make(std::string_view rule, std::string message, std::vector<std::string> paths,
+               int layer = -2) const;
+  LayerRef Layer(int index) const;
+  /// "path (reason entry)" for a found resolution; "not found" plus tried dirs otherwise.
+  static std::string Describe(const loader::Resolution& r);
+
+ private:
+  catalog::LibraryRules libraries_;
+  std::map<std::string, const catalog::Component*, std::less<>> by_path_;
+  std::vector<SeenResolution> resolutions_;
+};
+
+/// A version and where it was learned.
+struct Known {
+  Version version;
+  std::string how;  ///< for the evidence
+};
+/// The name a framework goes by in frameworks.json's cudnn_acceptance ("torch", "tensorflow",
+/// "jax"); "" for others.
+std::string AcceptanceKey(const catalog::Component& framework);
+/// The cuDNN a framework was compiled with: build file, then pip pin, then release table.
+std::optional<Known> CompiledCudnn(const Context& ctx, const catalog::Component& framework);
+/// The CUDA a framework was compiled with (JAX: the minimum its plugin accepts).
+std::optional<Known> CompiledCuda(const Context& ctx, const catalog::Component& framework);
+/// What CUDA the image's contents need: every present libcudart with a known minor, every
+/// framework's compiled CUDA, every toolkit; each with the path that says so.
+std::vector<std::pair<Known, std::string>> CudaNeeds(const Context& ctx);
+
+/// One check: its rule ID and the function that adds its findings.
+struct Check {
+  std::string_view rule;
+  std::function<void(Context&)> run;
+};
+/// The checks of each file; RunChecks runs them all in ID order.
+std::vector<Check> CudnnChecks();
+std::vector<Check> LoaderChecks();
+std::vector<Check> DriverChecks();
+
+}  // namespace imgcheck::rules

@@ -1,0 +1,41 @@
+// A finding: one problem a rule found, with everything a person needs to act on it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace imgcheck::rules {
+
+enum class Severity : uint8_t { kInfo, kWarning, kError };
+/// "info", "warning", "error".
+std::string_view SeverityName(Severity severity);
+/// Inverse of SeverityName; nullopt for anything else.
+std::optional<Severity> ParseSeverity(std::string_view name);
+
+/// The layer that put the finding's main path into the image.
+struct LayerRef {
+  int index = -1;          ///< -1: not tied to a layer (image configuration, target)
+  std::string digest;
+  std::string created_by;  ///< the history line
+};
+
+/// One step of evidence: how a version was learned or how the loader resolved a name.
+struct Evidence {
+  std::string label;   ///< "resolved", "compiled cuDNN", "searched", ...
+  std::string value;   ///< "/usr/lib/x86_64-linux-gnu/libcudnn.so.8 (ld-library-path)"
+};
+
+struct Finding {
+  std::string rule;         ///< "IC001"
+  std::string name;         ///< "cudnn-version-mismatch"
+  Severity severity = Severity::kError;
+  std::string message;      ///< one paragraph, names the versions and files involved
+  std::vector<std::string> paths;  ///< paths inside the image, the main one first
+  LayerRef layer;
+  std::string remediation;
+  std::vector<Evidence> evidence;
+};
+
+}  // namespace imgcheck::rules

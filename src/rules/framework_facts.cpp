@@ -1,0 +1,93 @@
+// What a framework was built with: its compiled cuDNN and CUDA, from its build file, its pip
+// pins, or the release tables of rules/frameworks.json.
+#include "rules/context.h"
+
+namespace imgcheck::rules {
+
+using catalog::Component;
+
+std::string AcceptanceKey(const Component& fw) {
+  if (fw.name == "torch") return "torch";
+  if (fw.name.rfind("tensorflow", 0) == 0) return "tensorflow";
+  if (fw.name.rfind("jax-cuda", 0) == 0) return "jax";
+  return "";
+}
+
+namespace {
+
+const JaxPluginRow* JaxPlugin(const Context& ctx, const Component& fw) {
+  for (const auto& r : ctx.k.jax_plugins())
+    if (r.plugin == fw.name) return &r;
+  return nullptr;
+}
+
+std::optional<Version> BuildFact(const Component& fw, std::string_view key) {
+  auto it = fw.build.find(key);
+  if (it == fw.build.end()) return std::nullopt;
+  return Version::Parse(it->second);
+}
+
+}  // namespace
+
+std::optional<Known> CompiledCudnn(const Context& ctx, const Component& fw) {
+  auto version = ctx.FrameworkVersion(fw);
+  std::string key = AcceptanceKey(fw);
+  if (key == "torch") {
+    if (auto v = BuildFact(fw, "cudnn"); v && v->size() >= 2) return Known{*v, "cudnn in " + fw.path};
+    if (const Component* dist = ctx.Dist(fw.owner ? fw.owner->name : "torch"))
+      for (const auto& req : dist->requires_dist)
+        if (req.name.rfind("nvidia-cudnn-cu", 0) == 0)
+          if (auto v = Version::Parse(req.Pinned()))
+            return Known{*v, "Requires-Dist " + req.raw + " (" + dist->path + ")"};
+    auto cuda = BuildFact(fw, "cuda");
+    if (version && cuda)
+      if (const TorchBuildRow* row = ctx.k.TorchBuild(*version, *cuda))
+        return Known{row->cudnn, "PyTorch " + row->torch.str() + " CUDA " + row->cuda.str() +
+                                     " release matrix (" + row->source + ")"};
+  } else if (key == "tensorflow") {
+    auto fact = BuildFact(fw, "cudnn_version");
+    const TensorflowBuildRow* row = version ? ctx.k.TensorflowBuild(*version) : nullptr;
+    // build_info often states only the major ("9"); the tested configuration is more precise.
+    if (row && (!fact || (fact->size() < 2 && fact->major() == row->cudnn.major())))
+      return Known{row->cudnn, "TensorFlow " + row->tensorflow.str() +
+                                   " tested build configuration (" + row->source + ")"};
+    if (fact && fact->size() >= 2) return Known{*fact, "cudnn_version in " + fw.path};
+  } else if (key == "jax") {
+    if (const JaxPluginRow* row = JaxPlugin(ctx, fw))
+      return Known{row->built_cudnn, fw.name + " build (" + row->source + ")"};
+  }
+  return std::nullopt;
+}
+
+std::optional<Known> CompiledCuda(const Context& ctx, const Component& fw) {
+  std::string key = AcceptanceKey(fw);
+  if (key == "torch") {
+    if (auto v = BuildFact(fw, "cuda"); v && v->size() >= 2) return Known{*v, "cuda in " + fw.path};
+  } else if (key == "tensorflow") {
+    if (auto v = BuildFact(fw, "cuda_version"); v && v->size() >= 2)
+      return Known{*v, "cuda_version in " + fw.path};
+    auto version = ctx.FrameworkVersion(fw);
+    if (const TensorflowBuildRow* row = version ? ctx.k.TensorflowBuild(*version) : nullptr)
+      return Known{row->cuda, "TensorFlow " + row->tensorflow.str() + " tested build configuration"};
+  } else if (key == "jax") {
+    if (const JaxPluginRow* row = JaxPlugin(ctx, fw))
+      return Known{row->min_cuda, fw.name + " minimum CUDA (" + row->source + ")"};
+  }
+  return std::nullopt;
+}
+
+std::vector<std::pair<Known, std::string>> CudaNeeds(const Context& ctx) {
+  std::vector<std::pair<Known, std::string>> out;
+  for (const Component* c : ctx.cat.Family("cudart"))
+    if (auto v = ctx.VersionOf(c); v && c->name == "libcudart")
+      out.push_back({Known{*v, "libcudart " + v->str()}, c->path});
+  for (const Component* fw : ctx.cat.Find(catalog::ComponentKind::kFramework))
+    if (!fw->deleted)
+      if (auto k = CompiledCuda(ctx, *fw)) out.push_back({*k, fw->path});
+  for (const Component* t : ctx.cat.Find(catalog::ComponentKind::kCudaToolkit))
+    if (auto v = ctx.VersionOf(t); v && !t->deleted)
+      out.push_back({Known{*v, "CUDA toolkit " + v->str()}, t->path});
+  return out;
+}
+
+}  // namespace imgcheck::rules

@@ -1,0 +1,328 @@
+#include "rules/knowledge.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "util/text.h"
+
+namespace imgcheck::rules {
+
+namespace {
+
+Version VersionField(const Row& row, std::string_view key, bool required = true) {
+  std::string text = row.String(key, required);
+  if (text.empty()) return Version();
+  auto v = Version::Parse(text);
+  if (!v) row.Fail(key, "\"" + text + "\" is not a version");
+  return *v;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// A table version such as "5.1" or "2.7" matches every release it is a prefix of.
+bool PrefixMatches(const Version& table, const Version& actual) {
+  return actual.Prefix(table.size()) == table && actual.size() >= table.size();
+}
+
+void LoadRules(const std::vector<DataFile>& files, std::vector<RuleInfo>& out) {
+  std::set<std::string> seen;
+  for (const Row& row : TableRows(files, "rules")) {
+    RuleInfo r;
+    r.id = row.String("id");
+    if (r.id.size() != 5 || r.id.compare(0, 2, "IC") != 0 ||
+        !std::all_of(r.id.begin() + 2, r.id.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      row.Fail("id", "rule id \"" + r.id + "\" must be IC followed by three digits");
+    if (!seen.insert(r.id).second) continue;  // a later file overrode this rule
+    r.name = row.String("name");
+    auto severity = ParseSeverity(row.String("severity"));
+    if (!severity) row.Fail("severity", "severity must be error, warning or info");
+    r.severity = *severity;
+    r.summary = row.String("summary");
+    r.breaks = row.String("breaks");
+    r.remediation = row.String("remediation");
+    r.errors = row.Strings("errors");
+    r.needs_target = row.Bool("needs_target", false);
+    r.source = row.String("source");
+    out.push_back(std::move(r));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+}
+
+// cuDNN's sub-library sets live with the library families (rules/libraries.json), which the
+// catalog reads too: families[family == "cudnn"].sub_libraries {"8": [...], "9": [...]}.
+void LoadSublibraries(const std::vector<DataFile>& files, std::vector<SublibrarySet>& out) {
+  for (const auto& f : files) {
+    if (f.name != "libraries.json" || !f.json.contains("families")) continue;
+    const auto& families = f.json["families"];
+    if (!families.is_array()) continue;
+    for (size_t i = 0; i < families.size(); ++i) {
+      const auto& fam = families[i];
+      if (!fam.is_object() || fam.value("family", "") != "cudnn" || !fam.contains("sub_libraries"))
+        continue;
+      std::string at = "/families/" + std::to_string(i) + "/sub_libraries";
+      const auto& subs = fam["sub_libraries"];
+      if (!subs.is_object()) throw util::Fatal(f.Where(at, "sub_libraries must be an object"));
+      for (const auto& [major, list] : subs.items()) {
+        SublibrarySet set;
+        auto v = Version::Parse(major);
+        if (!v || !list.is_array())
+          throw util::Fatal(f.Where(at, "sub_libraries maps a cuDNN major to a list of names"));
+        set.major = v->major();
+        for (const auto& name : list)
+          if (name.is_string()) set.libraries.push_back(name.get<std::string>());
+        out.push_back(std::move(set));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::string_view SeverityName(Severity severity) {
+  switch (severity) {
+    case Severity::kInfo: return "info";
+    case Severity::kWarning: return "warning";
+    case Severity::kError: return "error";
+  }
+  return "error";
+}
+
+std::optional<Severity> ParseSeverity(std::string_view name) {
+  for (Severity s : {Severity::kInfo, Severity::kWarning, Severity::kError})
+    if (SeverityName(s) == name) return s;
+  return std::nullopt;
+}
+
+Knowledge Knowledge::Load(const std::vector<std::string>& dirs) {
+  return FromFiles(LoadDataFiles(dirs));
+}
+
+Knowledge Knowledge::FromFiles(std::vector<DataFile> files) {
+  Knowledge k;
+  k.files_ = std::move(files);
+  const auto& f = k.files_;
+  LoadRules(f, k.rules_);
+  if (k.rules_.empty()) throw util::Fatal("no rule catalogue: the rules directory has no rules.json");
+  for (const Row& r : TableRows(f, "cuda_driver"))
+    k.drivers_.push_back({VersionField(r, "cuda"), VersionField(r, "min_driver"),
+                          r.String("release", false), r.String("source")});
+  for (const Row& r : TableRows(f, "cuda_minor_compat"))
+    k.minor_compat_.push_back({r.Int("cuda_major"), VersionField(r, "min_driver"), r.String("source")});
+  for (const Row& r : TableRows(f, "cuda_sm"))
+    k.cuda_sm_.push_back({r.Int("cuda_major"), r.Int("min_sm"), r.Int("max_sm"), r.String("source")});
+  for (const Row& r : TableRows(f, "container_mounts")) k.mounts_.push_back(r.String("dir"));
+  for (const Row& r : TableRows(f, "cudnn_encoding")) {
+    CudnnEncodingRow e{r.Int("from_major"), r.Int("to_major"), r.Int("major_scale"), r.Int("minor_scale")};
+    if (e.major_scale <= e.minor_scale || e.minor_scale < 100)
+      r.Fail("major_scale", "major_scale must exceed minor_scale, and minor_scale be at least 100");
+    k.encodings_.push_back(e);
+  }
+  for (const Row& r : TableRows(f, "cudnn_releases"))
+    k.cudnn_releases_.push_back({VersionField(r, "from"), VersionField(r, "to"), r.Ints("cuda_majors"),
+                                 r.Int("min_sm"), r.Int("max_sm", false), r.String("source")});
+  LoadSublibraries(f, k.sublibraries_);
+  for (const Row& r : TableRows(f, "tensorflow_builds"))
+    k.tensorflow_.push_back({VersionField(r, "tensorflow"), VersionField(r, "cudnn"),
+                             VersionField(r, "cuda"), r.String("package"), r.String("source")});
+  for (const Row& r : TableRows(f, "torch_builds"))
+    k.torch_.push_back({VersionField(r, "torch"), VersionField(r, "cuda"), VersionField(r, "cudnn"),
+                        r.String("channel", false), r.String("source")});
+  for (const Row& r : TableRows(f, "jax_plugins"))
+    k.jax_.push_back({r.String("plugin"), r.String("module"), r.Int("cuda_major"), r.Int("min_sm"),
+                      VersionField(r, "built_cuda"), VersionField(r, "built_cudnn"),
+                      VersionField(r, "min_cuda"), VersionField(r, "min_cudnn"),
+                      VersionField(r, "max_cudnn"), VersionField(r, "min_driver"), r.String("source")});
+  for (const Row& r : TableRows(f, "onnxruntime_builds"))
+    k.onnxruntime_.push_back({VersionField(r, "from"), VersionField(r, "to"),
+                              VersionField(r, "cuda", false), VersionField(r, "cudnn", false),
+                              r.Int("cudnn_major", false), r.String("source")});
+  for (const Row& r : TableRows(f, "cupy_packages"))
+    k.cupy_.push_back({r.String("package"), r.Int("cuda_major"), r.String("source")});
+  for (const Row& r : TableRows(f, "cudnn_acceptance")) {
+    AcceptanceRow a;
+    a.framework = r.String("framework");
+    a.from = VersionField(r, "from");
+    a.to = VersionField(r, "to");
+    std::string minor = r.String("minor");
+    if (minor != "equal" && minor != "at_least") r.Fail("minor", "minor must be \"equal\" or \"at_least\"");
+    a.minor_at_least = minor == "at_least";
+    a.minor_at_least_from_major = r.Int("minor_at_least_from_major", false, 0);
+    a.message = r.String("message");
+    a.version_format = r.String("version_format");
+    if (a.version_format != "int" && a.version_format != "dotted" && a.version_format != "tuple")
+      r.Fail("version_format", "version_format must be int, dotted or tuple");
+    a.source = r.String("source");
+    k.acceptance_.push_back(std::move(a));
+  }
+  for (const Row& r : TableRows(f, "cudnn_sm_floor"))
+    k.sm_floor_.push_back({r.String("framework"), VersionField(r, "cudnn_from"), r.Int("min_sm"),
+                           r.String("message"), r.String("source")});
+  for (const Row& r : TableRows(f, "gpu_names"))
+    k.gpus_.push_back({r.String("name"), r.Int("sm"), r.String("source")});
+  for (const Row& r : TableRows(f, "sm_architectures"))
+    k.archs_.push_back({r.Int("min_sm"), r.Int("max_sm"), r.String("name")});
+  return k;
+}
+
+const RuleInfo* Knowledge::Rule(std::string_view id) const {
+  std::string want = Lower(id);
+  for (const auto& r : rules_)
+    if (Lower(r.id) == want || r.name == want) return &r;
+  return nullptr;
+}
+
+std::string Knowledge::SuggestRule(std::string_view word) const {
+  std::string want = Lower(word);
+  std::string best;
+  size_t best_distance = 3;  // further than two edits is not a typo
+  for (const auto& r : rules_) {
+    for (const std::string& candidate : {Lower(r.id), r.name}) {
+      size_t d = util::EditDistance(want, candidate);
+      if (d < best_distance) {
+        best_distance = d;
+        best = r.id + " (" + r.name + ")";
+      }
+    }
+  }
+  return best;
+}
+
+const MinorCompatRow* Knowledge::MinorCompat(int cuda_major) const {
+  for (const auto& r : minor_compat_)
+    if (r.cuda_major == cuda_major) return &r;
+  return nullptr;
+}
+
+bool Knowledge::IsContainerMount(std::string_view dir) const {
+  return std::find(mounts_.begin(), mounts_.end(), dir) != mounts_.end();
+}
+
+const CudaSmRow* Knowledge::CudaSm(int cuda_major) const {
+  for (const auto& r : cuda_sm_)
+    if (r.cuda_major == cuda_major) return &r;
+  return nullptr;
+}
+
+std::optional<Version> Knowledge::MinDriver(const Version& cuda, std::string* how) const {
+  if (cuda.empty()) return std::nullopt;
+  if (const auto* mvc = MinorCompat(cuda.major())) {
+    if (how) *how = "minor-version compatibility for CUDA " + std::to_string(cuda.major()) + ".x";
+    return mvc->min_driver;
+  }
+  // No minor-version compatibility: the toolkit release's own driver. When only major.minor is
+  // known, the most lenient release of that minor (the check must not guess high).
+  const DriverRow* best = nullptr;
+  for (const auto& r : drivers_) {
+    size_t n = std::min(cuda.size(), r.cuda.size());
+    if (n < 2 || cuda.Prefix(n) != r.cuda.Prefix(n)) continue;
+    if (!best || r.min_driver < best->min_driver) best = &r;
+  }
+  if (!best) return std::nullopt;
+  if (how) *how = "the CUDA " + best->release + " toolkit driver (no minor-version compatibility before CUDA 11)";
+  return best->min_driver;
+}
+
+std::optional<Version> Knowledge::DecodeCudnn(long value) const {
+  if (value <= 0) return std::nullopt;
+  for (const auto& e : encodings_) {
+    long major = value / e.major_scale;
+    if (major < e.from_major || major > e.to_major) continue;
+    long rest = value % e.major_scale;
+    return Version({static_cast<int>(major), static_cast<int>(rest / e.minor_scale),
+                    static_cast<int>(rest % e.minor_scale)});
+  }
+  return std::nullopt;
+}
+
+long Knowledge::EncodeCudnn(const Version& v) const {
+  for (const auto& e : encodings_)
+    if (v.major() >= e.from_major && v.major() <= e.to_major)
+      return static_cast<long>(v.major()) * e.major_scale + static_cast<long>(v.minor()) * e.minor_scale +
+             v.patch();
+  return -1;
+}
+
+const CudnnReleaseRow* Knowledge::CudnnRelease(const Version& cudnn) const {
+  for (const auto& r : cudnn_releases_)
+    if (InRange(cudnn.Prefix(3), r.from, r.to)) return &r;
+  return nullptr;
+}
+
+const TensorflowBuildRow* Knowledge::TensorflowBuild(const Version& tensorflow) const {
+  // Releases are listed as X.Y.0 (or X.Y.1): a patch release has its minor's configuration.
+  for (const auto& r : tensorflow_)
+    if (PrefixMatches(r.tensorflow.Prefix(2), tensorflow)) return &r;
+  return nullptr;
+}
+
+const TorchBuildRow* Knowledge::TorchBuild(const Version& torch, const Version& cuda) const {
+  for (const auto& r : torch_)
+    if (PrefixMatches(r.torch.Prefix(2), torch) && r.cuda.Prefix(2) == cuda.Prefix(2)) return &r;
+  return nullptr;
+}
+
+const OnnxruntimeRow* Knowledge::OnnxruntimeBuild(const Version& ort) const {
+  for (const auto& r : onnxruntime_)
+    if (InRange(ort, r.from, r.to)) return &r;
+  return nullptr;
+}
+
+const AcceptanceRow* Knowledge::Acceptance(std::string_view framework, const Version& version) const {
+  for (const auto& r : acceptance_)
+    if (r.framework == framework && InRange(version.Prefix(3), r.from, r.to)) return &r;
+  return nullptr;
+}
+
+const SmFloorRow* Knowledge::SmFloor(std::string_view framework, const Version& cudnn) const {
+  for (const auto& r : sm_floor_)
+    if (r.framework == framework && cudnn >= r.cudnn_from) return &r;
+  return nullptr;
+}
+
+std::optional<int> Knowledge::GpuSm(std::string_view gpu) const {
+  std::string g = Lower(gpu);
+  while (!g.empty() && g.back() == ' ') g.pop_back();
+  // "sm_86", "sm86", "compute_86", "86", "8.6"
+  std::string_view digits = g;
+  for (std::string_view prefix : {"sm_", "sm", "compute_"})
+    if (digits.substr(0, prefix.size()) == prefix) {
+      digits.remove_prefix(prefix.size());
+      break;
+    }
+  if (!digits.empty() && std::isdigit(static_cast<unsigned char>(digits[0]))) {
+    auto v = Version::Parse(digits);
+    if (v && v->str().size() == digits.size()) {
+      if (v->size() == 2 && v->minor() < 10) return v->major() * 10 + v->minor();
+      if (v->size() == 1 && v->major() >= 10 && v->major() < 200) return v->major();
+    }
+    return std::nullopt;
+  }
+  // A product name: the longest table name contained in it, ignoring a leading "nvidia ".
+  if (g.rfind("nvidia ", 0) == 0) g.erase(0, 7);
+  const GpuRow* best = nullptr;
+  for (const auto& r : gpus_) {
+    std::string name = Lower(r.name);
+    size_t at = g.find(name);
+    if (at == std::string::npos) continue;
+    // Whole words only: "a10" must not match inside "a100".
+    size_t end = at + name.size();
+    bool left_ok = at == 0 || !std::isalnum(static_cast<unsigned char>(g[at - 1]));
+    bool right_ok = end == g.size() || !std::isalnum(static_cast<unsigned char>(g[end]));
+    if (left_ok && right_ok && (!best || name.size() > best->name.size())) best = &r;
+  }
+  if (!best) return std::nullopt;
+  return best->sm;
+}
+
+std::string Knowledge::ArchName(int sm) const {
+  for (const auto& r : archs_)
+    if (sm >= r.min_sm && sm <= r.max_sm) return r.name;
+  return "";
+}
+
+}  // namespace imgcheck::rules

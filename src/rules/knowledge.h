@@ -1,0 +1,124 @@
+// The compatibility data of rules/*.json, typed and checked: what the checks consult instead of
+// hard-coding release facts. Loading validates every row and reports `file:line: message`.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rules/data.h"
+#include "rules/finding.h"
+#include "rules/version.h"
+
+namespace imgcheck::rules {
+
+/// A rule of the catalogue (rules.json).
+struct RuleInfo {
+  std::string id, name;
+  Severity severity = Severity::kError;
+  std::string summary, breaks, remediation, source;
+  std::vector<std::string> errors;  ///< real error text users see
+  bool needs_target = false;
+};
+
+struct DriverRow { Version cuda, min_driver; std::string release, source; };
+struct MinorCompatRow { int cuda_major = 0; Version min_driver; std::string source; };
+struct CudaSmRow { int cuda_major = 0, min_sm = 0, max_sm = 0; std::string source; };
+struct CudnnEncodingRow { int from_major = 0, to_major = 0, major_scale = 0, minor_scale = 0; };
+struct CudnnReleaseRow {
+  Version from, to;
+  std::vector<int> cuda_majors;
+  int min_sm = 0, max_sm = 0;  ///< max 0: not stated
+  std::string source;
+};
+struct TensorflowBuildRow { Version tensorflow, cudnn, cuda; std::string package, source; };
+struct TorchBuildRow { Version torch, cuda, cudnn; std::string channel, source; };
+struct JaxPluginRow {
+  std::string plugin, module;
+  int cuda_major = 0, min_sm = 0;
+  Version built_cuda, built_cudnn, min_cuda, min_cudnn, max_cudnn, min_driver;
+  std::string source;
+};
+struct OnnxruntimeRow { Version from, to, cuda, cudnn; int cudnn_major = 0; std::string source; };
+struct CupyRow { std::string package; int cuda_major = 0; std::string source; };
+/// A framework's run-time acceptance of a loaded cuDNN against the compiled one.
+struct AcceptanceRow {
+  std::string framework;
+  Version from, to;            ///< framework releases this applies to
+  bool minor_at_least = false;  ///< loaded minor >= compiled minor (else equal)
+  int minor_at_least_from_major = 0;  ///< ... also when the compiled major is at least this
+  std::string message;         ///< the framework's error text with {placeholders}
+  std::string version_format;  ///< "int", "dotted", "tuple"
+  std::string source;
+};
+struct SmFloorRow { std::string framework; Version cudnn_from; int min_sm = 0; std::string message, source; };
+struct GpuRow { std::string name; int sm = 0; std::string source; };
+struct ArchRow { int min_sm = 0, max_sm = 0; std::string name; };
+struct SublibrarySet { int major = 0; std::vector<std::string> libraries; };  ///< base names
+
+class Knowledge {
+ public:
+  /// Loads and validates the files of `dirs` (the built-in rules dir first, then --rules
+  /// dirs). util::Fatal("file:line: message") for malformed data.
+  static Knowledge Load(const std::vector<std::string>& dirs);
+  /// From already parsed files (tests).
+  static Knowledge FromFiles(std::vector<DataFile> files);
+
+  const std::vector<DataFile>& files() const { return files_; }
+  const std::vector<RuleInfo>& rules() const { return rules_; }
+  const RuleInfo* Rule(std::string_view id) const;  ///< by ID or name, case-insensitive
+  /// The closest rule ID or name to a mistyped `word`, "" when nothing is close.
+  std::string SuggestRule(std::string_view word) const;
+
+  /// The driver CUDA `cuda` needs: for majors with minor-version compatibility the major's
+  /// minimum; otherwise the lowest toolkit-table driver among releases matching `cuda`'s known
+  /// components. `how` says which rule applied. Nullopt when the data has no row.
+  std::optional<Version> MinDriver(const Version& cuda, std::string* how = nullptr) const;
+  const MinorCompatRow* MinorCompat(int cuda_major) const;
+  const CudaSmRow* CudaSm(int cuda_major) const;
+  /// True when `dir` is a directory the container runtime mounts (the driver volume).
+  bool IsContainerMount(std::string_view dir) const;
+
+  /// CUDNN_VERSION integer -> version (8907 -> 8.9.7, 91002 -> 9.10.2); nullopt if no encoding fits.
+  std::optional<Version> DecodeCudnn(long value) const;
+  /// Version -> CUDNN_VERSION integer (missing components 0); -1 when no encoding fits.
+  long EncodeCudnn(const Version& v) const;
+  const CudnnReleaseRow* CudnnRelease(const Version& cudnn) const;
+  const std::vector<SublibrarySet>& cudnn_sublibraries() const { return sublibraries_; }
+
+  const TensorflowBuildRow* TensorflowBuild(const Version& tensorflow) const;
+  const TorchBuildRow* TorchBuild(const Version& torch, const Version& cuda) const;
+  const std::vector<JaxPluginRow>& jax_plugins() const { return jax_; }
+  const OnnxruntimeRow* OnnxruntimeBuild(const Version& ort) const;
+  const std::vector<CupyRow>& cupy() const { return cupy_; }
+  const AcceptanceRow* Acceptance(std::string_view framework, const Version& version) const;
+  const SmFloorRow* SmFloor(std::string_view framework, const Version& cudnn) const;
+
+  /// "sm_86", "86", "8.6" or a GPU name ("NVIDIA A100-SXM4-80GB") -> SM; nullopt if unknown.
+  std::optional<int> GpuSm(std::string_view gpu) const;
+  /// "Ampere" for 86; "" when unknown.
+  std::string ArchName(int sm) const;
+
+ private:
+  std::vector<DataFile> files_;
+  std::vector<RuleInfo> rules_;
+  std::vector<DriverRow> drivers_;
+  std::vector<MinorCompatRow> minor_compat_;
+  std::vector<CudaSmRow> cuda_sm_;
+  std::vector<std::string> mounts_;
+  std::vector<CudnnEncodingRow> encodings_;
+  std::vector<CudnnReleaseRow> cudnn_releases_;
+  std::vector<SublibrarySet> sublibraries_;
+  std::vector<TensorflowBuildRow> tensorflow_;
+  std::vector<TorchBuildRow> torch_;
+  std::vector<JaxPluginRow> jax_;
+  std::vector<OnnxruntimeRow> onnxruntime_;
+  std::vector<CupyRow> cupy_;
+  std::vector<AcceptanceRow> acceptance_;
+  std::vector<SmFloorRow> sm_floor_;
+  std::vector<GpuRow> gpus_;
+  std::vector<ArchRow> archs_;
+};
+
+}  // namespace imgcheck::rules

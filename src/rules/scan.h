@@ -1,0 +1,67 @@
+// The scan: which objects of the image to load (framework extensions, CUDA libraries, CUDA
+// executables), how the loader resolves each, and the checks over catalog + resolutions.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "catalog/catalog.h"
+#include "image/image.h"
+#include "loader/loader.h"
+#include "rules/finding.h"
+#include "rules/knowledge.h"
+#include "rules/version.h"
+
+namespace imgcheck::rules {
+
+/// The machine the image is meant to run on. Rules that need it stay silent without it.
+struct Target {
+  std::optional<Version> driver;  ///< kernel driver version ("535.104.05")
+  std::string driver_from;        ///< "--driver", "/proc/driver/nvidia/version", ...
+  std::optional<int> sm;          ///< GPU compute capability x10
+  std::string gpu_from;           ///< "--gpu A100", "nvidia-smi: NVIDIA A100-SXM4-80GB"
+  std::vector<std::string> notes; ///< why a part of the target is missing, for the report
+};
+
+/// One root the loader was run for, and its link map.
+struct Consumer {
+  std::string path;   ///< real path in the image
+  std::string role;   ///< "framework torch", "cuda-library cudnn", "executable"
+  loader::LoadGraph graph;
+};
+
+/// Everything the checks read.
+struct ScanInput {
+  const image::Image* image = nullptr;
+  const catalog::Catalog* catalog = nullptr;
+  const Knowledge* knowledge = nullptr;
+  Target target;
+  loader::Options options;
+  std::vector<Consumer> consumers;
+};
+
+/// The dlopen lists of rules/dlopen.json found among `files`; util::Fatal for malformed rows.
+std::vector<loader::DlopenRule> DlopenRules(const std::vector<DataFile>& files);
+
+/// Loader options for the image: its Env's LD_LIBRARY_PATH, WorkingDir, ld.so.cache, the
+/// platform of its glibc, and `dlopen`.
+loader::Options LoaderOptions(const image::Image& image, const catalog::Catalog& catalog,
+                              std::vector<loader::DlopenRule> dlopen);
+
+/// The top package directory of a framework: the component after site-packages/ or
+/// dist-packages/ ("/usr/lib/python3/dist-packages/torch"), else the build file's directory.
+std::string FrameworkPackageDir(const catalog::Component& framework);
+
+/// The consumers worth loading: every ELF under a framework's package directory, every CUDA
+/// library of the catalog, and every executable that needs a CUDA library (at most `limit`).
+std::vector<Consumer> LoadConsumers(const image::Image& image, const catalog::Catalog& catalog,
+                                    const loader::Options& options, size_t limit = 2000);
+
+/// Runs every check; findings are ordered by severity (errors first), then rule, then path.
+std::vector<Finding> RunChecks(const ScanInput& input);
+
+/// IDs of the rules that have a check, sorted (each must be in the catalogue).
+std::vector<std::string> ImplementedRules();
+
+}  // namespace imgcheck::rules

@@ -1,0 +1,56 @@
+#include "rules/version.h"
+
+#include <algorithm>
+
+namespace imgcheck::rules {
+
+std::optional<Version> Version::Parse(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size() && (text[i] == ' ' || text[i] == '>' || text[i] == '<' ||
+                             text[i] == '=' || text[i] == '~'))
+    ++i;
+  if (i < text.size() && (text[i] == 'v' || text[i] == 'V')) ++i;
+  std::vector<int> parts;
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+    long value = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+      value = value * 10 + (text[i] - '0');
+      if (value > 999999999) return std::nullopt;
+      ++i;
+    }
+    parts.push_back(static_cast<int>(value));
+    // Another component only when a digit follows the dot ("12." stops).
+    if (i + 1 < text.size() && text[i] == '.' && text[i + 1] >= '0' && text[i + 1] <= '9')
+      ++i;
+    else
+      break;
+  }
+  if (parts.empty()) return std::nullopt;
+  return Version(std::move(parts));
+}
+
+Version Version::Prefix(size_t n) const {
+  return Version(std::vector<int>(parts_.begin(), parts_.begin() + std::min(n, parts_.size())));
+}
+
+std::string Version::str() const {
+  std::string out;
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    if (i) out += '.';
+    out += std::to_string(parts_[i]);
+  }
+  return out;
+}
+
+std::strong_ordering operator<=>(const Version& a, const Version& b) {
+  size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i)
+    if (auto c = a.at(i) <=> b.at(i); c != 0) return c;
+  return std::strong_ordering::equal;
+}
+
+bool InRange(const Version& v, const Version& from, const Version& to) {
+  return from <= v && v <= to;
+}
+
+}  // namespace imgcheck::rules
