@@ -46,7 +46,9 @@ void LoadRules(const std::vector<DataFile>& files, std::vector<RuleInfo>& out) {
     r.breaks = row.String("breaks");
     r.remediation = row.String("remediation");
     r.errors = row.Strings("errors");
-    r.needs_target = row.Bool("needs_target", false);
+    r.needs_target = row.String("needs_target", false);
+    if (!r.needs_target.empty() && r.needs_target != "driver" && r.needs_target != "gpu")
+      row.Fail("needs_target", "needs_target must be \"driver\" or \"gpu\"");
     r.source = row.String("source");
     out.push_back(std::move(r));
   }

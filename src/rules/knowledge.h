@@ -19,7 +19,7 @@ struct RuleInfo {
   Severity severity = Severity::kError;
   std::string summary, breaks, remediation, source;
   std::vector<std::string> errors;  ///< real error text users see
-  bool needs_target = false;
+  std::string needs_target;  ///< "driver", "gpu", or "" when the rule needs no target
 };
 
 struct DriverRow { Version cuda, min_driver; std::string release, source; };

@@ -1,0 +1,60 @@
+// The JSON report, schema "imgcheck-report/1" (documented in rules/README.md).
+#include <nlohmann/json.hpp>
+
+#include "report/report.h"
+
+namespace imgcheck::report {
+
+namespace {
+
+nlohmann::ordered_json FindingJson(const rules::Finding& f) {
+  nlohmann::ordered_json j;
+  j["rule"] = f.rule;
+  j["name"] = f.name;
+  j["severity"] = rules::SeverityName(f.severity);
+  j["message"] = f.message;
+  j["paths"] = f.paths;
+  nlohmann::ordered_json layer;
+  if (f.layer.index >= 0) {
+    layer["index"] = f.layer.index;
+    layer["digest"] = f.layer.digest;
+    layer["created_by"] = f.layer.created_by;
+  }
+  j["layer"] = f.layer.index >= 0 ? layer : nlohmann::ordered_json(nullptr);
+  j["remediation"] = f.remediation;
+  j["evidence"] = nlohmann::ordered_json::array();
+  for (const auto& e : f.evidence) j["evidence"].push_back({{"label", e.label}, {"value", e.value}});
+  return j;
+}
+
+}  // namespace
+
+std::string RenderJson(const Report& report) {
+  nlohmann::ordered_json j;
+  j["schema"] = "imgcheck-report/1";
+  j["tool"] = {{"name", "imgcheck"}, {"version", report.tool_version}};
+  j["image"] = {{"reference", report.image.reference},
+                {"transport", report.image.transport},
+                {"manifest_digest", report.image.manifest_digest},
+                {"config_digest", report.image.config_digest},
+                {"platform", report.image.platform}};
+  size_t counts[3] = {0, 0, 0};
+  for (const auto& f : report.findings) ++counts[static_cast<int>(f.severity)];
+  j["summary"] = {{"error", counts[2]}, {"warning", counts[1]}, {"info", counts[0]},
+                  {"suppressed", report.suppressed.size()}};
+  j["findings"] = nlohmann::ordered_json::array();
+  for (const auto& f : report.findings) j["findings"].push_back(FindingJson(f));
+  j["suppressed"] = nlohmann::ordered_json::array();
+  for (const auto& s : report.suppressed) {
+    auto one = FindingJson(s.finding);
+    one["ignored_by"] = {{"reason", s.ignore.reason}, {"where", s.ignore.where}, {"path", s.ignore.path}};
+    j["suppressed"].push_back(std::move(one));
+  }
+  j["notes"] = report.notes;
+  j["diagnostics"] = nlohmann::ordered_json::array();
+  for (const auto& d : report.diagnostics)
+    j["diagnostics"].push_back({{"path", d.path}, {"layer", d.layer}, {"message", d.message}});
+  return j.dump(2) + "\n";
+}
+
+}  // namespace imgcheck::report

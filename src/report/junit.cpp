@@ -1,0 +1,84 @@
+// JUnit XML: one test case per rule of the table; a rule with error or warning findings fails
+// (one <failure> listing them), info findings go to <system-out>.
+#include <algorithm>
+#include <sstream>
+
+#include "report/report.h"
+
+namespace imgcheck::report {
+
+namespace {
+
+std::string Xml(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default:
+        // XML 1.0 allows no control characters but tab, newline and carriage return.
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r')
+          out += "?";
+        else
+          out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string RenderJunit(const Report& report) {
+  struct Case {
+    std::string id, name;
+    std::vector<const rules::Finding*> failures, infos;
+  };
+  std::vector<Case> cases;
+  if (report.knowledge)
+    for (const auto& r : report.knowledge->rules()) cases.push_back({r.id, r.name, {}, {}});
+  for (const auto& f : report.findings) {
+    auto it = std::find_if(cases.begin(), cases.end(), [&](const Case& c) { return c.id == f.rule; });
+    if (it == cases.end()) it = cases.insert(cases.end(), Case{f.rule, f.name, {}, {}});
+    (f.severity == rules::Severity::kInfo ? it->infos : it->failures).push_back(&f);
+  }
+  size_t failed = 0;
+  for (const auto& c : cases) failed += !c.failures.empty();
+  std::ostringstream out;
+  std::string suite = "imgcheck " + report.image.reference;
+  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out << "<testsuites name=\"imgcheck\" tests=\"" << cases.size() << "\" failures=\"" << failed << "\">\n";
+  out << "  <testsuite name=\"" << Xml(suite) << "\" tests=\"" << cases.size() << "\" failures=\"" << failed
+      << "\" errors=\"0\" skipped=\"0\">\n";
+  for (const auto& c : cases) {
+    out << "    <testcase classname=\"imgcheck." << Xml(c.id) << "\" name=\"" << Xml(c.id + " " + c.name) << "\"";
+    if (c.failures.empty() && c.infos.empty()) {
+      out << "/>\n";
+      continue;
+    }
+    out << ">\n";
+    if (!c.failures.empty()) {
+      const auto* first = c.failures[0];
+      out << "      <failure type=\"" << rules::SeverityName(first->severity) << "\" message=\""
+          << Xml(std::to_string(c.failures.size()) + " finding(s): " + first->message) << "\">";
+      for (const auto* f : c.failures) {
+        out << Xml("[" + std::string(rules::SeverityName(f->severity)) + "] " + f->message + "\n");
+        for (const auto& p : f->paths) out << Xml("  path: " + p + "\n");
+        if (!f->remediation.empty()) out << Xml("  fix: " + f->remediation + "\n");
+      }
+      out << "</failure>\n";
+    }
+    if (!c.infos.empty()) {
+      out << "      <system-out>";
+      for (const auto* f : c.infos) out << Xml("[info] " + f->message + "\n");
+      out << "</system-out>\n";
+    }
+    out << "    </testcase>\n";
+  }
+  out << "  </testsuite>\n</testsuites>\n";
+  return out.str();
+}
+
+}  // namespace imgcheck::report

@@ -1,0 +1,60 @@
+// Reports: findings rendered as text (people), JSON (tools), SARIF 2.1.0 (code scanning) and
+// JUnit XML (CI test views). Formats only read the model; they never decide anything.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rules/config.h"
+#include "rules/finding.h"
+#include "rules/knowledge.h"
+#include "util/error.h"
+
+namespace imgcheck::report {
+
+enum class Format : uint8_t { kText, kJson, kSarif, kJunit };
+
+struct FormatInfo {
+  std::string_view name;
+  Format format;
+  std::string_view summary;
+};
+/// The one table of output formats (for --format, its help and "did you mean").
+const std::vector<FormatInfo>& Formats();
+/// By name; nullopt when unknown.
+std::optional<Format> ParseFormat(std::string_view name);
+/// "text|json|sarif|junit".
+std::string FormatNames();
+
+struct ImageInfo {
+  std::string reference;
+  std::string transport;
+  std::string manifest_digest;
+  std::string config_digest;
+  std::string platform;
+};
+
+struct Report {
+  ImageInfo image;
+  std::vector<rules::Finding> findings;      ///< as RunChecks orders them
+  std::vector<rules::Suppressed> suppressed;  ///< removed by the config or --ignore
+  std::vector<std::string> notes;            ///< what the scan could not check, and why
+  std::vector<util::Diagnostic> diagnostics;  ///< corrupt files met in the image
+  const rules::Knowledge* knowledge = nullptr;  ///< the rule table (SARIF rules, JUnit cases)
+  std::string tool_version;
+};
+
+struct RenderOptions {
+  bool color = false;  ///< ANSI colours (text only; the caller decides: a TTY and no NO_COLOR)
+};
+
+std::string Render(const Report& report, Format format, const RenderOptions& options = {});
+
+std::string RenderText(const Report& report, const RenderOptions& options);
+std::string RenderJson(const Report& report);
+std::string RenderSarif(const Report& report);
+std::string RenderJunit(const Report& report);
+
+}  // namespace imgcheck::report
