@@ -15,7 +15,7 @@ namespace imgcheck::elf {
 
 struct Symbol {
   std::string name;
-  std::string version;   ///< symbol version ("GLIBC_2.34", "libcudnn.so.9"), empty if none
+  std::string version;          ///< symbol version ("GLIBC_2.34", "libcudnn.so.9"), empty if none
   bool hidden_version = false;  ///< defined version is not the default one ("@" vs "@@")
   bool weak = false;
 };
@@ -30,17 +30,19 @@ struct VersionNeed {
 struct FatbinEntry {
   enum class Kind : uint8_t { kCubin, kPtx };
   Kind kind = Kind::kCubin;
-  unsigned sm = 0;           ///< target architecture, e.g. 80 for sm_80
+  unsigned sm = 0;  ///< target architecture, e.g. 80 for sm_80
   bool compressed = false;
+  /// PTX entries: the PTX ISA version (8.5 -> 8, 5); cubins: the fatbin code version.
+  unsigned version_major = 0, version_minor = 0;
 };
 
 struct ElfInfo {
   bool is64 = true;
   bool big_endian = false;
-  uint16_t machine = 0;        ///< e_machine (EM_X86_64 = 62, EM_AARCH64 = 183)
-  uint16_t type = 0;           ///< e_type (ET_EXEC = 2, ET_DYN = 3)
-  std::string interpreter;     ///< PT_INTERP, empty for shared libraries
-  std::string soname;          ///< DT_SONAME
+  uint16_t machine = 0;              ///< e_machine (EM_X86_64 = 62, EM_AARCH64 = 183)
+  uint16_t type = 0;                 ///< e_type (ET_EXEC = 2, ET_DYN = 3)
+  std::string interpreter;           ///< PT_INTERP, empty for shared libraries
+  std::string soname;                ///< DT_SONAME
   std::vector<std::string> needed;   ///< DT_NEEDED, in order
   std::vector<std::string> rpath;    ///< DT_RPATH split on ':', unexpanded ($ORIGIN kept)
   std::vector<std::string> runpath;  ///< DT_RUNPATH split on ':'

@@ -1,0 +1,246 @@
+// The streaming capturer: what it keeps must parse exactly like the whole file, for any chunking.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <fstream>
+#include <random>
+
+#include "elf/elf.h"
+#include "elf_builder.h"
+#include "elf_test_util.h"
+#include "support.h"
+
+using namespace imgcheck;
+using namespace imgcheck::elf;
+using imgcheck::testing::Compile;
+using imgcheck::testing::SharedObject;
+using imgcheck::testing::TempDir;
+
+namespace {
+
+/// Feeds `bytes` in random chunk sizes (often tiny, sometimes large) until Feed says stop.
+util::SparseFile CaptureInChunks(std::string_view bytes, std::mt19937& rng) {
+  auto capturer = MakeCapturer();
+  std::uniform_int_distribution<int> pick(0, 9);
+  size_t pos = 0;
+  while (pos < bytes.size()) {
+    size_t n;
+    switch (pick(rng)) {
+      case 0:
+        n = 1;
+        break;
+      case 1:
+        n = 1 + rng() % 7;
+        break;
+      case 2:
+      case 3:
+        n = 1 + rng() % 4096;
+        break;
+      default:
+        n = 1 + rng() % (1 << 20);
+        break;
+    }
+    n = std::min(n, bytes.size() - pos);
+    if (!capturer->Feed(bytes.substr(pos, n))) break;
+    pos += n;
+  }
+  return capturer->Finish(bytes.size());
+}
+
+/// Streams the file at `path` from disk in 1 MiB chunks, as a layer reader would.
+util::SparseFile CaptureFromDisk(const std::filesystem::path& path, double* seconds = nullptr) {
+  std::ifstream in(path, std::ios::binary);
+  auto capturer = MakeCapturer();
+  std::string buffer(1 << 20, '\0');
+  uint64_t size = 0;
+  double fed = 0;
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    auto n = static_cast<size_t>(in.gcount());
+    if (n == 0) break;
+    size += n;
+    auto start = std::chrono::steady_clock::now();
+    bool more = capturer->Feed(std::string_view(buffer.data(), n));
+    fed += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!more) break;
+  }
+  while (in) {  // the rest of a file the capturer declined, only to learn its size
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    size += static_cast<uint64_t>(in.gcount());
+  }
+  auto start = std::chrono::steady_clock::now();
+  util::SparseFile kept = capturer->Finish(size);
+  fed += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (seconds) *seconds = fed;
+  return kept;
+}
+
+ElfInfo ParseCaptured(const util::SparseFile& file) {
+  auto r = Parse(file);
+  if (!r) FAIL(r.error().message);
+  REQUIRE(r->has_value());
+  return **r;
+}
+
+bool SameSymbols(const std::vector<Symbol>& a, const std::vector<Symbol>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].name != b[i].name || a[i].version != b[i].version ||
+        a[i].hidden_version != b[i].hidden_version || a[i].weak != b[i].weak)
+      return false;
+  return true;
+}
+
+void CheckSame(const ElfInfo& captured, const ElfInfo& whole) {
+  CHECK(captured.is64 == whole.is64);
+  CHECK(captured.big_endian == whole.big_endian);
+  CHECK(captured.machine == whole.machine);
+  CHECK(captured.interpreter == whole.interpreter);
+  CHECK(captured.soname == whole.soname);
+  CHECK(captured.needed == whole.needed);
+  CHECK(captured.rpath == whole.rpath);
+  CHECK(captured.runpath == whole.runpath);
+  CHECK(captured.flags == whole.flags);
+  CHECK(captured.flags_1 == whole.flags_1);
+  CHECK(captured.build_id == whole.build_id);
+  CHECK(SameSymbols(captured.exported, whole.exported));
+  CHECK(SameSymbols(captured.imported, whole.imported));
+  CHECK(captured.version_definitions == whole.version_definitions);
+  REQUIRE(captured.version_needs.size() == whole.version_needs.size());
+  for (size_t i = 0; i < whole.version_needs.size(); ++i)
+    CHECK(captured.version_needs[i].versions == whole.version_needs[i].versions);
+  REQUIRE(captured.fatbin.size() == whole.fatbin.size());
+  for (size_t i = 0; i < whole.fatbin.size(); ++i) {
+    CHECK(captured.fatbin[i].sm == whole.fatbin[i].sm);
+    CHECK(captured.fatbin[i].kind == whole.fatbin[i].kind);
+    CHECK(captured.fatbin[i].compressed == whole.fatbin[i].compressed);
+  }
+  CHECK(captured.problems == whole.problems);
+}
+
+void CheckCapturesLikeWhole(const std::filesystem::path& path, int rounds) {
+  INFO(path.string());
+  std::string bytes = imgcheck::testing::ReadFile(path);
+  ElfInfo whole = ParseFile(path);
+  std::mt19937 rng(static_cast<unsigned>(bytes.size()));
+  for (int i = 0; i < rounds; ++i) {
+    util::SparseFile kept = CaptureInChunks(bytes, rng);
+    CHECK(kept.size() == bytes.size());
+    CheckSame(ParseCaptured(kept), whole);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("Captured parts of generated objects parse like the whole file") {
+  TempDir dir;
+  SharedObject dep;
+  dep.soname = "libdep.so.1";
+  dep.source =
+      "int dep_fn(void) { return 1; }\nint dep_old(void) { return 0; }\n"
+      "__asm__(\".symver dep_old,dep_fn@DEP_1\");\n";
+  dep.version_script = "DEP_1 { global: dep_fn; local: *; }; DEP_2 { global: dep_fn; } DEP_1;\n";
+  Compile(dep, dir / "libdep.so");
+  SharedObject top;
+  top.soname = "libtop.so.2";
+  top.source = "int dep_fn(void);\nint top(void) { return dep_fn(); }\n";
+  top.needed = {(dir / "libdep.so").string()};
+  top.runpath = "$ORIGIN:/opt/x";
+  top.extra_flags = {"-Wl,--build-id=sha1"};
+  Compile(top, dir / "libtop.so");
+  CheckCapturesLikeWhole(dir / "libdep.so", 20);
+  CheckCapturesLikeWhole(dir / "libtop.so", 20);
+
+  for (bool big : {false, true}) {
+    fixture::ElfSpec spec;
+    spec.is64 = !big;
+    spec.big_endian = big;
+    spec.soname = "libhand.so";
+    spec.needed = {"liba.so"};
+    spec.exported = {"x"};
+    spec.build_id = "12345678";
+    imgcheck::testing::WriteFile(dir / "hand.so", fixture::BuildElf(spec));
+    CheckCapturesLikeWhole(dir / "hand.so", 20);
+  }
+}
+
+TEST_CASE("Captured parts of system and CUDA libraries parse like the whole file") {
+  int checked = 0;
+  for (const char* path :
+       {"/lib/x86_64-linux-gnu/libc.so.6", "/lib/x86_64-linux-gnu/libstdc++.so.6",
+        "/lib/aarch64-linux-gnu/libc.so.6", "/usr/local/cuda/lib/libcudnn.so.9",
+        "/usr/local/cuda/lib/libcudnn_graph.so.9", "/usr/local/cuda/lib/libcudart.so.13"}) {
+    if (!std::filesystem::exists(path)) continue;
+    CheckCapturesLikeWhole(path, 3);
+    ++checked;
+  }
+  if (checked == 0) WARN("no system libraries found to capture");
+}
+
+TEST_CASE("The capturer declines non-ELF files after four bytes") {
+  auto c = MakeCapturer();
+  CHECK(c->Feed("#"));
+  CHECK(c->Feed("!/"));
+  CHECK_FALSE(c->Feed("bin/sh\n"));
+  util::SparseFile kept = c->Finish(12);
+  CHECK(kept.captured_bytes() <= 4);
+  auto r = Parse(kept);
+  REQUIRE(r);
+  CHECK_FALSE(r->has_value());
+
+  auto whole = MakeCapturer();
+  CHECK_FALSE(whole->Feed("PK\x03\x04 and a zip file"));
+}
+
+TEST_CASE("The capturer keeps little of a large object") {
+  // 40 MiB of read-only data in the first PT_LOAD (no separate code segment), so the tables sit
+  // before a long stretch the capturer must not keep.
+  TempDir dir;
+  SharedObject so;
+  so.soname = "libbig.so";
+  so.source = "static const char big[40 << 20] = {1};\nconst char* get(void) { return big; }\n";
+  so.extra_flags = {"-Wl,-z,noseparate-code", "-Wl,--build-id"};
+  Compile(so, dir / "libbig.so");
+  std::mt19937 rng(7);
+  std::string bytes = imgcheck::testing::ReadFile(dir / "libbig.so");
+  util::SparseFile kept = CaptureInChunks(bytes, rng);
+  CHECK(kept.captured_bytes() < 64 * 1024);
+  CheckSame(ParseCaptured(kept), ParseFile(dir / "libbig.so"));
+}
+
+TEST_CASE("The capturer keeps little of the large CUDA libraries") {
+  bool any = false;
+  for (const char* path : {"/usr/local/cuda/lib/libcublasLt.so.13",
+                           "/usr/local/cuda/lib/libcudnn_engines_precompiled.so.9"}) {
+    if (!std::filesystem::exists(path)) continue;
+    any = true;
+    INFO(path);
+    double seconds = 0;
+    util::SparseFile kept = CaptureFromDisk(path, &seconds);
+    ElfInfo info = ParseCaptured(kept);
+    CHECK(info.problems.empty());
+    CHECK_FALSE(info.soname.empty());
+    CHECK_FALSE(info.exported.empty());
+    CHECK_FALSE(info.fatbin.empty());
+    CHECK(kept.captured_bytes() * 100 < kept.size());  // well under 1% of the file
+    // The same file, whole: the capturer lost nothing Parse reads.
+    CheckSame(info, ParseFile(path));
+  }
+  if (!any) WARN("no large CUDA library here (extra coverage only)");
+}
+
+TEST_CASE("Capture ratio and Feed throughput on a large library", "[.bench]") {
+  for (const char* path : {"/usr/local/cuda/lib/libcublasLt.so.13",
+                           "/usr/local/cuda/lib/libcudnn_engines_precompiled.so.9",
+                           "/usr/local/cuda/lib/libnccl.so.2"}) {
+    if (!std::filesystem::exists(path)) continue;
+    double seconds = 0;
+    util::SparseFile kept = CaptureFromDisk(path, &seconds);
+    auto r = Parse(kept);
+    size_t entries = r && r->has_value() ? (*r)->fatbin.size() : 0;
+    WARN(path << ": kept " << kept.captured_bytes() << " of " << kept.size() << " bytes ("
+              << 100.0 * static_cast<double>(kept.captured_bytes()) /
+                     static_cast<double>(kept.size())
+              << "%), Feed+Finish " << static_cast<double>(kept.size()) / 1e6 / seconds << " MB/s, "
+              << entries << " fatbin entries");
+  }
+}

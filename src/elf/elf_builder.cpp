@@ -1,0 +1,197 @@
+#include "elf_builder.h"
+
+namespace imgcheck::elf::fixture {
+namespace {
+
+/// Appends integers in the spec's byte order and word size.
+class Writer {
+ public:
+  Writer(bool is64, bool big_endian) : is64_(is64), big_endian_(big_endian) {}
+  void U8(uint8_t v) { out_ += static_cast<char>(v); }
+  void U16(uint64_t v) { Int(v, 2); }
+  void U32(uint64_t v) { Int(v, 4); }
+  void U64(uint64_t v) { Int(v, 8); }
+  void Word(uint64_t v) { Int(v, is64_ ? 8 : 4); }  // Addr/Off/Xword/Sxword-sized field
+  void Bytes(const std::string& s) { out_ += s; }
+  void Align(size_t n) {
+    while (out_.size() % n) out_ += '\0';
+  }
+  size_t size() const { return out_.size(); }
+  std::string& str() { return out_; }
+
+ private:
+  void Int(uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) {
+      int shift = big_endian_ ? (n - 1 - i) * 8 : i * 8;
+      out_ += static_cast<char>((v >> shift) & 0xff);
+    }
+  }
+  bool is64_, big_endian_;
+  std::string out_;
+};
+
+}  // namespace
+
+std::string BuildFatbin(const std::vector<FatbinSpecEntry>& entries) {
+  Writer body(true, false);  // fatbins are host data: little-endian on every CUDA host
+  for (const auto& e : entries) {
+    std::string payload = e.payload;
+    while (payload.size() % 8) payload += '\0';
+    body.U16(e.ptx ? 1 : 2);
+    body.U16(0x0101);
+    body.U32(64);                // entry header size
+    body.U64(payload.size());    // payload size (padded)
+    body.U32(e.payload.size());  // compressed size
+    body.U32(0);
+    body.U16(e.minor);
+    body.U16(e.major);
+    body.U32(e.sm);
+    body.U32(0);                                   // name offset
+    body.U32(0);                                   // name length
+    body.U64(0x11 | (e.compressed ? 0x8000 : 0));  // 64-bit, linux, zstd
+    body.U64(0);
+    body.U64(e.compressed ? 4 * e.payload.size() : 0);  // decompressed size
+    body.Bytes(payload);
+  }
+  Writer w(true, false);
+  w.U32(0xBA55ED50);
+  w.U16(1);
+  w.U16(16);
+  w.U64(body.size());
+  w.Bytes(body.str());
+  return w.str();
+}
+
+std::string BuildElf(const ElfSpec& spec) {
+  const bool w64 = spec.is64;
+  const uint64_t ehsize = w64 ? 64 : 52, phentsize = w64 ? 56 : 32, phnum = 3;
+
+  // String table first: offsets are needed by the symbols and the dynamic section.
+  std::string dynstr(1, '\0');
+  auto add_string = [&dynstr](const std::string& s) {
+    uint64_t off = dynstr.size();
+    dynstr += s;
+    dynstr += '\0';
+    return off;
+  };
+  std::vector<std::pair<int64_t, uint64_t>> dynamic;  // tag, value (addresses patched below)
+  for (const auto& n : spec.needed) dynamic.push_back({1, add_string(n)});       // DT_NEEDED
+  if (!spec.soname.empty()) dynamic.push_back({14, add_string(spec.soname)});    // DT_SONAME
+  if (!spec.rpath.empty()) dynamic.push_back({15, add_string(spec.rpath)});      // DT_RPATH
+  if (!spec.runpath.empty()) dynamic.push_back({29, add_string(spec.runpath)});  // DT_RUNPATH
+  if (spec.flags_1) dynamic.push_back({0x6ffffffb, spec.flags_1});               // DT_FLAGS_1
+  struct Sym {
+    uint64_t name;
+    bool defined;
+  };
+  std::vector<Sym> syms;
+  for (const auto& s : spec.exported) syms.push_back({add_string(s), true});
+  for (const auto& s : spec.imported) syms.push_back({add_string(s), false});
+
+  Writer note(w64, spec.big_endian);
+  if (!spec.build_id.empty()) {
+    note.U32(4);
+    note.U32(spec.build_id.size());
+    note.U32(3);  // NT_GNU_BUILD_ID
+    note.Bytes(std::string("GNU\0", 4));
+    note.Bytes(spec.build_id);
+    note.Align(4);
+  }
+
+  // Layout: offsets are also virtual addresses (one PT_LOAD at 0).
+  const uint64_t note_off = ehsize + phentsize * phnum;
+  const uint64_t dynstr_off = note_off + note.size();
+  const uint64_t dynsym_off = (dynstr_off + dynstr.size() + 7) / 8 * 8;
+  const uint64_t symsize = w64 ? 24 : 16, nsyms = syms.size() + 1;
+  const uint64_t hash_off = dynsym_off + symsize * nsyms;
+  const uint64_t hash_size = 4 * (2 + 1 + nsyms);  // nbucket=1, nchain=nsyms
+  const uint64_t dynamic_off = (hash_off + hash_size + 7) / 8 * 8;
+  dynamic.push_back({5, dynstr_off});      // DT_STRTAB
+  dynamic.push_back({10, dynstr.size()});  // DT_STRSZ
+  dynamic.push_back({6, dynsym_off});      // DT_SYMTAB
+  dynamic.push_back({11, symsize});        // DT_SYMENT
+  dynamic.push_back({4, hash_off});        // DT_HASH
+  dynamic.push_back({0, 0});               // DT_NULL
+  const uint64_t dynamic_size = dynamic.size() * (w64 ? 16 : 8);
+  const uint64_t fatbin_off = (dynamic_off + dynamic_size + 7) / 8 * 8;
+  const uint64_t file_size = fatbin_off + spec.fatbin.size();
+
+  Writer w(w64, spec.big_endian);
+  // e_ident
+  w.Bytes(
+      "\x7f"
+      "ELF");
+  w.U8(w64 ? 2 : 1);
+  w.U8(spec.big_endian ? 2 : 1);
+  w.U8(1);  // EV_CURRENT
+  w.Align(16);
+  w.U16(spec.type);
+  w.U16(spec.machine);
+  w.U32(1);        // e_version
+  w.Word(0);       // e_entry
+  w.Word(ehsize);  // e_phoff
+  w.Word(0);       // e_shoff
+  w.U32(0);        // e_flags
+  w.U16(ehsize);
+  w.U16(phentsize);
+  w.U16(phnum);
+  w.U16(w64 ? 64 : 40);  // e_shentsize
+  w.U16(0);              // e_shnum
+  w.U16(0);              // e_shstrndx
+
+  auto phdr = [&](uint32_t type, uint64_t off, uint64_t size, uint64_t align) {
+    w.U32(type);
+    if (w64) w.U32(4);  // p_flags (R)
+    w.Word(off);        // p_offset
+    w.Word(off);        // p_vaddr
+    w.Word(off);        // p_paddr
+    w.Word(size);       // p_filesz
+    w.Word(size);       // p_memsz
+    if (!w64) w.U32(4);
+    w.Word(align);
+  };
+  phdr(1, 0, file_size, 0x1000);          // PT_LOAD
+  phdr(2, dynamic_off, dynamic_size, 8);  // PT_DYNAMIC
+  phdr(4, note_off, note.size(), 4);      // PT_NOTE
+
+  w.Bytes(note.str());
+  w.Bytes(dynstr);
+  w.Align(8);
+  // Symbol 0 is the null symbol.
+  auto sym = [&](uint64_t name, bool defined) {
+    const uint8_t info = defined || name ? (1 << 4) | 2 : 0;  // STB_GLOBAL, STT_FUNC
+    const uint16_t shndx = defined ? 1 : 0;
+    const uint64_t value = defined ? 0x1000 : 0;
+    w.U32(name);
+    if (w64) {
+      w.U8(info);
+      w.U8(0);
+      w.U16(shndx);
+      w.U64(value);
+      w.U64(0);
+    } else {
+      w.U32(value);
+      w.U32(0);
+      w.U8(info);
+      w.U8(0);
+      w.U16(shndx);
+    }
+  };
+  sym(0, false);
+  for (const auto& s : syms) sym(s.name, s.defined);
+  // DT_HASH with one bucket; the loader would need real chains, Parse only reads nchain.
+  w.U32(1);
+  w.U32(nsyms);
+  w.U32(0);
+  for (uint64_t i = 0; i < nsyms; ++i) w.U32(0);
+  w.Align(8);
+  for (const auto& [tag, value] : dynamic) {
+    w.Word(static_cast<uint64_t>(tag));
+    w.Word(value);
+  }
+  w.Align(8);
+  w.Bytes(spec.fatbin);
+  return w.str();
+}
+
+}  // namespace imgcheck::elf::fixture

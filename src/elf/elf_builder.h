@@ -1,0 +1,41 @@
+// Test-only: writes small ELF shared objects field by field, for the classes and byte orders the
+// machine's compiler cannot produce (big-endian, hand-made 32-bit) and for corrupting on purpose.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace imgcheck::elf::fixture {
+
+struct ElfSpec {
+  bool is64 = true;
+  bool big_endian = false;
+  uint16_t machine = 62;  // EM_X86_64
+  uint16_t type = 3;      // ET_DYN
+  std::string soname;
+  std::vector<std::string> needed;
+  std::string rpath, runpath;
+  uint64_t flags_1 = 0;
+  std::vector<std::string> exported;  ///< defined FUNC symbols (unversioned)
+  std::vector<std::string> imported;  ///< undefined FUNC symbols (unversioned)
+  std::string build_id;               ///< raw NT_GNU_BUILD_ID descriptor bytes; empty for none
+  std::string fatbin;                 ///< bytes appended in a PT_LOAD, found by magic scan
+};
+
+/// One fatbin entry to write: device code for one architecture.
+struct FatbinSpecEntry {
+  bool ptx = false;
+  unsigned sm = 0;
+  bool compressed = false;
+  unsigned major = 1, minor = 8;  ///< PTX ISA version for PTX, code version for cubins
+  std::string payload = "device code";
+};
+/// A fatbin container (header + entries), laid out as nvcc writes it.
+std::string BuildFatbin(const std::vector<FatbinSpecEntry>& entries);
+
+/// The file: ELF header, PT_LOAD (whole file, vaddr == offset), PT_DYNAMIC, PT_NOTE, then the
+/// note, .dynstr, .dynsym, DT_HASH, the dynamic section and the fatbin bytes. No section headers.
+std::string BuildElf(const ElfSpec& spec);
+
+}  // namespace imgcheck::elf::fixture
