@@ -94,8 +94,9 @@ struct LoadedObject {
 /// The link map of one root consumer.
 struct LoadGraph {
   /// In load order: [0] the root, then breadth-first like _dl_map_object_deps, then objects
-  /// dlopened by name (each followed by its own dependencies). The interpreter, when present,
-  /// is in the map (it answers to its soname) but is listed last, as ld.so does.
+  /// dlopened by name (each followed by its own dependencies). The interpreter (the root's
+  /// PT_INTERP, else Platform::interpreter), when the image has it, is [1]: ld.so maps itself
+  /// first, and answers to its path and soname.
   std::vector<LoadedObject> objects;
   bool truncated = false;  ///< stopped at Options::max_objects
 

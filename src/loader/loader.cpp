@@ -1,0 +1,386 @@
+#include "loader/loader.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "util/path.h"
+
+namespace imgcheck::loader {
+
+std::string_view ReasonName(Reason reason) {
+  switch (reason) {
+    case Reason::kAlreadyLoaded: return "already-loaded";
+    case Reason::kDirectPath: return "direct-path";
+    case Reason::kRpath: return "rpath";
+    case Reason::kLdLibraryPath: return "ld-library-path";
+    case Reason::kRunpath: return "runpath";
+    case Reason::kLdCache: return "ld.so.cache";
+    case Reason::kDefaultDir: return "default-dir";
+  }
+  return "unknown";
+}
+
+std::string_view OutcomeName(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kMissing: return "missing";
+    case Outcome::kWrongClass: return "wrong-class";
+    case Outcome::kWrongMachine: return "wrong-machine";
+    case Outcome::kNotElf: return "not-elf";
+    case Outcome::kRejected: return "rejected-nodeflib";
+    case Outcome::kFound: return "found";
+  }
+  return "unknown";
+}
+
+std::vector<const Resolution*> LoadGraph::Resolutions() const {
+  std::vector<const Resolution*> out;
+  for (const LoadedObject& o : objects)
+    for (const Resolution& r : o.resolutions) out.push_back(&r);
+  return out;
+}
+
+int LoadGraph::Find(std::string_view real_path) const {
+  for (size_t i = 0; i < objects.size(); ++i)
+    if (objects[i].real_path == real_path) return static_cast<int>(i);
+  return -1;
+}
+
+namespace {
+
+constexpr uint16_t kEm386 = 3, kEmArm = 40, kEmX8664 = 62, kEmAarch64 = 183;
+
+struct Abi {
+  uint16_t machine;
+  bool is64;
+  std::string_view triplet, platform, interpreter;
+};
+constexpr Abi kAbis[] = {
+    {kEmX8664, true, "x86_64-linux-gnu", "x86_64", "/lib64/ld-linux-x86-64.so.2"},
+    {kEmAarch64, true, "aarch64-linux-gnu", "aarch64", "/lib/ld-linux-aarch64.so.1"},
+    {kEm386, false, "i386-linux-gnu", "i686", "/lib/ld-linux.so.2"},
+    {kEmArm, false, "arm-linux-gnueabihf", "v7l", "/lib/ld-linux-armhf.so.3"},
+};
+
+// glibc's open_path directory form: trailing slashes collapsed to one ("" stays "": the
+// working directory).
+std::string DirPrefix(std::string dir) {
+  if (dir.empty()) return dir;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  if (dir.back() != '/') dir += '/';
+  return dir;
+}
+
+// Directory of a path as ld.so opened it (glibc l_origin: not symlink-resolved).
+std::string Origin(std::string_view path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string_view::npos) return ".";
+  if (slash == 0) return "/";
+  return std::string(path.substr(0, slash));
+}
+
+// Dynamic string tokens (glibc _dl_dst_substitute): $ORIGIN, $PLATFORM, $LIB, also in the
+// ${NAME} form; a token must not run on into further identifier characters. Unknown
+// tokens stay as written.
+std::string ExpandTokens(std::string_view in, const std::string& origin, const Platform& p) {
+  std::string out;
+  for (size_t i = 0; i < in.size();) {
+    if (in[i] != '$') {
+      out += in[i++];
+      continue;
+    }
+    bool matched = false;
+    for (auto [name, value] : {std::pair<std::string_view, std::string_view>{"ORIGIN", origin},
+                               {"PLATFORM", p.platform},
+                               {"LIB", p.lib}}) {
+      std::string_view rest = in.substr(i + 1);
+      size_t len = 0;
+      if (rest.substr(0, name.size()) == name) {
+        len = name.size();
+        char next = len < rest.size() ? rest[len] : '\0';
+        if (std::isalnum(static_cast<unsigned char>(next)) || next == '_') len = 0;
+      } else if (rest.size() > name.size() + 1 && rest[0] == '{' &&
+                 rest.substr(1, name.size()) == name && rest[name.size() + 1] == '}') {
+        len = name.size() + 2;
+      }
+      if (len != 0) {
+        out += value;
+        i += 1 + len;
+        matched = true;
+        break;
+      }
+    }
+    if (!matched) out += in[i++];
+  }
+  return out;
+}
+
+struct SearchDir {
+  std::string entry;  // as written
+  std::string dir;    // expanded, DirPrefix form
+};
+
+// A DT_RPATH/DT_RUNPATH/LD_LIBRARY_PATH list as glibc's fillin_rpath builds it: tokens
+// expanded against `origin`, duplicates dropped. A list that is one empty string is no list
+// (decompose_rpath); an empty element inside a list is the working directory.
+std::vector<SearchDir> SearchList(const std::vector<std::string>& entries,
+                                  const std::string& origin, const Platform& platform) {
+  std::vector<SearchDir> out;
+  if (entries.size() == 1 && entries[0].empty()) return out;
+  for (const std::string& e : entries) {
+    SearchDir d{e, DirPrefix(ExpandTokens(e, origin, platform))};
+    bool seen = std::any_of(out.begin(), out.end(), [&](const SearchDir& o) { return o.dir == d.dir; });
+    if (!seen) out.push_back(std::move(d));
+  }
+  return out;
+}
+
+const std::vector<std::string>& EffectiveRpath(const elf::ElfInfo& e) {
+  static const std::vector<std::string> kNone;
+  return e.has_runpath ? kNone : e.rpath;  // glibc ignores DT_RPATH when DT_RUNPATH exists
+}
+
+class Search {
+ public:
+  Search(const image::Tree& tree, const ElfLookup& elf, const LoadGraph& graph,
+         const Options& options, Resolution& result)
+      : tree_(tree), elf_(elf), graph_(graph), options_(options), r_(result) {}
+
+  // One candidate file; on kFound fills the resolution.
+  bool Try(Reason phase, const std::string& entry, std::string path) {
+    if (path.empty() || path[0] != '/') {
+      std::string wd = util::NormalizePath(options_.working_dir);
+      path = (wd == "/" ? wd : wd + "/") + path;  // relative to the working directory
+    }
+    Attempt a{phase, entry, path, Outcome::kMissing};
+    auto resolved = tree_.Resolve(path);
+    const elf::ElfInfo* info = nullptr;
+    if (resolved && resolved->node && resolved->node->type == image::NodeType::kRegular) {
+      info = elf_(resolved->path);
+      const Platform& p = options_.platform;
+      if (info == nullptr) a.outcome = Outcome::kNotElf;
+      else if (info->is64 != p.is64) a.outcome = Outcome::kWrongClass;
+      else if (info->machine != p.machine) a.outcome = Outcome::kWrongMachine;
+      else a.outcome = Outcome::kFound;
+    }
+    r_.tried.push_back(a);
+    if (a.outcome == Outcome::kNotElf) {
+      // open_verify: a file that is not ELF at all is a hard error, not a skipped candidate.
+      r_.status = Status::kError;
+      r_.error = path + ": not an ELF file (ld.so: invalid ELF header / file too short)";
+      return true;
+    }
+    if (a.outcome != Outcome::kFound) return false;
+    r_.status = Status::kFound;
+    r_.reason = phase;
+    r_.path = path;
+    r_.real_path = resolved->path;
+    r_.entry = entry;
+    return true;
+  }
+
+  // open_path: every directory of the list, glibc-hwcaps subdirectories first.
+  bool TryList(Reason phase, const std::vector<SearchDir>& dirs, std::string_view name) {
+    for (const SearchDir& d : dirs) {
+      for (const std::string& hw : options_.platform.hwcaps)
+        if (Try(phase, d.entry, d.dir + "glibc-hwcaps/" + hw + "/" + std::string(name))) return true;
+      if (Try(phase, d.entry, d.dir + std::string(name))) return true;
+    }
+    return false;
+  }
+
+  bool TryCache(std::string_view name, bool nodeflib) {
+    const Platform& p = options_.platform;
+    const std::string kEntry = "/etc/ld.so.cache";
+    if (options_.cache == nullptr) return false;
+    const catalog::LdCacheRecord* rec =
+        options_.cache->Lookup(name, catalog::CacheFlagsFor(p.machine, p.is64), p.hwcaps);
+    if (rec == nullptr) {
+      r_.tried.push_back({Reason::kLdCache, kEntry, "", Outcome::kMissing});
+      return false;
+    }
+    if (nodeflib) {
+      // glibc: with NODEFLIB, a cache entry inside a system directory is not used.
+      for (const std::string& d : p.default_dirs) {
+        if (rec->path.rfind(DirPrefix(d), 0) == 0) {
+          r_.tried.push_back({Reason::kLdCache, kEntry, rec->path, Outcome::kRejected});
+          return false;
+        }
+      }
+    }
+    return Try(Reason::kLdCache, kEntry, rec->path);
+  }
+
+  const elf::ElfInfo& Elf(int i) const { return *graph_.objects[static_cast<size_t>(i)].elf; }
+  std::string OriginOf(int i) const {
+    const LoadedObject& o = graph_.objects[static_cast<size_t>(i)];
+    return i == 0 ? Origin(o.real_path) : Origin(o.path);
+  }
+
+ private:
+  const image::Tree& tree_;
+  const ElfLookup& elf_;
+  const LoadGraph& graph_;
+  const Options& options_;
+  Resolution& r_;
+};
+
+bool NameMatches(const LoadedObject& o, std::string_view name) {
+  if (o.path == name || (o.elf != nullptr && o.elf->soname == name)) return true;
+  return std::find(o.names.begin(), o.names.end(), name) != o.names.end();
+}
+
+}  // namespace
+
+Platform DetectPlatform(const image::Tree& tree, uint16_t machine, bool is64) {
+  Platform p;
+  p.machine = machine;
+  p.is64 = is64;
+  p.hwcaps.clear();
+  if (machine == kEmX8664 && is64) p.hwcaps = {"x86-64-v2"};
+  p.lib = is64 ? "lib64" : "lib";
+  p.default_dirs = is64 ? std::vector<std::string>{"/lib64", "/usr/lib64"}
+                        : std::vector<std::string>{"/lib", "/usr/lib"};
+  p.platform.clear();
+  p.interpreter.clear();
+  for (const Abi& abi : kAbis) {
+    if (abi.machine != machine || abi.is64 != is64) continue;
+    p.platform = abi.platform;
+    p.interpreter = abi.interpreter;
+    std::string triplet(abi.triplet);
+    for (const char* lib : {"/lib/", "/usr/lib/"}) {
+      auto libc = tree.Resolve(lib + triplet + "/libc.so.6");
+      if (libc && libc->node) {
+        // Debian/Ubuntu build glibc with multiarch directories as the system search path and
+        // as $LIB.
+        p.lib = "lib/" + triplet;
+        p.default_dirs = {"/lib/" + triplet, "/usr/lib/" + triplet, "/lib", "/usr/lib"};
+        break;
+      }
+    }
+  }
+  return p;
+}
+
+Resolution Resolve(const image::Tree& tree, const ElfLookup& elf, const LoadGraph& graph,
+                   int consumer, std::string_view name, Kind kind, const Options& options) {
+  Resolution r;
+  const LoadedObject& self = graph.objects.at(static_cast<size_t>(consumer));
+  r.consumer = self.real_path;
+  r.name = std::string(name);
+  r.kind = kind;
+  r.status = Status::kNotFound;
+
+  // Already in the link map under this name, path or soname (_dl_name_match_p, l_soname).
+  for (const LoadedObject& o : graph.objects) {
+    if (!NameMatches(o, name)) continue;
+    r.status = Status::kFound;
+    r.reason = Reason::kAlreadyLoaded;
+    r.path = o.path;
+    r.real_path = o.real_path;
+    return r;
+  }
+
+  Search s(tree, elf, graph, options, r);
+  const Platform& p = options.platform;
+  if (name.find('/') != std::string_view::npos) {
+    s.Try(Reason::kDirectPath, r.name, ExpandTokens(name, s.OriginOf(consumer), p));
+    return r;
+  }
+
+  const elf::ElfInfo& info = *self.elf;
+  if (!info.has_runpath) {
+    // DT_RPATH of the consumer, then of the object that loaded it, and on up; then the main
+    // program's, unless the chain already covered it.
+    bool did_main = false;
+    for (int l = consumer; l >= 0; l = graph.objects[static_cast<size_t>(l)].loader) {
+      auto dirs = SearchList(EffectiveRpath(s.Elf(l)), s.OriginOf(l), p);
+      if (dirs.empty()) continue;
+      did_main |= l == 0;
+      if (s.TryList(Reason::kRpath, dirs, name)) {
+        r.rpath_owner = graph.objects[static_cast<size_t>(l)].real_path;
+        return r;
+      }
+    }
+    if (!did_main) {
+      auto dirs = SearchList(EffectiveRpath(s.Elf(0)), s.OriginOf(0), p);
+      if (s.TryList(Reason::kRpath, dirs, name)) {
+        r.rpath_owner = graph.objects[0].real_path;
+        return r;
+      }
+    }
+  }
+  // LD_LIBRARY_PATH: split on ':' and ';', tokens expanded for the main program.
+  if (options.ld_library_path && !options.ld_library_path->empty()) {
+    std::string llp = *options.ld_library_path;
+    std::replace(llp.begin(), llp.end(), ';', ':');
+    if (s.TryList(Reason::kLdLibraryPath, SearchList(util::Split(llp, ':'), s.OriginOf(0), p), name))
+      return r;
+  }
+  if (info.has_runpath &&
+      s.TryList(Reason::kRunpath, SearchList(info.runpath, s.OriginOf(consumer), p), name))
+    return r;
+  if (s.TryCache(name, info.nodeflib())) return r;
+  if (!info.nodeflib()) {
+    std::vector<SearchDir> defaults;
+    for (const std::string& d : p.default_dirs) defaults.push_back({d, DirPrefix(d)});
+    if (s.TryList(Reason::kDefaultDir, defaults, name)) return r;
+  }
+  return r;
+}
+
+LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view root,
+               const Options& options) {
+  LoadGraph g;
+  const elf::ElfInfo* root_elf = elf(root);
+  if (root_elf == nullptr) return g;
+  g.objects.push_back({std::string(root), std::string(root), root_elf, {}, -1, Kind::kNeeded, {}});
+  // The interpreter is mapped before any dependency and answers to its path and soname.
+  std::string interp = root_elf->interpreter.empty() ? options.platform.interpreter
+                                                     : root_elf->interpreter;
+  if (!interp.empty()) {
+    auto resolved = tree.Resolve(interp);
+    const elf::ElfInfo* interp_elf =
+        resolved && resolved->node && resolved->path != root ? elf(resolved->path) : nullptr;
+    if (interp_elf != nullptr)
+      g.objects.push_back({interp, resolved->path, interp_elf, {interp}, -1, Kind::kNeeded, {}});
+  }
+
+  auto request = [&](size_t i, const std::string& name, Kind kind) {
+    Resolution r = Resolve(tree, elf, g, static_cast<int>(i), name, kind, options);
+    if (r.found()) {
+      int at = g.Find(r.real_path);  // the same file under another name is the same object
+      if (at >= 0) {
+        auto& names = g.objects[static_cast<size_t>(at)].names;
+        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+      } else if (g.objects.size() >= options.max_objects) {
+        g.truncated = true;
+      } else {
+        g.objects.push_back({r.path, r.real_path, elf(r.real_path), {name}, static_cast<int>(i),
+                             kind, {}});
+      }
+    }
+    g.objects[i].resolutions.push_back(std::move(r));
+  };
+
+  size_t needed_done = 0, dlopen_done = 0;
+  while (true) {
+    // Breadth-first over DT_NEEDED, as _dl_map_object_deps; then one object's dlopens.
+    for (; needed_done < g.objects.size(); ++needed_done)
+      for (const std::string& name : g.objects[needed_done].elf->needed)
+        request(needed_done, name, Kind::kNeeded);
+    if (dlopen_done >= g.objects.size()) break;
+    size_t i = dlopen_done++;
+    std::string file(util::BaseName(util::NormalizePath(g.objects[i].real_path)));
+    std::string link(util::BaseName(util::NormalizePath(g.objects[i].path)));
+    const std::string& soname = g.objects[i].elf->soname;
+    for (const DlopenRule& rule : options.dlopen) {
+      bool match = util::GlobMatch(rule.caller, file) || util::GlobMatch(rule.caller, link) ||
+                   (!soname.empty() && util::GlobMatch(rule.caller, soname));
+      if (!match) continue;
+      for (const std::string& name : rule.names) request(i, name, Kind::kDlopen);
+    }
+  }
+  return g;
+}
+
+}  // namespace imgcheck::loader

@@ -1,0 +1,312 @@
+// The loader's search rules on hand-made ELF facts: each phase of glibc's _dl_map_object.
+#include "loader/loader.h"
+
+#include <catch2/catch.hpp>
+
+#include "support.h"
+
+namespace imgcheck::loader {
+namespace {
+
+// An image whose files are described by hand: each library an ElfInfo, plus symlinks.
+struct FakeImage {
+  image::Tree tree;
+  std::map<std::string, elf::ElfInfo, std::less<>> elves;
+
+  elf::ElfInfo& Lib(const std::string& path, const std::string& soname,
+                    std::vector<std::string> needed = {}) {
+    AddDirs(path);
+    image::Node& n = tree.mutable_nodes()[path];
+    n.type = image::NodeType::kRegular;
+    elf::ElfInfo& e = elves[path];
+    e.machine = 62;
+    e.type = 3;
+    e.soname = soname;
+    e.needed = std::move(needed);
+    return e;
+  }
+  void File(const std::string& path) {  // a regular file that is not ELF
+    AddDirs(path);
+    tree.mutable_nodes()[path].type = image::NodeType::kRegular;
+  }
+  void Link(const std::string& path, const std::string& target) {
+    AddDirs(path);
+    image::Node& n = tree.mutable_nodes()[path];
+    n.type = image::NodeType::kSymlink;
+    n.link_target = target;
+  }
+  void AddDirs(const std::string& path) {
+    for (size_t s = path.find('/', 1); s != std::string::npos; s = path.find('/', s + 1))
+      tree.mutable_nodes()[path.substr(0, s)].type = image::NodeType::kDirectory;
+  }
+  ElfLookup Lookup() const {
+    return [this](std::string_view p) -> const elf::ElfInfo* {
+      auto it = elves.find(p);
+      return it == elves.end() ? nullptr : &it->second;
+    };
+  }
+  LoadGraph Load(const std::string& root, const Options& o) const {
+    return loader::Load(tree, Lookup(), root, o);
+  }
+};
+
+Options Upstream() {
+  Options o;
+  o.platform.hwcaps.clear();
+  o.platform.interpreter.clear();
+  return o;
+}
+
+// A copy: callers pass temporary graphs.
+Resolution Res(const LoadGraph& g, std::string_view consumer, std::string_view name) {
+  for (const Resolution* r : g.Resolutions())
+    if (r->name == name && r->consumer == consumer) return *r;
+  FAIL("no resolution of " << name << " by " << consumer);
+  throw;
+}
+
+TEST_CASE("search order: RPATH, LD_LIBRARY_PATH, RUNPATH, cache, default dirs", "[loader]") {
+  FakeImage img;
+  for (std::string d : {"/rp", "/llp", "/run", "/cached", "/usr/lib64"}) img.Lib(d + "/libd.so.1", "libd.so.1");
+  img.Lib("/app/rpath.so", "rpath.so", {"libd.so.1"}).rpath = {"/rp"};
+  img.Lib("/app/runpath.so", "runpath.so", {"libd.so.1"}).runpath = {"/run"};
+  img.elves["/app/runpath.so"].has_runpath = true;
+  img.Lib("/app/plain.so", "plain.so", {"libd.so.1"});
+  catalog::LdCacheFile cache;
+  cache.entries.push_back({"libd.so.1", "/cached/libd.so.1", 0x0303, 0, 0, ""});
+
+  Options o = Upstream();
+  o.ld_library_path = "/llp";
+  o.cache = &cache;
+  const Resolution& a = Res(img.Load("/app/rpath.so", o), "/app/rpath.so", "libd.so.1");
+  CHECK(a.reason == Reason::kRpath);
+  CHECK(a.path == "/rp/libd.so.1");
+  CHECK(a.rpath_owner == "/app/rpath.so");
+  CHECK(a.entry == "/rp");
+  CHECK(Res(img.Load("/app/runpath.so", o), "/app/runpath.so", "libd.so.1").reason ==
+        Reason::kLdLibraryPath);
+  o.ld_library_path.reset();
+  const Resolution& c = Res(img.Load("/app/runpath.so", o), "/app/runpath.so", "libd.so.1");
+  CHECK(c.reason == Reason::kRunpath);
+  CHECK(c.path == "/run/libd.so.1");
+  const Resolution& d = Res(img.Load("/app/plain.so", o), "/app/plain.so", "libd.so.1");
+  CHECK(d.reason == Reason::kLdCache);
+  CHECK(d.path == "/cached/libd.so.1");
+  o.cache = nullptr;
+  const Resolution& e = Res(img.Load("/app/plain.so", o), "/app/plain.so", "libd.so.1");
+  CHECK(e.reason == Reason::kDefaultDir);
+  CHECK(e.path == "/usr/lib64/libd.so.1");
+  CHECK(e.tried.front().path == "/lib64/libd.so.1");
+  CHECK(e.tried.front().outcome == Outcome::kMissing);
+}
+
+TEST_CASE("RPATH is inherited from loaders unless the consumer has RUNPATH", "[loader]") {
+  FakeImage img;
+  img.Lib("/app/main.so", "main.so", {"libmid.so", "libmid2.so"}).rpath = {"/chain"};
+  img.Lib("/chain/libmid.so", "libmid.so", {"libleaf.so"});
+  elf::ElfInfo& mid2 = img.Lib("/chain/libmid2.so", "libmid2.so", {"libleaf2.so"});
+  mid2.has_runpath = true;
+  mid2.runpath = {"/nowhere"};
+  img.Lib("/chain/libleaf.so", "libleaf.so");
+  img.Lib("/chain/libleaf2.so", "libleaf2.so");
+  LoadGraph g = img.Load("/app/main.so", Upstream());
+  const Resolution& leaf = Res(g, "/chain/libmid.so", "libleaf.so");
+  CHECK(leaf.reason == Reason::kRpath);
+  CHECK(leaf.rpath_owner == "/app/main.so");
+  const Resolution& leaf2 = Res(g, "/chain/libmid2.so", "libleaf2.so");
+  CHECK(leaf2.status == Status::kNotFound);
+  std::vector<std::string> tried;
+  for (const Attempt& t : leaf2.tried) tried.push_back(t.path);
+  CHECK(tried == std::vector<std::string>{"/nowhere/libleaf2.so", "/lib64/libleaf2.so",
+                                          "/usr/lib64/libleaf2.so"});
+  // Breadth-first load order.
+  REQUIRE(g.objects.size() == 4);  // libleaf2 is not found
+  CHECK(g.objects[1].real_path == "/chain/libmid.so");
+  CHECK(g.objects[2].real_path == "/chain/libmid2.so");
+  CHECK(g.objects[3].real_path == "/chain/libleaf.so");
+  CHECK(g.objects[3].loader == 1);
+}
+
+TEST_CASE("the same soname resolves differently for different consumers", "[loader]") {
+  FakeImage img;
+  img.Lib("/app/main.so", "main.so", {"liba.so", "libb.so"});
+  img.Lib("/usr/lib64/liba.so", "liba.so", {"libcudnn.so.8"}).runpath = {"/a"};
+  img.elves["/usr/lib64/liba.so"].has_runpath = true;
+  img.Lib("/usr/lib64/libb.so", "libb.so", {"libcudnn.so.8"}).runpath = {"/b"};
+  img.elves["/usr/lib64/libb.so"].has_runpath = true;
+  img.Lib("/a/libcudnn.so.8", "libcudnn.so.8");
+  img.Lib("/b/libcudnn.so.8", "libcudnn.so.8");
+  LoadGraph g = img.Load("/app/main.so", Upstream());
+  CHECK(Res(g, "/usr/lib64/liba.so", "libcudnn.so.8").path == "/a/libcudnn.so.8");
+  // ld.so: the soname is already in the link map, so libb gets liba's copy.
+  const Resolution& b = Res(g, "/usr/lib64/libb.so", "libcudnn.so.8");
+  CHECK(b.reason == Reason::kAlreadyLoaded);
+  CHECK(b.real_path == "/a/libcudnn.so.8");
+  // Loaded on its own, libb finds its own copy.
+  LoadGraph alone = img.Load("/usr/lib64/libb.so", Upstream());
+  CHECK(Res(alone, "/usr/lib64/libb.so", "libcudnn.so.8").path == "/b/libcudnn.so.8");
+}
+
+TEST_CASE("$ORIGIN, $LIB, $PLATFORM and glibc-hwcaps", "[loader]") {
+  FakeImage img;
+  elf::ElfInfo& app = img.Lib("/opt/x/bin/app.so", "app.so", {"libo.so", "libl.so", "libp.so"});
+  app.has_runpath = true;
+  app.runpath = {"$ORIGIN/../lib", "/opt/${LIB}", "/opt/$PLATFORM/", "$ORIGINAL"};
+  img.Lib("/opt/x/lib/libo.so", "libo.so");
+  img.Lib("/opt/lib64/libl.so", "libl.so");
+  img.Lib("/opt/x86_64/glibc-hwcaps/x86-64-v2/libp.so", "libp.so");
+  img.Lib("/opt/x86_64/libp.so", "libp.so");
+  Options o = Upstream();
+  o.platform.hwcaps = {"x86-64-v3", "x86-64-v2"};
+  LoadGraph g = img.Load("/opt/x/bin/app.so", o);
+  CHECK(Res(g, "/opt/x/bin/app.so", "libo.so").path == "/opt/x/bin/../lib/libo.so");
+  CHECK(Res(g, "/opt/x/bin/app.so", "libo.so").real_path == "/opt/x/lib/libo.so");
+  CHECK(Res(g, "/opt/x/bin/app.so", "libl.so").entry == "/opt/${LIB}");
+  const Resolution& p = Res(g, "/opt/x/bin/app.so", "libp.so");
+  CHECK(p.path == "/opt/x86_64/glibc-hwcaps/x86-64-v2/libp.so");
+  // libp is searched for in x86-64-v3 first, under every earlier directory too.
+  CHECK(std::any_of(p.tried.begin(), p.tried.end(), [](const Attempt& a) {
+    return a.path == "/opt/x86_64/glibc-hwcaps/x86-64-v3/libp.so";
+  }));
+  o.platform.hwcaps.clear();
+  CHECK(Res(img.Load("/opt/x/bin/app.so", o), "/opt/x/bin/app.so", "libp.so").path ==
+        "/opt/x86_64/libp.so");
+}
+
+TEST_CASE("$ORIGIN of a library opened through a symlink is the symlink's directory",
+          "[loader]") {
+  FakeImage img;
+  img.Lib("/app/main.so", "main.so", {"libsym.so"}).rpath = {"/usr/local/lib"};
+  img.Link("/usr/local/lib/libsym.so", "/opt/real/libsym.so");
+  elf::ElfInfo& sym = img.Lib("/opt/real/libsym.so", "libsym.so", {"libdep.so"});
+  sym.has_runpath = true;
+  sym.runpath = {"$ORIGIN/dep"};
+  img.Lib("/usr/local/lib/dep/libdep.so", "libdep.so");
+  img.Lib("/opt/real/dep/libdep.so", "libdep.so");
+  LoadGraph g = img.Load("/app/main.so", Upstream());
+  const Resolution& s = Res(g, "/app/main.so", "libsym.so");
+  CHECK(s.path == "/usr/local/lib/libsym.so");
+  CHECK(s.real_path == "/opt/real/libsym.so");
+  CHECK(Res(g, "/opt/real/libsym.so", "libdep.so").path == "/usr/local/lib/dep/libdep.so");
+}
+
+TEST_CASE("NODEFLIB skips default dirs and system-dir cache entries", "[loader]") {
+  FakeImage img;
+  img.Lib("/app/main.so", "main.so", {"libsys.so", "libconf.so"}).flags_1 = 0x800;
+  img.Lib("/usr/lib64/libsys.so", "libsys.so");
+  img.Lib("/opt/conf/libconf.so", "libconf.so");
+  catalog::LdCacheFile cache;
+  cache.entries.push_back({"libsys.so", "/usr/lib64/libsys.so", 0x0303, 0, 0, ""});
+  cache.entries.push_back({"libconf.so", "/opt/conf/libconf.so", 0x0303, 0, 0, ""});
+  Options o = Upstream();
+  o.cache = &cache;
+  LoadGraph g = img.Load("/app/main.so", o);
+  const Resolution& sys = Res(g, "/app/main.so", "libsys.so");
+  CHECK(sys.status == Status::kNotFound);
+  REQUIRE(sys.tried.size() == 1);
+  CHECK(sys.tried[0].outcome == Outcome::kRejected);
+  CHECK(Res(g, "/app/main.so", "libconf.so").reason == Reason::kLdCache);
+}
+
+TEST_CASE("wrong machine or class is skipped; a non-ELF candidate stops the load", "[loader]") {
+  FakeImage img;
+  img.Lib("/app/main.so", "main.so", {"libd.so"}).rpath = {"/arm", "/x32", "/good"};
+  img.Lib("/arm/libd.so", "libd.so").machine = 183;
+  img.Lib("/x32/libd.so", "libd.so").is64 = false;
+  img.Lib("/good/libd.so", "libd.so");
+  LoadGraph g = img.Load("/app/main.so", Upstream());
+  const Resolution& d = Res(g, "/app/main.so", "libd.so");
+  CHECK(d.path == "/good/libd.so");
+  REQUIRE(d.tried.size() == 3);
+  CHECK(d.tried[0].outcome == Outcome::kWrongMachine);
+  CHECK(d.tried[1].outcome == Outcome::kWrongClass);
+  img.File("/x32/libd.so");  // now a text file
+  img.elves.erase("/x32/libd.so");
+  const Resolution& e = Res(img.Load("/app/main.so", Upstream()), "/app/main.so", "libd.so");
+  CHECK(e.status == Status::kError);
+  CHECK(e.error.find("/x32/libd.so") != std::string::npos);
+}
+
+TEST_CASE("LD_LIBRARY_PATH: ';' separates, empty elements are the working directory",
+          "[loader]") {
+  FakeImage img;
+  img.Lib("/app/main.so", "main.so", {"libw.so", "libs.so"});
+  img.Lib("/work/libw.so", "libw.so");
+  img.Lib("/semi/libs.so", "libs.so");
+  Options o = Upstream();
+  o.working_dir = "/work";
+  o.ld_library_path = "/nope::/x;/semi";
+  LoadGraph g = img.Load("/app/main.so", o);
+  const Resolution& w = Res(g, "/app/main.so", "libw.so");
+  CHECK(w.path == "/work/libw.so");
+  CHECK(w.entry.empty());
+  CHECK(Res(g, "/app/main.so", "libs.so").entry == "/semi");
+  o.ld_library_path = "";  // set but empty: no list at all
+  CHECK(Res(img.Load("/app/main.so", o), "/app/main.so", "libw.so").status == Status::kNotFound);
+}
+
+TEST_CASE("dlopen by name: rules from data, caller's RUNPATH, already-loaded reuse", "[loader]") {
+  FakeImage img;
+  img.Lib("/app/main.so", "main.so", {"libcudnn.so.9"}).rpath = {"/lib/cudnn", "/rp"};
+  elf::ElfInfo& cudnn = img.Lib("/lib/cudnn/libcudnn.so.9", "libcudnn.so.9");
+  cudnn.has_runpath = true;
+  cudnn.runpath = {"$ORIGIN"};
+  img.Lib("/lib/cudnn/libcudnn_ops.so.9", "libcudnn_ops.so.9", {"libcudnn.so.9"});
+  img.Lib("/rp/libcudnn_graph.so.9", "libcudnn_graph.so.9");
+  Options o = Upstream();
+  o.dlopen = {{"libcudnn.so.*", {"libcudnn_ops.so.9", "libcudnn_graph.so.9", "libcuda.so.1"}, "t"}};
+  LoadGraph g = img.Load("/app/main.so", o);
+  const Resolution& ops = Res(g, "/lib/cudnn/libcudnn.so.9", "libcudnn_ops.so.9");
+  CHECK(ops.kind == Kind::kDlopen);
+  CHECK(ops.reason == Reason::kRunpath);
+  CHECK(ops.path == "/lib/cudnn/libcudnn_ops.so.9");
+  // libcudnn has RUNPATH: the main program's RPATH is not searched for its dlopens.
+  CHECK(Res(g, "/lib/cudnn/libcudnn.so.9", "libcudnn_graph.so.9").status == Status::kNotFound);
+  CHECK(Res(g, "/lib/cudnn/libcudnn.so.9", "libcuda.so.1").status == Status::kNotFound);
+  // The dlopened library's own NEEDED finds libcudnn.so.9 already loaded.
+  CHECK(Res(g, "/lib/cudnn/libcudnn_ops.so.9", "libcudnn.so.9").reason == Reason::kAlreadyLoaded);
+  int at = g.Find("/lib/cudnn/libcudnn_ops.so.9");
+  REQUIRE(at > 0);
+  CHECK(g.objects[static_cast<size_t>(at)].loaded_by == Kind::kDlopen);
+  CHECK(g.objects[static_cast<size_t>(at)].loader == g.Find("/lib/cudnn/libcudnn.so.9"));
+}
+
+TEST_CASE("the link map is bounded and symlink loops are just missing", "[loader]") {
+  FakeImage img;
+  std::vector<std::string> needed;
+  for (int i = 0; i < 50; ++i) {
+    std::string n = "lib" + std::to_string(i) + ".so";
+    needed.push_back(n);
+    img.Lib("/usr/lib64/" + n, n);
+  }
+  needed.push_back("libloop.so");
+  img.Link("/usr/lib64/libloop.so", "libloop.so");
+  img.Lib("/app/main.so", "main.so", needed);
+  Options o = Upstream();
+  o.max_objects = 10;
+  LoadGraph g = img.Load("/app/main.so", o);
+  CHECK(g.objects.size() == 10);
+  CHECK(g.truncated);
+  CHECK(Res(g, "/app/main.so", "libloop.so").status == Status::kNotFound);
+  CHECK(img.Load("/nothing", o).objects.empty());
+}
+
+TEST_CASE("platform detection: Debian multiarch vs upstream layout", "[loader]") {
+  FakeImage deb;
+  deb.Link("/lib", "usr/lib");
+  deb.Lib("/usr/lib/x86_64-linux-gnu/libc.so.6", "libc.so.6");
+  Platform p = DetectPlatform(deb.tree, 62, true);
+  CHECK(p.lib == "lib/x86_64-linux-gnu");
+  CHECK(p.default_dirs.front() == "/lib/x86_64-linux-gnu");
+  CHECK(p.interpreter == "/lib64/ld-linux-x86-64.so.2");
+  FakeImage rh;
+  rh.Lib("/usr/lib64/libc.so.6", "libc.so.6");
+  Platform q = DetectPlatform(rh.tree, 183, true);
+  CHECK(q.lib == "lib64");
+  CHECK(q.platform == "aarch64");
+  CHECK(q.default_dirs == std::vector<std::string>{"/lib64", "/usr/lib64"});
+  CHECK(q.hwcaps.empty());
+}
+
+}  // namespace
+}  // namespace imgcheck::loader
