@@ -67,8 +67,8 @@ struct LayerRecipe {
   TarFormat format = TarFormat::kPax;
   /// When set, the blob's bytes verbatim (entries and compression are ignored); its diff_id is
   /// `raw_diff_id` or else the digest of `raw` itself.
-  std::optional<std::string> raw;
-  std::optional<std::string> raw_diff_id;
+  std::optional<std::string> raw = std::nullopt;
+  std::optional<std::string> raw_diff_id = std::nullopt;
 };
 
 LayerRecipe EmptyLayer(std::string created_by);
