@@ -129,7 +129,9 @@ void SettleVersion(Component& c) {
   int best = -1;
   for (const VersionEvidence& e : c.versions) {
     int p = VersionPrecision(e.value);
-    if (p > best) {
+    // Equal precision: a value that extends the chosen one says more ("2.3.0+cu121").
+    bool extends = p == best && e.value.size() > c.version.size() && StartsWith(e.value, c.version);
+    if (p > best || extends) {
       best = p;
       c.version = e.value;
     }

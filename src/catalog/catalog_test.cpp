@@ -1,0 +1,378 @@
+// Catalog::Build over merged trees written directly (the image stage is tested on its own):
+// tiny shared objects with the right SONAMEs stand in for NVIDIA's libraries.
+#include "catalog/catalog.h"
+
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "support.h"
+
+namespace imgcheck::catalog {
+namespace {
+
+/// The bytes of a tiny shared object with `soname`, compiled once per soname.
+std::string SharedObjectBytes(const std::string& soname) {
+  static testing::TempDir dir;
+  static std::map<std::string, std::string> cache;
+  auto it = cache.find(soname);
+  if (it != cache.end()) return it->second;
+  std::filesystem::path out = dir / (soname.empty() ? "nosoname.so" : soname);
+  testing::SharedObject so;
+  so.soname = soname;
+  testing::Compile(so, out);
+  return cache[soname] = testing::ReadFile(out);
+}
+
+/// Builds an image's merged tree by hand.
+class FakeImage {
+ public:
+  explicit FakeImage(int layers) {
+    for (int i = 0; i < layers; ++i) {
+      image::Layer l;
+      l.index = i;
+      l.digest = "sha256:layer" + std::to_string(i);
+      l.created_by = "RUN step " + std::to_string(i);
+      image_.layers.push_back(l);
+    }
+  }
+  FakeImage& File(const std::string& path, std::string bytes, int layer = 0,
+                  std::vector<int> history = {}) {
+    image::Node n;
+    n.type = image::NodeType::kRegular;
+    n.mode = 0644;
+    n.size = bytes.size();
+    n.layer = layer;
+    n.history = std::move(history);
+    n.content = std::make_shared<util::SparseFile>(util::SparseFile::Whole(std::move(bytes)));
+    image_.tree.mutable_nodes()[path] = std::move(n);
+    return *this;
+  }
+  FakeImage& Library(const std::string& path, const std::string& soname, int layer = 0,
+                     std::vector<int> history = {}) {
+    return File(path, SharedObjectBytes(soname), layer, std::move(history));
+  }
+  FakeImage& Link(const std::string& path, const std::string& target, int layer = 0) {
+    image::Node n;
+    n.type = image::NodeType::kSymlink;
+    n.link_target = target;
+    n.layer = layer;
+    image_.tree.mutable_nodes()[path] = std::move(n);
+    return *this;
+  }
+  FakeImage& Deleted(const std::string& path, int layer, std::vector<int> history) {
+    image_.tree.mutable_deleted()[path] = image::Deletion{layer, std::move(history),
+                                                          image::NodeType::kRegular};
+    return *this;
+  }
+  image::Image& image() { return image_; }
+
+ private:
+  image::Image image_;
+};
+
+const Component& One(const Catalog& cat, ComponentKind kind, std::string_view path) {
+  for (const Component& c : cat.components) {
+    if (c.kind == kind && c.path == path) return c;
+  }
+  FAIL("no " << KindName(kind) << " component at " << path);
+  throw std::logic_error("unreachable");
+}
+
+const Component& Named(const Catalog& cat, ComponentKind kind, std::string_view name) {
+  std::vector<const Component*> found = cat.Find(kind, name);
+  REQUIRE(found.size() == 1);
+  return *found.front();
+}
+
+/// The evidence of `source`, or null.
+const VersionEvidence* Evidence(const Component& c, VersionSource source) {
+  for (const VersionEvidence& e : c.versions) {
+    if (e.source == source) return &e;
+  }
+  return nullptr;
+}
+
+constexpr const char* kLib = "/usr/lib/x86_64-linux-gnu";
+constexpr const char* kCuda = "/usr/local/cuda-12.1";
+
+}  // namespace
+
+TEST_CASE("cuDNN 8 from dpkg, cudart from the toolkit, driver files", "[catalog]") {
+  std::string lib = kLib, cuda = kCuda;
+  std::string targets = cuda + "/targets/x86_64-linux";
+  FakeImage f(3);
+  f.File("/var/lib/dpkg/status",
+         "Package: libc6\nStatus: install ok installed\nVersion: 2.35-0ubuntu3\n\n"
+         "Package: libcudnn8\nStatus: hold ok installed\nArchitecture: amd64\n"
+         "Version: 8.9.2.26-1+cuda12.1\n\n"
+         "Package: cuda-cudart-12-1\nStatus: install ok installed\nVersion: 12.1.105-1\n\n"
+         "Package: cuda-compat-12-1\nStatus: install ok installed\nVersion: 530.30.02-1\n\n"
+         "Package: libcudnn8-dev\nStatus: deinstall ok config-files\nVersion: 8.9.2.26-1+cuda12.1\n");
+  f.File("/var/lib/dpkg/info/libcudnn8:amd64.list",
+         "/.\n/usr\n" + lib + "/libcudnn.so.8.9.2\n" + lib + "/libcudnn.so.8\n" + lib +
+             "/libcudnn_ops_infer.so.8.9.2\n");
+  f.File("/var/lib/dpkg/info/cuda-cudart-12-1.list", targets + "/lib/libcudart.so.12.1.105\n");
+  f.File("/var/lib/dpkg/info/cuda-compat-12-1.list", cuda + "/compat/libcuda.so.530.30.02\n");
+  f.Library(lib + "/libcudnn.so.8.9.2", "libcudnn.so.8");
+  f.Link(lib + "/libcudnn.so.8", "libcudnn.so.8.9.2");
+  f.Link(lib + "/libcudnn.so", "/usr/lib/x86_64-linux-gnu/libcudnn.so.8");
+  f.Library(lib + "/libcudnn_ops_infer.so.8.9.2", "libcudnn_ops_infer.so.8", 1, {0});
+  f.Deleted(lib + "/libcudnn_adv_infer.so.8.9.2", 2, {0});
+  f.File("/usr/include/x86_64-linux-gnu/cudnn_version_v8.h",
+         "#define CUDNN_MAJOR 8\n#define CUDNN_MINOR 9\n#define CUDNN_PATCHLEVEL 2\n");
+  f.File(cuda + "/version.json",
+         R"({"cuda":{"name":"CUDA SDK","version":"12.1.1"},"cuda_cudart":{"version":"12.1.105"}})");
+  f.Library(targets + "/lib/libcudart.so.12.1.105", "libcudart.so.12");
+  f.Link("/usr/local/cuda", "cuda-12.1");
+  f.Library(targets + "/lib/stubs/libcuda.so", "libcuda.so.1");
+  f.Library(cuda + "/compat/libcuda.so.530.30.02", "libcuda.so.1");
+  f.Library(lib + "/libcuda.so.535.104.05", "libcuda.so.1", 2);
+  f.File("/etc/os-release", "ID=ubuntu\nVERSION_ID=\"22.04\"\n");
+  f.File("/usr/share/doc/readme.txt", "not a library");
+  f.image().config.env = {"PATH=/usr/bin", "CUDA_VERSION=12.1.1", "NV_CUDNN_VERSION=8.9.2.26",
+                          "LD_LIBRARY_PATH=/usr/local/nvidia/lib::/usr/local/nvidia/lib64"};
+  f.image().config.labels = {{"com.nvidia.cudnn.version", "8.9.2.26"}};
+  Catalog cat = Build(f.image());
+
+  SECTION("the cuDNN shim: dpkg version, every source, alias links, owner") {
+    const Component& c = One(cat, ComponentKind::kCudaLibrary, lib + "/libcudnn.so.8.9.2");
+    CHECK(c.name == "libcudnn");
+    CHECK(c.family == "cudnn");
+    CHECK(c.version == "8.9.2.26");
+    CHECK(c.layer == 0);
+    REQUIRE(Evidence(c, VersionSource::kDpkg) != nullptr);
+    CHECK(Evidence(c, VersionSource::kDpkg)->path == "/var/lib/dpkg/info/libcudnn8:amd64.list");
+    CHECK(Evidence(c, VersionSource::kDpkg)->detail == "8.9.2.26-1+cuda12.1");
+    CHECK(Evidence(c, VersionSource::kFilename)->value == "8.9.2");
+    CHECK(Evidence(c, VersionSource::kSoname)->value == "8");
+    REQUIRE(Evidence(c, VersionSource::kHeader) != nullptr);
+    CHECK(Evidence(c, VersionSource::kHeader)->value == "8.9.2");
+    CHECK(Evidence(c, VersionSource::kHeader)->path ==
+          "/usr/include/x86_64-linux-gnu/cudnn_version_v8.h");
+    REQUIRE(c.owner);
+    CHECK(c.owner->name == "libcudnn8");
+    CHECK(c.owner->manager == PackageManager::kDpkg);
+    CHECK(c.aliases == std::vector<std::string>{lib + "/libcudnn.so", lib + "/libcudnn.so.8"});
+    REQUIRE(c.elf);
+    CHECK(c.elf->soname == "libcudnn.so.8");
+    CHECK(cat.Elf(c.path) != nullptr);
+    CHECK(cat.Elf(lib + "/libcudnn.so.8") == nullptr);  // no link following
+  }
+  SECTION("a sub-library rewritten by a later layer, and one deleted") {
+    const Component& ops = One(cat, ComponentKind::kCudaLibrary, lib + "/libcudnn_ops_infer.so.8.9.2");
+    CHECK(ops.name == "libcudnn_ops_infer");
+    CHECK(ops.layer == 1);
+    CHECK(ops.overwritten_layers == std::vector<int>{0});
+    CHECK(ops.version == "8.9.2.26");
+    const Component& adv = One(cat, ComponentKind::kCudaLibrary, lib + "/libcudnn_adv_infer.so.8.9.2");
+    CHECK(adv.deleted);
+    CHECK(adv.layer == 2);
+    CHECK(adv.version == "8.9.2");
+    CHECK(Evidence(adv, VersionSource::kFilename)->layer == 0);
+    for (const Component* c : cat.Family("cudnn")) CHECK_FALSE(c->deleted);
+    CHECK(cat.Family("cudnn").size() == 2);
+  }
+  SECTION("dpkg packages: CUDA ones only, held state, removed ones skipped") {
+    const Component& p = Named(cat, ComponentKind::kOsPackage, "libcudnn8");
+    CHECK(p.version == "8.9.2.26");
+    CHECK(p.held);
+    CHECK(p.family == "cudnn");
+    CHECK(Named(cat, ComponentKind::kOsPackage, "cuda-cudart-12-1").version == "12.1.105");
+    CHECK(cat.Find(ComponentKind::kOsPackage, "libc6").empty());
+    CHECK(cat.Find(ComponentKind::kOsPackage, "libcudnn8-dev").empty());
+  }
+  SECTION("cudart: dpkg, version.json, file name and soname") {
+    const Component& c =
+        One(cat, ComponentKind::kCudaLibrary, targets + "/lib/libcudart.so.12.1.105");
+    CHECK(c.version == "12.1.105");
+    CHECK(Evidence(c, VersionSource::kDpkg)->value == "12.1.105");
+    REQUIRE(Evidence(c, VersionSource::kVersionJson) != nullptr);
+    CHECK(Evidence(c, VersionSource::kVersionJson)->path == cuda + "/version.json");
+    CHECK(Evidence(c, VersionSource::kSoname)->value == "12");
+    CHECK(Evidence(c, VersionSource::kHeader) == nullptr);  // the cuDNN header is not cudart's
+    const Component& toolkit = Named(cat, ComponentKind::kCudaToolkit, "cuda");
+    CHECK(toolkit.version == "12.1.1");
+    CHECK(toolkit.build.at("cuda_cudart") == "12.1.105");
+  }
+  SECTION("driver library, stub and forward-compatibility library") {
+    const Component& stub = One(cat, ComponentKind::kDriverStub, targets + "/lib/stubs/libcuda.so");
+    CHECK(stub.name == "libcuda");
+    CHECK(stub.family == "driver");
+    const Component& compat =
+        One(cat, ComponentKind::kCompatLibrary, cuda + "/compat/libcuda.so.530.30.02");
+    CHECK(compat.version == "530.30.02");
+    REQUIRE(compat.owner);
+    CHECK(compat.owner->name == "cuda-compat-12-1");
+    CHECK(Evidence(compat, VersionSource::kDpkg) != nullptr);
+    const Component& driver = One(cat, ComponentKind::kDriverLibrary, lib + "/libcuda.so.535.104.05");
+    CHECK(driver.version == "535.104.05");
+    CHECK_FALSE(driver.owner);  // unmanaged
+    CHECK(driver.layer == 2);
+  }
+  SECTION("image configuration") {
+    CHECK(cat.config.Env("CUDA_VERSION") == "12.1.1");
+    CHECK_FALSE(cat.config.Env("NOPE"));
+    CHECK(cat.config.LdLibraryPath() ==
+          std::vector<std::string>{"/usr/local/nvidia/lib", "", "/usr/local/nvidia/lib64"});
+    CHECK(cat.config.labels.at("com.nvidia.cudnn.version") == "8.9.2.26");
+    CHECK(cat.config.os_release.at("VERSION_ID") == "22.04");
+    CHECK(cat.config.os_release_path == "/etc/os-release");
+    CHECK(cat.Layer(2)->created_by == "RUN step 2");
+    CHECK(cat.Layer(3) == nullptr);
+    CHECK(cat.diagnostics.empty());
+  }
+}
+
+TEST_CASE("pip wheels, frameworks and conda", "[catalog]") {
+  const std::string site = "/usr/local/lib/python3.10/dist-packages";
+  const std::string cudnn_info = site + "/nvidia_cudnn_cu12-9.1.0.70.dist-info";
+  const std::string torch_info = site + "/torch-2.3.0.dist-info";
+  FakeImage f(2);
+  f.File(cudnn_info + "/METADATA", "Metadata-Version: 2.1\nName: nvidia-cudnn-cu12\nVersion: 9.1.0.70\n");
+  f.File(cudnn_info + "/RECORD",
+         "nvidia/cudnn/lib/libcudnn.so.9,sha256=x,1\n"
+         "nvidia/cudnn/lib/libcudnn_graph.so.9,sha256=x,1\n"
+         "nvidia/cudnn/lib/libcudnn_adv.so.9,sha256=x,1\n"
+         "nvidia/cudnn/include/cudnn_version.h,sha256=x,1\n"
+         "nvidia_cudnn_cu12-9.1.0.70.dist-info/RECORD,,\n");
+  f.Library(site + "/nvidia/cudnn/lib/libcudnn.so.9", "libcudnn.so.9");
+  f.Library(site + "/nvidia/cudnn/lib/libcudnn_graph.so.9", "libcudnn_graph.so.9");
+  f.File(site + "/nvidia/cudnn/include/cudnn_version.h",
+         "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 1\n#define CUDNN_PATCHLEVEL 0\n");
+  f.File(torch_info + "/METADATA",
+         "Name: torch\nVersion: 2.3.0\nRequires-Dist: nvidia-cudnn-cu12 ==8.9.2.26; "
+         "platform_system == \"Linux\" and platform_machine == \"x86_64\"\n",
+         1);
+  f.File(torch_info + "/RECORD", "torch/version.py,,\ntorch/lib/libcudnn.so.8,,\n", 1);
+  f.File(site + "/torch/version.py",
+         "__version__ = '2.3.0+cu121'\ndebug = False\ncuda: Optional[str] = '12.1'\n"
+         "hip: Optional[str] = None\n",
+         1);
+  f.Library(site + "/torch/lib/libcudnn.so.8", "libcudnn.so.8", 1);
+  f.File(site + "/tensorflow/python/platform/build_info.py",
+         "import collections\nbuild_info = collections.OrderedDict([('cuda_compute_capabilities', "
+         "['sm_35', 'compute_80']), ('cuda_version', '11.2'), ('cudnn_version', '8'), "
+         "('is_cuda_build', True)])\n");
+  f.File("/opt/tf1/lib/python3.6/site-packages/tensorflow/python/platform/build_info.py",
+         "is_cuda_build = True\ncuda_version_number = '9.0'\ncudnn_version_number = '7'\n");
+  f.File(site + "/onnxruntime/capi/build_and_package_info.py",
+         "package_name = 'onnxruntime-gpu'\n__version__ = '1.17.1'\ncuda_version = '12.2'\n");
+  f.File(site + "/cupy/.data/_wheel.json",
+         R"({"packaging":"pip","cuda":"12.x","cudnn":{"version":"8.8.1","filename":"c.tar"}})");
+  f.File(site + "/jax/version.py", "_version: str = \"0.4.30\"\n__version__ = _version_from_git()\n");
+  f.File(site + "/jax_cuda12_plugin/version.py", "_version = '0.4.30'\n");
+  f.File("/opt/conda/conda-meta/cudnn-8.9.2.26-cuda12_0.json",
+         R"({"name":"cudnn","version":"8.9.2.26","build":"cuda12_0","files":["lib/libcudnn.so.8"]})");
+  f.File("/opt/conda/conda-meta/python-3.11.0-h1.json",
+         R"({"name":"python","version":"3.11.0","files":["bin/python3.11"]})");
+  f.File("/opt/conda/conda-meta/broken.json", "{\"name\":");
+  f.Library("/opt/conda/lib/libcudnn.so.8", "libcudnn.so.8");
+  Catalog cat = Build(f.image());
+
+  SECTION("NVIDIA wheels name files by major only: the RECORD owner gives the version") {
+    const Component& c = One(cat, ComponentKind::kCudaLibrary, site + "/nvidia/cudnn/lib/libcudnn.so.9");
+    CHECK(c.version == "9.1.0.70");
+    const VersionEvidence* pip = Evidence(c, VersionSource::kPipRecord);
+    REQUIRE(pip != nullptr);
+    CHECK(pip->path == cudnn_info + "/RECORD");
+    CHECK(c.versions.front().source == VersionSource::kPipRecord);  // most trusted first
+    CHECK(Evidence(c, VersionSource::kHeader)->value == "9.1.0");
+    CHECK(One(cat, ComponentKind::kCudaLibrary, site + "/nvidia/cudnn/lib/libcudnn_graph.so.9").version ==
+          "9.1.0.70");
+    const Component& dist = Named(cat, ComponentKind::kPythonDist, "nvidia-cudnn-cu12");
+    CHECK(dist.version == "9.1.0.70");
+    CHECK(dist.path == cudnn_info);
+    CHECK(dist.missing_files == std::vector<std::string>{site + "/nvidia/cudnn/lib/libcudnn_adv.so.9"});
+  }
+  SECTION("a library bundled in a framework wheel keeps its own version") {
+    const Component& c = One(cat, ComponentKind::kCudaLibrary, site + "/torch/lib/libcudnn.so.8");
+    CHECK(c.version == "8");
+    REQUIRE(c.owner);
+    CHECK(c.owner->name == "torch");
+    CHECK(Evidence(c, VersionSource::kPipRecord) == nullptr);
+    CHECK(Evidence(c, VersionSource::kHeader) == nullptr);  // the 9.x header is elsewhere
+    CHECK(c.layer == 1);
+  }
+  SECTION("torch: dist pins and version.py") {
+    const Component& dist = Named(cat, ComponentKind::kPythonDist, "torch");
+    REQUIRE(dist.requires_dist.size() == 1);
+    CHECK(dist.requires_dist[0].name == "nvidia-cudnn-cu12");
+    CHECK(dist.requires_dist[0].Pinned() == "8.9.2.26");
+    const Component& fw = Named(cat, ComponentKind::kFramework, "torch");
+    CHECK(fw.version == "2.3.0+cu121");
+    CHECK(fw.build.at("cuda") == "12.1");
+    CHECK(fw.layer == 1);
+    REQUIRE(fw.owner);
+    CHECK(fw.owner->name == "torch");
+  }
+  SECTION("TensorFlow 2 and 1 build_info") {
+    const Component& tf2 =
+        One(cat, ComponentKind::kFramework, site + "/tensorflow/python/platform/build_info.py");
+    CHECK(tf2.name == "tensorflow");
+    CHECK(tf2.build.at("cuda_version") == "11.2");
+    CHECK(tf2.build.at("cudnn_version") == "8");
+    CHECK(tf2.build.at("cuda_compute_capabilities") == "sm_35,compute_80");
+    const Component& tf1 = One(cat, ComponentKind::kFramework,
+                               "/opt/tf1/lib/python3.6/site-packages/tensorflow/python/platform/build_info.py");
+    CHECK(tf1.build.at("cuda_version") == "9.0");
+    CHECK(tf1.build.at("cudnn_version") == "7");
+  }
+  SECTION("onnxruntime, cupy, jax") {
+    const Component& ort = Named(cat, ComponentKind::kFramework, "onnxruntime-gpu");
+    CHECK(ort.version == "1.17.1");
+    CHECK(ort.build.at("cuda_version") == "12.2");
+    const Component& cupy = Named(cat, ComponentKind::kFramework, "cupy");
+    CHECK(cupy.build.at("cuda") == "12.x");
+    CHECK(cupy.build.at("cudnn.version") == "8.8.1");
+    CHECK(Named(cat, ComponentKind::kFramework, "jax").version == "0.4.30");
+    CHECK(Named(cat, ComponentKind::kFramework, "jax-cuda12-plugin").version == "0.4.30");
+  }
+  SECTION("conda: owner version, CUDA packages only, broken json is a diagnostic") {
+    const Component& c = One(cat, ComponentKind::kCudaLibrary, "/opt/conda/lib/libcudnn.so.8");
+    CHECK(c.version == "8.9.2.26");
+    CHECK(Evidence(c, VersionSource::kConda)->path ==
+          "/opt/conda/conda-meta/cudnn-8.9.2.26-cuda12_0.json");
+    CHECK(Named(cat, ComponentKind::kCondaPackage, "cudnn").version == "8.9.2.26");
+    CHECK(cat.Find(ComponentKind::kCondaPackage, "python").empty());
+    REQUIRE(cat.diagnostics.size() == 1);
+    CHECK(cat.diagnostics[0].path == "/opt/conda/conda-meta/broken.json");
+  }
+}
+
+TEST_CASE("a corrupt ELF is a diagnostic and the scan goes on", "[catalog]") {
+  FakeImage f(2);
+  std::string bytes = SharedObjectBytes("libcublas.so.12");
+  // e_shoff / e_phoff far past the end of the file.
+  for (size_t i = 0x20; i < 0x30; ++i) bytes[i] = '\xff';
+  f.File("/usr/lib/libcublas.so.12.1.3.1", bytes, 1);
+  f.Library("/usr/lib/libcublasLt.so.12", "libcublasLt.so.12");
+  Catalog cat = Build(f.image());
+  REQUIRE(cat.diagnostics.size() == 1);
+  CHECK(cat.diagnostics[0].path == "/usr/lib/libcublas.so.12.1.3.1");
+  CHECK(cat.diagnostics[0].layer == 1);
+  const Component& bad = One(cat, ComponentKind::kCudaLibrary, "/usr/lib/libcublas.so.12.1.3.1");
+  CHECK(bad.version == "12.1.3.1");
+  CHECK_FALSE(bad.elf);
+  CHECK(One(cat, ComponentKind::kCudaLibrary, "/usr/lib/libcublasLt.so.12").elf);
+}
+
+TEST_CASE("capture policy: ELF capturer for libraries, prefixes for metadata", "[catalog]") {
+  image::CapturePolicy policy = CapturePolicy();
+  CHECK(policy("/usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.2", 1 << 20) != nullptr);
+  CHECK(policy("/usr/local/bin/python3", 1 << 20) != nullptr);
+  CHECK(policy("/var/lib/dpkg/status", 1000) != nullptr);
+  CHECK(policy("/x/site-packages/torch-2.1.0.dist-info/RECORD", 1000) != nullptr);
+  CHECK(policy("/x/site-packages/torch/version.py", 100) != nullptr);
+  CHECK(policy("/etc/ld.so.conf.d/nvidia.conf", 100) != nullptr);
+  CHECK(policy("/usr/share/doc/readme.txt", 100) == nullptr);
+  CHECK(policy("/x/site-packages/torch/functional.py", 100) == nullptr);
+  // A prefix capture keeps at most its limit of a huge metadata file.
+  std::unique_ptr<image::Capturer> cap = policy("/var/lib/dpkg/status", uint64_t{1} << 40);
+  std::string chunk(1 << 20, 'x');
+  int fed = 0;
+  while (cap->Feed(chunk) && fed < 200) ++fed;
+  CHECK(fed < 200);
+  CHECK(cap->Finish(uint64_t{1} << 40).captured_bytes() <= 64u << 20);
+}
+
+}  // namespace imgcheck::catalog

@@ -1,0 +1,197 @@
+#include "catalog/metadata.h"
+
+#include <catch2/catch.hpp>
+
+#include "catalog/library_rules.h"
+#include "support.h"
+
+namespace imgcheck::catalog {
+
+TEST_CASE("library file names give base name and version", "[catalog][metadata]") {
+  CHECK(LibraryBaseName("libcudnn_ops.so.9.1.0") == "libcudnn_ops");
+  CHECK(LibraryBaseName("libcudnn.so") == "libcudnn");
+  CHECK(LibraryBaseName("_C.cpython-311-x86_64-linux-gnu.so") == "_C.cpython-311-x86_64-linux-gnu");
+  CHECK(LibraryBaseName("libsomething.sonnet") == "");
+  CHECK(LibraryBaseName("cudnn.h") == "");
+  CHECK(FilenameVersion("libcudnn.so.8.9.2") == "8.9.2");
+  CHECK(FilenameVersion("libcudnn.so.9") == "9");
+  CHECK(FilenameVersion("libcudnn.so") == "");
+  CHECK(FilenameVersion("libcuda.so.535.104.05") == "535.104.05");
+  CHECK(FilenameVersion("libfoo.so.1.2.bak") == "1.2");
+}
+
+TEST_CASE("versions: dpkg upstream part, precision, PEP 503 names", "[catalog][metadata]") {
+  CHECK(UpstreamVersion("8.9.2.26-1+cuda12.1") == "8.9.2.26");
+  CHECK(UpstreamVersion("1:2.3-4ubuntu1") == "2.3");
+  CHECK(UpstreamVersion("530.30.02-1") == "530.30.02");
+  CHECK(UpstreamVersion("2.36") == "2.36");
+  CHECK(VersionPrecision("8.9.2.26") == 4);
+  CHECK(VersionPrecision("9") == 1);
+  CHECK(VersionPrecision("12.x") == 1);
+  CHECK(VersionPrecision("2.3.0+cu121") == 3);
+  CHECK(VersionPrecision("") == 0);
+  CHECK(NormalizeDistName("Nvidia_CUDNN.cu12") == "nvidia-cudnn-cu12");
+  CHECK(NormalizeDistName("tensorflow-gpu") == "tensorflow-gpu");
+}
+
+TEST_CASE("dpkg status paragraphs", "[catalog][metadata]") {
+  auto pkgs = ParseDpkgStatus(
+      "Package: libcudnn8\nStatus: hold ok installed\nPriority: optional\nArchitecture: amd64\n"
+      "Version: 8.9.2.26-1+cuda12.1\nDescription: cuDNN runtime libraries\n continued line\n\n"
+      "Package: libc6\r\nStatus: install ok installed\r\nVersion: 2.35-0ubuntu3\r\n");
+  REQUIRE(pkgs.size() == 2);
+  CHECK(pkgs[0].name == "libcudnn8");
+  CHECK(pkgs[0].status == "hold ok installed");
+  CHECK(pkgs[0].version == "8.9.2.26-1+cuda12.1");
+  CHECK(pkgs[0].architecture == "amd64");
+  CHECK(pkgs[1].name == "libc6");
+  CHECK(pkgs[1].version == "2.35-0ubuntu3");
+}
+
+TEST_CASE("dist METADATA, Requires-Dist pins and RECORD", "[catalog][metadata]") {
+  DistMetadata m = ParseDistMetadata(
+      "Metadata-Version: 2.1\nName: torch\nVersion: 2.1.0\n"
+      "Requires-Dist: filelock\n"
+      "Requires-Dist: nvidia-cudnn-cu12 (==8.9.2.26) ; platform_system == \"Linux\"\n"
+      "Requires-Dist: Nvidia_CUBLAS_cu12 ==12.1.3.1; platform_system == \"Linux\"\n"
+      "Requires-Dist: sympy>=1.0,<2\n"
+      "Requires-Dist: opt-einsum[extra] >=3.3 ; extra == \"opt\"\n"
+      "\nRequires-Dist: not-a-header==1\n");
+  CHECK(m.name == "torch");
+  CHECK(m.version == "2.1.0");
+  REQUIRE(m.requires_dist.size() == 5);
+  CHECK(m.requires_dist[0].name == "filelock");
+  CHECK(m.requires_dist[0].Pinned() == "");
+  CHECK(m.requires_dist[1].name == "nvidia-cudnn-cu12");
+  CHECK(m.requires_dist[1].Pinned() == "8.9.2.26");
+  CHECK(m.requires_dist[1].marker == "platform_system == \"Linux\"");
+  CHECK(m.requires_dist[2].name == "nvidia-cublas-cu12");
+  CHECK(m.requires_dist[2].Pinned() == "12.1.3.1");
+  CHECK(m.requires_dist[3].specifier == ">=1.0,<2");
+  CHECK(m.requires_dist[3].Pinned() == "");
+  CHECK(m.requires_dist[4].name == "opt-einsum");
+  CHECK(m.requires_dist[4].specifier == ">=3.3");
+
+  auto record = ParseRecord(
+      "nvidia/cudnn/lib/libcudnn.so.9,sha256=abc,129240\n"
+      "\"odd,name\"\"q\",sha256=x,1\r\n"
+      "nvidia_cudnn_cu12-9.1.0.70.dist-info/RECORD,,\n");
+  REQUIRE(record.size() == 3);
+  CHECK(record[0] == "nvidia/cudnn/lib/libcudnn.so.9");
+  CHECK(record[1] == "odd,name\"q");
+  CHECK(record[2] == "nvidia_cudnn_cu12-9.1.0.70.dist-info/RECORD");
+}
+
+TEST_CASE("conda-meta json", "[catalog][metadata]") {
+  auto p = ParseCondaMeta(
+      R"({"name":"cudnn","version":"8.9.2.26","build":"cuda12_0","files":["lib/libcudnn.so.8"]})");
+  REQUIRE(p);
+  CHECK(p->name == "cudnn");
+  CHECK(p->version == "8.9.2.26");
+  CHECK(p->files == std::vector<std::string>{"lib/libcudnn.so.8"});
+  CHECK_FALSE(ParseCondaMeta("{\"name\": 3}"));
+  CHECK_FALSE(ParseCondaMeta("{truncated"));
+}
+
+TEST_CASE("version headers and toolkit version files", "[catalog][metadata]") {
+  CHECK(CudnnHeaderVersion("#define CUDNN_MAJOR 8\n#define CUDNN_MINOR 9\n#define CUDNN_PATCHLEVEL 2\n"
+                           "#define CUDNN_VERSION (CUDNN_MAJOR * 1000 + CUDNN_MINOR * 100)\n") ==
+        "8.9.2");
+  CHECK(CudnnHeaderVersion("#  define CUDNN_MAJOR\t9\n#define CUDNN_MINOR 10\n"
+                           "#define CUDNN_PATCHLEVEL 2\n") == "9.10.2");
+  CHECK_FALSE(CudnnHeaderVersion("#include \"cudnn_version.h\"\n"));
+  CHECK_FALSE(CudnnHeaderVersion("#define CUDNN_MAJORX 8\n#define CUDNN_MINOR 9\n#define CUDNN_PATCHLEVEL 2"));
+  CHECK(CudartHeaderVersion("#define CUDART_VERSION 12010\n") == "12.1");
+  CHECK(CudartHeaderVersion("#define CUDART_VERSION  11080\n") == "11.8");
+  auto json = ParseCudaVersionJson(
+      R"j({"cuda":{"name":"CUDA SDK","version":"12.1.1"},"cuda_cudart":{"name":"CUDA Runtime (cudart)","version":"12.1.105"},"x":3})j");
+  REQUIRE(json);
+  CHECK(json->at("cuda") == "12.1.1");
+  CHECK(json->at("cuda_cudart") == "12.1.105");
+  CHECK(json->count("x") == 0);
+  CHECK(ParseCudaVersionTxt("CUDA Version 10.2.89\n") == "10.2.89");
+  CHECK_FALSE(ParseCudaVersionTxt("nothing"));
+}
+
+TEST_CASE("python build files: torch, TF2 OrderedDict, TF1 module vars", "[catalog][metadata]") {
+  BuildFacts torch = ParsePythonLiterals(
+      "from typing import Optional\n\n__all__ = ['__version__', 'debug', 'cuda', 'git_version', 'hip']\n"
+      "__version__ = '2.1.0+cu121'\ndebug = False\ncuda: Optional[str] = '12.1'\n"
+      "git_version = '7bcf7da3a268b435777fe87c7794c382f444e86d'\nhip: Optional[str] = None\n"
+      "    indented = 'ignored'\nif x == '3': pass\n");
+  CHECK(torch.at("__version__") == "2.1.0+cu121");
+  CHECK(torch.at("cuda") == "12.1");
+  CHECK(torch.at("hip") == "None");
+  CHECK(torch.at("debug") == "False");
+  CHECK(torch.at("__all__") == "__version__,debug,cuda,git_version,hip");
+  CHECK(torch.count("indented") == 0);
+
+  BuildFacts tf2 = ParsePythonLiterals(
+      "import collections\n\nbuild_info = collections.OrderedDict([('cpu_compiler', "
+      "'/dt9/usr/bin/gcc'), ('cuda_compute_capabilities', ['sm_35', 'sm_50', 'compute_80']), "
+      "('cuda_version', '11.2'),\n ('cudnn_version', '8'), ('is_cuda_build', True), "
+      "('is_rocm_build', False)])\n");
+  CHECK(tf2.at("cuda_version") == "11.2");
+  CHECK(tf2.at("cudnn_version") == "8");
+  CHECK(tf2.at("cuda_compute_capabilities") == "sm_35,sm_50,compute_80");
+  CHECK(tf2.at("is_cuda_build") == "True");
+
+  BuildFacts tf1 = ParsePythonLiterals(
+      "is_cuda_build = True\ncuda_version_number = '10.0'\ncudnn_version_number = '7'\n");
+  CHECK(tf1.at("cuda_version_number") == "10.0");
+  CHECK(tf1.at("cudnn_version_number") == "7");
+
+  BuildFacts dict = ParsePythonLiterals("build_info = {'cuda_version': \"12.3\", 'n': 3}\n");
+  CHECK(dict.at("cuda_version") == "12.3");
+  CHECK(dict.at("n") == "3");
+
+  // Hostile: unterminated strings and lists must not hang or throw.
+  BuildFacts bad = ParsePythonLiterals("a = 'x\nb = [\nc = ('k', \nd = collections.OrderedDict([(");
+  CHECK(bad.count("a") == 0);
+}
+
+TEST_CASE("cupy _wheel.json and os-release", "[catalog][metadata]") {
+  auto cupy = ParseCupyWheelJson(
+      R"({"cuda":"12.x","packaging":"pip","cudnn":{"version":"8.8.1","filename":"x.tar"}})");
+  REQUIRE(cupy);
+  CHECK(cupy->at("cuda") == "12.x");
+  CHECK(cupy->at("cudnn.version") == "8.8.1");
+  auto os = ParseOsRelease("NAME=\"Ubuntu\"\nVERSION_ID=\"22.04\"\nID=ubuntu\n# c\nBAD\n");
+  CHECK(os.at("ID") == "ubuntu");
+  CHECK(os.at("VERSION_ID") == "22.04");
+  CHECK(os.count("BAD") == 0);
+}
+
+TEST_CASE("libraries.json classifies every family it names", "[catalog][rules]") {
+  LibraryRules rules = LoadLibraryRules((testing::SourceDir() / "rules").string());
+  auto family = [&](std::string_view base) {
+    const Family* f = rules.Classify(base);
+    return f ? f->family : std::string("-");
+  };
+  for (std::string_view sub : {"libcudnn", "libcudnn_ops_infer", "libcudnn_cnn_train",
+                               "libcudnn_adv_infer", "libcudnn_graph", "libcudnn_engines_precompiled",
+                               "libcudnn_engines_runtime_compiled", "libcudnn_heuristic"}) {
+    CHECK(family(sub) == "cudnn");
+  }
+  CHECK(family("libcudart") == "cudart");
+  CHECK(family("libcublasLt") == "cublas");
+  CHECK(family("libnvJitLink") == "nvjitlink");
+  CHECK(family("libnvrtc-builtins") == "nvrtc");
+  CHECK(family("libnvinfer_plugin") == "tensorrt");
+  CHECK(family("libcuda") == "driver");
+  CHECK(family("libnvidia-ml") == "driver");
+  CHECK(family("libnvidia-container") == "-");
+  CHECK(family("libc") == "-");
+  CHECK(family("libcudadevrt") == "-");
+  const Family* cudnn = rules.ByPackage(PackageManager::kDpkg, "libcudnn9-cuda-12");
+  REQUIRE(cudnn != nullptr);
+  CHECK(cudnn->family == "cudnn");
+  CHECK(rules.ByPackage(PackageManager::kPip, "nvidia-cudnn-cu12")->family == "cudnn");
+  CHECK(rules.ByPackage(PackageManager::kPip, "nvidia-cuda-runtime")->family == "cudart");
+  CHECK(rules.ByPackage(PackageManager::kPip, "torch") == nullptr);
+  CHECK(rules.ByHeader("cudnn_version_v9.h")->family == "cudnn");
+  for (const Family& f : rules.families) CHECK_FALSE(f.source.empty());
+  CHECK_FALSE(ParseLibraryRules(R"({"families":[{"family":"x","kind":"nope","source":"s"}]})"));
+}
+
+}  // namespace imgcheck::catalog
