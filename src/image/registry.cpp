@@ -1,0 +1,592 @@
+// The registry transport over the OCI distribution API v2 (distribution-spec "Pulling").
+// Each request goes through Client::Send, the one place that authenticates (RFC 7235
+// challenges: Basic, or Bearer tokens from the realm, docker "token authentication"),
+// follows redirects (credentials only to the registry's own origin), and retries 429/5xx and
+// broken connections with exponential back-off and Retry-After.
+#include "image/registry.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "image/registry_auth.h"
+#include "image/registry_http.h"
+#include "image/registry_reference.h"
+#include "util/error.h"
+#include "util/sha256.h"
+
+namespace imgcheck::image {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr int kMaxTries = 5;  // per request, and per blob for resumes
+constexpr int kMaxRedirects = 10;
+constexpr milliseconds kFirstDelay{250};
+constexpr milliseconds kMaxDelay{8000};
+constexpr milliseconds kMaxRetryAfter{60000};
+constexpr uint64_t kMaxManifestBytes = 4 << 20;
+constexpr uint64_t kMaxSmallBody = 1 << 20;  // token answers, error bodies, tag lists
+constexpr size_t kTagsShown = 20;
+
+constexpr const char* kOciManifest = "application/vnd.oci.image.manifest.v1+json";
+constexpr const char* kOciIndex = "application/vnd.oci.image.index.v1+json";
+constexpr const char* kDockerManifest = "application/vnd.docker.distribution.manifest.v2+json";
+constexpr const char* kDockerList = "application/vnd.docker.distribution.manifest.list.v2+json";
+constexpr const char* kAcceptManifests =
+    "Accept: application/vnd.oci.image.manifest.v1+json, "
+    "application/vnd.oci.image.index.v1+json, "
+    "application/vnd.docker.distribution.manifest.v2+json, "
+    "application/vnd.docker.distribution.manifest.list.v2+json";
+
+bool IsManifestType(std::string_view t) {
+  return t == kOciManifest || t == kOciIndex || t == kDockerManifest || t == kDockerList;
+}
+
+bool IsSchema1(std::string_view t) {
+  return t.starts_with("application/vnd.docker.distribution.manifest.v1");
+}
+
+// A digest that may go into a URL path: nothing but sha256 and 64 hex digits.
+void CheckDigest(const std::string& digest, const std::string& where) {
+  bool ok = digest.size() == 71 && digest.starts_with("sha256:") &&
+            std::all_of(digest.begin() + 7, digest.end(),
+                        [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+  if (!ok) throw util::Fatal(where + ": bad digest '" + digest.substr(0, 80) + "'");
+}
+
+// Registry-provided text, made safe for a one-line message.
+std::string OneLine(std::string_view s, size_t max = 200) {
+  std::string out;
+  for (char c : s.substr(0, max)) out += (c >= 0x20 && c != 0x7f) ? c : ' ';
+  return out;
+}
+
+milliseconds Backoff(int attempt) {
+  return std::min(kMaxDelay, kFirstDelay * (1 << std::min(attempt, 10)));
+}
+
+// Retry-After: delta-seconds or an HTTP-date (RFC 9110 10.2.3); zero when absent or unreadable.
+milliseconds ParseRetryAfter(const std::string& v) {
+  if (v.empty()) return milliseconds{0};
+  if (std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::min(kMaxRetryAfter, milliseconds{std::stoll(v.substr(0, 9)) * 1000});
+  }
+  time_t when = curl_getdate(v.c_str(), nullptr);
+  if (when < 0) return milliseconds{0};
+  int64_t secs = static_cast<int64_t>(when) - static_cast<int64_t>(time(nullptr));
+  return std::clamp(milliseconds{secs * 1000}, milliseconds{0}, kMaxRetryAfter);
+}
+
+// What the registry said in its error body ({"errors":[{"code":..,"message":..}]}).
+struct RegistryError {
+  std::string code, message;
+};
+RegistryError ParseRegistryError(const std::string& body) {
+  RegistryError e;
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_object() && j.contains("errors") && j["errors"].is_array() && !j["errors"].empty()) {
+    const auto& first = j["errors"][0];
+    if (first.is_object()) {
+      if (first.contains("code") && first["code"].is_string()) e.code = first["code"];
+      if (first.contains("message") && first["message"].is_string()) e.message = first["message"];
+    }
+  }
+  return e;
+}
+
+bool IsLocalHost(const std::string& host_port) {
+  std::string host = host_port;
+  if (host.starts_with("[")) {
+    host = host.substr(0, host.find(']') + 1);
+  } else {
+    host = host.substr(0, host.find(':'));
+  }
+  return host == "localhost" || host.starts_with("127.") || host == "[::1]";
+}
+
+// Tokens are kept for the whole process, per realm, service, scope and user.
+struct TokenCache {
+  std::mutex mu;
+  std::map<std::string, std::pair<std::string, Clock::time_point>> tokens;
+  static TokenCache& Get() {
+    static TokenCache cache;
+    return cache;
+  }
+};
+
+std::string ReadTextFile(const std::filesystem::path& p, const std::string& what) {
+  std::ifstream f(p, std::ios::binary);
+  if (!f) throw util::Fatal("cannot read " + what + " " + p.string());
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// --ca-cert, and a certs.d-style directory (containers-certs.d(5)): *.crt are CAs, a *.cert
+// with its *.key is the client certificate.
+TlsOptions MakeTls(const RegistryOptions& o, const std::string& domain) {
+  TlsOptions tls;
+  tls.verify = o.tls_verify;
+  if (!o.ca_cert.empty()) tls.ca_pem = ReadTextFile(o.ca_cert, "--ca-cert file") + "\n";
+  std::string dir = o.cert_dir;
+  if (dir.empty()) {
+    for (std::string d : {"/etc/containers/certs.d/", "/etc/docker/certs.d/"}) {
+      std::error_code ec;
+      if (std::filesystem::is_directory(d + domain, ec)) {
+        dir = d + domain;
+        break;
+      }
+    }
+  }
+  if (dir.empty()) return tls;
+  std::error_code ec;
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) files.push_back(entry.path());
+  if (ec && !o.cert_dir.empty()) throw util::Fatal("cannot read --cert-dir " + dir + ": " + ec.message());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    if (f.extension() == ".crt") tls.ca_pem += ReadTextFile(f, "CA certificate") + "\n";
+    if (f.extension() == ".cert") {
+      std::filesystem::path key = f;
+      key.replace_extension(".key");
+      if (!std::filesystem::exists(key, ec)) {
+        throw util::Fatal("client certificate " + f.string() + " has no " + key.filename().string());
+      }
+      tls.client_cert = f.string();
+      tls.client_key = key.string();
+    }
+  }
+  return tls;
+}
+
+class Client {
+ public:
+  Client(Reference ref, const RegistryOptions& options)
+      : ref_(std::move(ref)),
+        host_(ref_.ApiHost()),
+        tls_(MakeTls(options, ref_.domain)),
+        cred_(FindCredential(ref_.domain, options.creds)) {
+    Ping();
+  }
+
+  const Reference& ref() const { return ref_; }
+  std::string RepoUrl(const std::string& rest) const {
+    return origin_url_ + "/v2/" + ref_.path + "/" + rest;
+  }
+
+  /// Sends a request and returns it with its final response headers in: authenticated,
+  /// redirected and retried as needed. Throws util::Fatal when retries run out.
+  std::unique_ptr<HttpExchange> Send(const std::string& method, const std::string& url,
+                                     std::vector<std::string> headers, bool registry_auth = true) {
+    std::string current = url;
+    int tries = 0, redirects = 0, auth_rounds = 0;
+    for (;;) {
+      HttpRequest req{method, current, headers};
+      bool own_origin = UrlOrigin(current) == origin_;
+      std::string sent_auth;
+      if (registry_auth && own_origin) {
+        std::lock_guard lock(auth_mu_);
+        sent_auth = authorization_;
+      }
+      if (!sent_auth.empty()) req.headers.push_back(sent_auth);
+      auto ex = std::make_unique<HttpExchange>(req, tls_);
+      milliseconds delay{0};
+      if (!ex->WaitHeaders()) {
+        std::string problem = TransportProblem(*ex);  // throws for what a retry cannot fix
+        if (++tries >= kMaxTries) {
+          std::string where = current.starts_with(origin_url_) ? host_ : UrlOrigin(current);
+          throw util::Fatal("cannot reach " + where + ": " + problem + " (" +
+                            std::to_string(tries) +
+                            " tries; network down, or the registry is not running?)");
+        }
+      } else {
+        long st = ex->status();
+        if (st == 401 && registry_auth && own_origin && auth_rounds < 2 &&
+            Authenticate(*ex, sent_auth)) {
+          ++auth_rounds;
+          continue;
+        }
+        if (st == 301 || st == 302 || st == 303 || st == 307 || st == 308) {
+          std::string next = ResolveUrl(current, ex->Header("location"));
+          if (next.empty() || ++redirects > kMaxRedirects) {
+            throw util::Fatal(host_ + ": bad or endless redirect for " + url);
+          }
+          current = next;
+          continue;
+        }
+        if (st != 429 && st != 500 && st != 502 && st != 503 && st != 504) return ex;
+        delay = ParseRetryAfter(ex->Header("retry-after"));
+        if (++tries >= kMaxTries) {
+          if (st == 429) {
+            throw util::Fatal("rate limited by " + host_ + " (HTTP 429, " +
+                              std::to_string(tries) +
+                              " tries); wait and try again, or log in for a higher limit");
+          }
+          return ex;  // the caller reports the server error with its body
+        }
+      }
+      std::this_thread::sleep_for(std::max(delay, Backoff(tries - 1)));
+    }
+  }
+
+  /// A one-line error for a response that is not what `what` needed.
+  [[noreturn]] void Fail(const std::string& what, HttpExchange& ex) {
+    std::string body;
+    ex.ReadAll(body, kMaxSmallBody);
+    RegistryError e = ParseRegistryError(body);
+    std::string detail = e.code.empty() ? "" : " (" + e.code + ": " + OneLine(e.message) + ")";
+    long st = ex.status();
+    if (st == 401) {
+      throw util::Fatal("unauthorized: " + host_ + " refused " + what + " for " +
+                        cred_.Describe() + detail);
+    }
+    if (st == 403) throw util::Fatal("access denied to " + what + " on " + host_ + detail);
+    if (st == 404 && e.code == "NAME_UNKNOWN") {
+      throw util::Fatal("unknown repository " + ref_.domain + "/" + ref_.path);
+    }
+    if (st == 404) throw util::Fatal(what + " not found on " + host_ + detail);
+    throw util::Fatal(host_ + " answered HTTP " + std::to_string(st) + " for " + what + detail);
+  }
+
+  /// The repository's tags, the first `max` + 1 the registry lists; empty when it will not
+  /// say. Sets `repo_unknown` when the registry says there is no such repository (a registry
+  /// may answer MANIFEST_UNKNOWN for a manifest of a repository it does not have).
+  std::vector<std::string> ListTags(size_t max, bool& repo_unknown) {
+    std::vector<std::string> tags;
+    repo_unknown = false;
+    try {
+      auto ex = Send("GET", RepoUrl("tags/list"), {"Accept: application/json"});
+      std::string body;
+      bool complete = ex->ReadAll(body, kMaxSmallBody * 4);
+      if (ex->status() == 404) repo_unknown = ParseRegistryError(body).code == "NAME_UNKNOWN";
+      if (ex->status() != 200 || !complete) return tags;
+      nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+      if (!j.is_object() || !j.contains("tags") || !j["tags"].is_array()) return tags;
+      for (const auto& t : j["tags"]) {
+        if (t.is_string()) tags.push_back(OneLine(t.get<std::string>(), 128));
+        if (tags.size() > max) break;
+      }
+    } catch (const util::Fatal&) {
+    }
+    return tags;
+  }
+
+ private:
+  // Classifies a transport failure: returns what to retry, throws for what a retry cannot fix.
+  std::string TransportProblem(const HttpExchange& ex) {
+    switch (ex.error()) {
+      case TransportError::kTls:
+        throw util::Fatal("TLS failure talking to " + host_ + ": " + ex.error_message() +
+                          "; trust its CA with --ca-cert FILE or --cert-dir DIR, or skip the "
+                          "check with --tls-verify=false");
+      case TransportError::kOther:
+        throw util::Fatal("request to " + host_ + " failed: " + ex.error_message());
+      case TransportError::kNone:
+        return "no HTTP response";
+      default:
+        return ex.error_message();
+    }
+  }
+
+  // Chooses https, or http for a registry that only speaks http where that is allowed (a local
+  // or --tls-verify=false registry, like docker's insecure registries), then checks /v2/.
+  void Ping() {
+    origin_url_ = "https://" + host_;
+    if (!tls_.verify || IsLocalHost(host_)) {
+      HttpExchange https({"GET", origin_url_ + "/v2/", {}}, tls_);
+      if (!https.WaitHeaders() && https.error() != TransportError::kConnect) {
+        HttpExchange http({"GET", "http://" + host_ + "/v2/", {}}, tls_);
+        if (http.WaitHeaders() && (http.status() == 200 || http.status() == 401)) {
+          origin_url_ = "http://" + host_;
+        }
+      }
+    }
+    origin_ = UrlOrigin(origin_url_);
+    auto ex = Send("GET", origin_url_ + "/v2/", {});
+    long st = ex->status();
+    if (st == 404) {
+      throw util::Fatal(host_ + " does not serve the registry API (GET /v2/ answered 404)");
+    }
+    if (st != 200 && st != 401 && st != 403) Fail("the API check /v2/", *ex);
+  }
+
+  // Sets the Authorization header from a 401's challenge to a request sent with `sent`; false
+  // when there is nothing new to try. Layers may be read on several threads at once.
+  bool Authenticate(const HttpExchange& response, const std::string& sent) {
+    std::lock_guard lock(auth_mu_);
+    if (authorization_ != sent) return true;  // another thread has just renewed it
+    for (const Challenge& c : ParseChallenges(response.Header("www-authenticate"))) {
+      if (c.scheme == "bearer") {
+        authorization_ = "Authorization: Bearer " + FetchToken(c);
+        break;
+      }
+      if (c.scheme == "basic" && !cred_.anonymous()) {
+        authorization_ = "Authorization: Basic " + Base64Encode(cred_.username + ":" + cred_.password);
+        break;
+      }
+    }
+    return authorization_ != sent;
+  }
+
+  std::string FetchToken(const Challenge& c) {
+    auto param = [&](const char* k) {
+      auto it = c.params.find(k);
+      return it == c.params.end() ? std::string() : it->second;
+    };
+    std::string realm = param("realm"), service = param("service"), scope = param("scope");
+    if (realm.empty()) throw util::Fatal(host_ + " asked for a bearer token without a realm");
+    if (scope.empty()) scope = "repository:" + ref_.path + ":pull";
+    // Keyed by the credential too (hashed), so other credentials never reuse a token.
+    std::string key = realm + "\n" + service + "\n" + scope + "\n" +
+                      util::Sha256Digest(cred_.username + ":" + cred_.password);
+    TokenCache& cache = TokenCache::Get();
+    {
+      std::lock_guard lock(cache.mu);
+      auto it = cache.tokens.find(key);
+      if (it != cache.tokens.end() && Clock::now() < it->second.second) return it->second.first;
+    }
+    std::string url = realm + (realm.find('?') == std::string::npos ? "?" : "&");
+    if (!service.empty()) url += "service=" + UrlEscape(service) + "&";
+    url += "scope=" + UrlEscape(scope);
+    std::vector<std::string> headers = {"Accept: application/json"};
+    if (!cred_.anonymous()) {
+      headers.push_back("Authorization: Basic " +
+                        Base64Encode(cred_.username + ":" + cred_.password));
+    }
+    auto ex = Send("GET", url, headers, /*registry_auth=*/false);
+    if (ex->status() == 401 || ex->status() == 403) {
+      throw util::Fatal("unauthorized: the token service " + UrlOrigin(realm) +
+                        " refused a token for " + scope + " for " + cred_.Describe());
+    }
+    if (ex->status() != 200) Fail("a token for " + scope, *ex);
+    std::string body;
+    if (!ex->ReadAll(body, kMaxSmallBody)) throw util::Fatal("token answer from " + realm + " is too large");
+    Token t = ParseTokenResponse(body);
+    if (t.value.empty()) throw util::Fatal("the token service " + UrlOrigin(realm) + " answered without a token");
+    std::lock_guard lock(cache.mu);
+    cache.tokens[key] = {t.value, Clock::now() + std::chrono::seconds(std::max<int64_t>(t.expires_in - 5, 0))};
+    return t.value;
+  }
+
+  Reference ref_;
+  std::string host_;  // host[:port] the API is on, for messages
+  TlsOptions tls_;
+  Credential cred_;
+  std::string origin_url_;     // "https://host:port"
+  std::string origin_;         // UrlOrigin(origin_url_): where credentials may go
+  std::mutex auth_mu_;
+  std::string authorization_;  // "Authorization: ..." for the registry, or empty; auth_mu_
+};
+
+// Streams one blob or manifest by digest. A connection that breaks mid-body is picked up where
+// it broke with a Range request (RFC 9110 14.2); a server that ignores the range has the bytes
+// already delivered skipped. Never delivers more than the descriptor's size.
+class RegistryBlobReader : public BlobReader {
+ public:
+  RegistryBlobReader(std::shared_ptr<Client> client, std::string url, std::vector<std::string> headers,
+                     std::string what, int64_t size)
+      : client_(std::move(client)), url_(std::move(url)), headers_(std::move(headers)),
+        what_(std::move(what)), size_(size) {
+    Open();
+  }
+
+  size_t Read(char* buf, size_t n) override {
+    if (n == 0) return 0;
+    for (;;) {
+      if (!ex_) Open();
+      while (skip_ > 0) {
+        char scratch[65536];
+        size_t got = ex_->Read(scratch, std::min<uint64_t>(skip_, sizeof scratch));
+        if (got == 0) break;
+        skip_ -= got;
+      }
+      size_t got = skip_ > 0 ? 0 : ex_->Read(buf, n);
+      if (got > 0) {
+        delivered_ += got;
+        if (size_ >= 0 && delivered_ > static_cast<uint64_t>(size_)) {
+          throw util::Fatal(what_ + ": the registry sent more than its size of " +
+                            std::to_string(size_) + " bytes");
+        }
+        return got;
+      }
+      bool broken = ex_->error() != TransportError::kNone;
+      bool short_body = size_ >= 0 && delivered_ < static_cast<uint64_t>(size_);
+      if (!broken && !short_body) return 0;
+      std::string problem = broken ? ex_->error_message() : "body ended early";
+      if (++resumes_ >= kMaxTries) {
+        throw util::Fatal(what_ + ": download from " + client_->ref().ApiHost() + " broke " +
+                          std::to_string(resumes_) + " times (" + problem + ")");
+      }
+      ex_.reset();
+      std::this_thread::sleep_for(Backoff(resumes_ - 1));
+    }
+  }
+
+  std::string ReadAll(uint64_t limit) {
+    std::string out;
+    char chunk[65536];
+    while (size_t n = Read(chunk, sizeof chunk)) {
+      if (out.size() + n > limit) {
+        throw util::Fatal(what_ + " is larger than " + std::to_string(limit) + " bytes");
+      }
+      out.append(chunk, n);
+    }
+    return out;
+  }
+
+ private:
+  void Open() {
+    std::vector<std::string> headers = headers_;
+    if (delivered_ > 0) headers.push_back("Range: bytes=" + std::to_string(delivered_) + "-");
+    ex_ = client_->Send("GET", url_, headers);
+    long st = ex_->status();
+    if (delivered_ > 0 && st == 206) {
+      std::string range = ex_->Header("content-range");  // "bytes START-END/TOTAL"
+      if (!range.starts_with("bytes " + std::to_string(delivered_) + "-")) {
+        throw util::Fatal(what_ + ": the registry resumed at the wrong offset (" + OneLine(range) + ")");
+      }
+      return;
+    }
+    if (st == 200) {
+      skip_ = delivered_;
+      return;
+    }
+    if (st == 404) {
+      std::string body;
+      ex_->ReadAll(body, kMaxSmallBody);
+      if (ParseRegistryError(body).code == "NAME_UNKNOWN") {
+        throw util::Fatal("unknown repository " + client_->ref().domain + "/" + client_->ref().path);
+      }
+      throw util::Fatal(what_ + " not found in " + client_->ref().domain + "/" + client_->ref().path);
+    }
+    client_->Fail(what_, *ex_);
+  }
+
+  std::shared_ptr<Client> client_;
+  std::string url_;
+  std::vector<std::string> headers_;
+  std::string what_;
+  int64_t size_;
+  std::unique_ptr<HttpExchange> ex_;
+  uint64_t delivered_ = 0;
+  uint64_t skip_ = 0;
+  int resumes_ = 0;
+};
+
+class RegistrySource : public Source {
+ public:
+  RegistrySource(Reference ref, const RegistryOptions& options)
+      : client_(std::make_shared<Client>(std::move(ref), options)) {}
+
+  std::string Describe() const override { return "docker://" + client_->ref().String(); }
+
+  Descriptor Root() override {
+    if (root_loaded_) return root_;
+    const Reference& ref = client_->ref();
+    auto ex = client_->Send("GET", client_->RepoUrl("manifests/" + ref.ManifestRef()), {kAcceptManifests});
+    if (ex->status() == 404) NotFound(*ex);
+    if (ex->status() != 200) client_->Fail("the manifest of " + ref.String(), *ex);
+    std::string body;
+    if (!ex->ReadAll(body, kMaxManifestBytes)) {
+      throw util::Fatal("the manifest of " + ref.String() + " is larger than 4 MiB");
+    }
+    if (ex->error() != TransportError::kNone) {
+      throw util::Fatal("reading the manifest of " + ref.String() + " broke: " + ex->error_message());
+    }
+    std::string type = ex->Header("content-type");
+    type = type.substr(0, type.find(';'));
+    nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+    if (!IsManifestType(type) && j.is_object() && j.contains("mediaType") && j["mediaType"].is_string()) {
+      type = j["mediaType"];
+    }
+    bool schema1 = IsSchema1(type) ||
+                   (j.is_object() && j.contains("schemaVersion") && j["schemaVersion"] == 1);
+    if (schema1) {
+      throw util::Fatal(ref.String() + " has a Docker schema 1 manifest, which imgcheck does not "
+                        "read; push it again with a current client (schema 2 or OCI)");
+    }
+    if (!IsManifestType(type)) {
+      throw util::Fatal(ref.String() + ": the registry answered '" + OneLine(type, 100) +
+                        "', not an image manifest or index");
+    }
+    std::string digest = ref.digest;
+    if (digest.empty()) digest = ex->Header("docker-content-digest");
+    if (digest.empty()) digest = util::Sha256Digest(body);
+    CheckDigest(digest, ref.String());
+    root_.media_type = type;
+    root_.digest = digest;
+    root_.size = static_cast<int64_t>(body.size());
+    root_body_ = std::move(body);
+    root_loaded_ = true;
+    return root_;
+  }
+
+  std::string ReadBlob(const Descriptor& d, uint64_t limit) override {
+    if (d.size >= 0 && static_cast<uint64_t>(d.size) > limit) {
+      throw util::Fatal(Name(d) + " is " + std::to_string(d.size) + " bytes, more than the " +
+                        std::to_string(limit) + " allowed");
+    }
+    if (root_loaded_ && d.digest == root_.digest && root_body_.size() <= limit) return root_body_;
+    return Reader(d)->ReadAll(limit);
+  }
+
+  std::unique_ptr<BlobReader> OpenBlob(const Descriptor& d) override { return Reader(d); }
+
+ private:
+  static std::string Name(const Descriptor& d) {
+    return (IsManifestType(d.media_type) ? "manifest " : "blob ") + d.digest;
+  }
+
+  std::unique_ptr<RegistryBlobReader> Reader(const Descriptor& d) {
+    CheckDigest(d.digest, Describe());
+    bool manifest = IsManifestType(d.media_type);
+    std::vector<std::string> headers;
+    if (manifest) headers.push_back(kAcceptManifests);
+    std::string url = client_->RepoUrl((manifest ? "manifests/" : "blobs/") + d.digest);
+    return std::make_unique<RegistryBlobReader>(client_, url, headers, Name(d), d.size);
+  }
+
+  [[noreturn]] void NotFound(HttpExchange& ex) {
+    const Reference& ref = client_->ref();
+    std::string body;
+    ex.ReadAll(body, kMaxSmallBody);
+    std::string repo = ref.domain + "/" + ref.path;
+    if (ParseRegistryError(body).code == "NAME_UNKNOWN") throw util::Fatal("unknown repository " + repo);
+    if (!ref.digest.empty()) throw util::Fatal("manifest " + ref.digest + " not found in " + repo);
+    bool repo_unknown = false;
+    std::vector<std::string> tags = client_->ListTags(kTagsShown, repo_unknown);
+    if (repo_unknown) throw util::Fatal("unknown repository " + repo);
+    std::string msg = "unknown tag '" + ref.tag + "' in " + repo;
+    if (!tags.empty()) {
+      msg += "; it has: ";
+      for (size_t i = 0; i < tags.size() && i < kTagsShown; ++i) msg += (i ? ", " : "") + tags[i];
+      if (tags.size() > kTagsShown) msg += ", ...";
+    }
+    throw util::Fatal(msg);
+  }
+
+  std::shared_ptr<Client> client_;
+  bool root_loaded_ = false;
+  Descriptor root_;
+  std::string root_body_;
+};
+
+}  // namespace
+
+std::unique_ptr<Source> OpenRegistry(const std::string& reference, const RegistryOptions& options) {
+  util::Expected<Reference> ref = ParseReference(reference);
+  if (!ref) throw util::Fatal(ref.error().message);
+  return std::make_unique<RegistrySource>(std::move(ref.value()), options);
+}
+
+}  // namespace imgcheck::image

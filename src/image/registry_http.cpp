@@ -1,0 +1,300 @@
+#include "image/registry_http.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <utility>
+
+namespace imgcheck::image {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kBufferMax = 1 << 20;       // body bytes held before the transfer pauses
+constexpr auto kStallLimit = std::chrono::seconds(60);  // no byte for this long: broken
+constexpr int kPollMs = 500;
+constexpr long kConnectTimeoutS = 30;
+
+void GlobalInit() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' ||
+                        s.back() == '\n')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+}  // namespace
+
+struct HttpExchange::State {
+  CURL* easy = nullptr;
+  CURLM* multi = nullptr;
+  curl_slist* headers = nullptr;
+  char errbuf[CURL_ERROR_SIZE] = {};
+  std::string url;
+  std::string buf;  // body bytes not yet read, from `pos`
+  size_t pos = 0;
+  bool paused = false;
+  bool done = false;
+  bool stalled = false;
+  CURLcode result = CURLE_OK;
+  bool headers_done = false;
+  long status = 0;
+  std::vector<std::pair<std::string, std::string>> response_headers;
+  Clock::time_point last_progress = Clock::now();
+
+  static size_t OnHeader(char* data, size_t size, size_t n, void* user) {
+    auto* s = static_cast<State*>(user);
+    size_t len = size * n;
+    std::string_view line = Trim(std::string_view(data, len));
+    s->last_progress = Clock::now();
+    if (line.starts_with("HTTP/")) {  // a new response (after 1xx): forget the last one's headers
+      s->response_headers.clear();
+      s->headers_done = false;
+      size_t sp = line.find(' ');
+      s->status = sp == std::string_view::npos
+                      ? 0
+                      : std::atol(std::string(line.substr(sp + 1, 3)).c_str());
+    } else if (line.empty()) {
+      if (s->status >= 200) s->headers_done = true;
+    } else if (size_t colon = line.find(':'); colon != std::string_view::npos) {
+      s->response_headers.emplace_back(Lower(Trim(line.substr(0, colon))),
+                                       std::string(Trim(line.substr(colon + 1))));
+    }
+    return len;
+  }
+
+  static size_t OnBody(char* data, size_t size, size_t n, void* user) {
+    auto* s = static_cast<State*>(user);
+    if (s->buf.size() - s->pos >= kBufferMax) {
+      s->paused = true;
+      return CURL_WRITEFUNC_PAUSE;  // libcurl keeps this chunk and offers it again on unpause
+    }
+    if (s->pos == s->buf.size()) {
+      s->buf.clear();
+      s->pos = 0;
+    } else if (s->pos >= kBufferMax) {
+      s->buf.erase(0, s->pos);
+      s->pos = 0;
+    }
+    s->buf.append(data, size * n);
+    s->last_progress = Clock::now();
+    return size * n;
+  }
+};
+
+HttpExchange::HttpExchange(const HttpRequest& request, const TlsOptions& tls)
+    : s_(std::make_unique<State>()) {
+  GlobalInit();
+  s_->url = request.url;
+  s_->easy = curl_easy_init();
+  s_->multi = curl_multi_init();
+  if (s_->easy == nullptr || s_->multi == nullptr) {
+    s_->done = true;
+    s_->result = CURLE_OUT_OF_MEMORY;
+    return;
+  }
+  CURL* e = s_->easy;
+  for (const auto& h : request.headers) s_->headers = curl_slist_append(s_->headers, h.c_str());
+  curl_easy_setopt(e, CURLOPT_URL, request.url.c_str());
+  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, s_->headers);
+  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);  // the caller decides where credentials go
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, kConnectTimeoutS);
+  curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(e, CURLOPT_USERAGENT, "imgcheck/0.1");
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, s_->errbuf);
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &State::OnHeader);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, s_.get());
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &State::OnBody);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, s_.get());
+  if (request.method == "HEAD") curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+  if (!tls.verify) {
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
+  if (!tls.ca_pem.empty()) {
+    // Added to the default CA file, which libcurl still loads (OpenSSL backend).
+    curl_blob blob{const_cast<char*>(tls.ca_pem.data()), tls.ca_pem.size(), CURL_BLOB_COPY};
+    curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
+  }
+  if (!tls.client_cert.empty()) {
+    curl_easy_setopt(e, CURLOPT_SSLCERT, tls.client_cert.c_str());
+    curl_easy_setopt(e, CURLOPT_SSLKEY, tls.client_key.c_str());
+  }
+  curl_multi_add_handle(s_->multi, e);
+}
+
+HttpExchange::~HttpExchange() {
+  if (s_->multi != nullptr && s_->easy != nullptr) curl_multi_remove_handle(s_->multi, s_->easy);
+  if (s_->easy != nullptr) curl_easy_cleanup(s_->easy);
+  if (s_->multi != nullptr) curl_multi_cleanup(s_->multi);
+  curl_slist_free_all(s_->headers);
+}
+
+// One step of the transfer; false once it has finished.
+bool HttpExchange::Pump() {
+  State& s = *s_;
+  if (s.done) return false;
+  if (s.paused) {
+    s.paused = false;
+    s.last_progress = Clock::now();
+    curl_easy_pause(s.easy, CURLPAUSE_CONT);  // may deliver the held chunk right here
+  }
+  size_t before = s.buf.size() - s.pos;
+  bool had_headers = s.headers_done;
+  int running = 0;
+  curl_multi_perform(s.multi, &running);
+  int left = 0;
+  while (CURLMsg* m = curl_multi_info_read(s.multi, &left)) {
+    if (m->msg == CURLMSG_DONE) {
+      s.done = true;
+      s.result = m->data.result;
+    }
+  }
+  if (s.done) return true;
+  if (s.buf.size() - s.pos == before && had_headers == s.headers_done && !s.paused) {
+    curl_multi_poll(s.multi, nullptr, 0, kPollMs, nullptr);
+  }
+  if (Clock::now() - s.last_progress > kStallLimit) {
+    s.done = true;
+    s.stalled = true;
+    s.result = CURLE_OPERATION_TIMEDOUT;
+  }
+  return true;
+}
+
+bool HttpExchange::WaitHeaders() {
+  while (!s_->headers_done && !s_->done) Pump();
+  return s_->headers_done;
+}
+
+long HttpExchange::status() const { return s_->status; }
+
+std::string HttpExchange::Header(std::string_view name) const {
+  std::string key = Lower(name);
+  for (auto it = s_->response_headers.rbegin(); it != s_->response_headers.rend(); ++it) {
+    if (it->first == key) return it->second;
+  }
+  return "";
+}
+
+size_t HttpExchange::Read(char* out, size_t n) {
+  State& s = *s_;
+  while (s.pos == s.buf.size() && !s.done) Pump();
+  size_t take = std::min(n, s.buf.size() - s.pos);
+  std::memcpy(out, s.buf.data() + s.pos, take);
+  s.pos += take;
+  return take;
+}
+
+bool HttpExchange::ReadAll(std::string& out, uint64_t limit) {
+  char chunk[65536];
+  while (size_t n = Read(chunk, sizeof chunk)) {
+    if (out.size() + n > limit) return false;
+    out.append(chunk, n);
+  }
+  return true;
+}
+
+TransportError HttpExchange::error() const {
+  switch (s_->result) {
+    case CURLE_OK:
+      return TransportError::kNone;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_ENGINE_INITFAILED:
+    case CURLE_USE_SSL_FAILED:
+      return TransportError::kTls;
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+      return TransportError::kConnect;
+    case CURLE_OPERATION_TIMEDOUT:
+      return s_->headers_done ? TransportError::kInterrupted : TransportError::kConnect;
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_GOT_NOTHING:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+      return TransportError::kInterrupted;
+    default:
+      return TransportError::kOther;
+  }
+}
+
+std::string HttpExchange::error_message() const {
+  if (s_->stalled) return "no data for 60 seconds";
+  std::string m = s_->errbuf[0] != '\0' ? s_->errbuf : curl_easy_strerror(s_->result);
+  m.erase(std::remove(m.begin(), m.end(), '\n'), m.end());
+  long os_errno = 0;  // "Couldn't connect" says less than "Connection refused"
+  if (curl_easy_getinfo(s_->easy, CURLINFO_OS_ERRNO, &os_errno) == CURLE_OK && os_errno != 0) {
+    m += " (" + std::string(std::strerror(static_cast<int>(os_errno))) + ")";
+  }
+  return m;
+}
+
+const std::string& HttpExchange::url() const { return s_->url; }
+
+std::string ResolveUrl(const std::string& base, const std::string& location) {
+  CURLU* h = curl_url();
+  std::string out;
+  char* full = nullptr;
+  if (curl_url_set(h, CURLUPART_URL, base.c_str(), 0) == CURLUE_OK &&
+      curl_url_set(h, CURLUPART_URL, location.c_str(), 0) == CURLUE_OK &&
+      curl_url_get(h, CURLUPART_URL, &full, 0) == CURLUE_OK) {
+    out = full;
+  }
+  curl_free(full);
+  curl_url_cleanup(h);
+  return out;
+}
+
+std::string UrlOrigin(const std::string& url) {
+  CURLU* h = curl_url();
+  std::string out;
+  char *scheme = nullptr, *host = nullptr, *port = nullptr;
+  if (curl_url_set(h, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK &&
+      curl_url_get(h, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+      curl_url_get(h, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+      curl_url_get(h, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
+    out = Lower(scheme) + "://" + Lower(host) + ":" + port;
+  }
+  curl_free(scheme);
+  curl_free(host);
+  curl_free(port);
+  curl_url_cleanup(h);
+  return out;
+}
+
+std::string UrlEscape(std::string_view s) {
+  char* e = curl_easy_escape(nullptr, s.data(), static_cast<int>(s.size()));
+  std::string out = e == nullptr ? "" : e;
+  curl_free(e);
+  return out;
+}
+
+}  // namespace imgcheck::image

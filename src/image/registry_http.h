@@ -1,0 +1,71 @@
+// One HTTP exchange over libcurl, read pull-style: a curl multi handle drives a single easy
+// handle only while the caller asks for bytes, and the transfer pauses when the bounded buffer
+// is full, so a blob streams through in constant memory. Redirects, auth and retries are the
+// caller's (registry.cpp): this layer reports what happened and never throws.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace imgcheck::image {
+
+struct TlsOptions {
+  bool verify = true;
+  std::string ca_pem;       ///< extra CA certificates (PEM), trusted besides the system ones
+  std::string client_cert;  ///< PEM file of a client certificate, with client_key
+  std::string client_key;
+};
+
+struct HttpRequest {
+  std::string method = "GET";        ///< "GET" or "HEAD"
+  std::string url;
+  std::vector<std::string> headers;  ///< "Name: value"
+};
+
+enum class TransportError {
+  kNone,
+  kTls,         ///< handshake or certificate failure
+  kConnect,     ///< refused, unreachable, name not resolved
+  kInterrupted, ///< the connection broke or stalled mid-response
+  kOther,
+};
+
+class HttpExchange {
+ public:
+  HttpExchange(const HttpRequest& request, const TlsOptions& tls);
+  ~HttpExchange();
+  HttpExchange(const HttpExchange&) = delete;
+  HttpExchange& operator=(const HttpExchange&) = delete;
+
+  /// Runs the exchange until the final response's headers are in. False on a transport error.
+  bool WaitHeaders();
+  long status() const;
+  /// The last value of header `name` (case-insensitive), or "".
+  std::string Header(std::string_view name) const;
+  /// Reads up to `n` body bytes; 0 at the end of the body or on a transport error.
+  size_t Read(char* buf, size_t n);
+  /// Reads the rest of the body; false when it exceeds `limit` (reading stops there).
+  bool ReadAll(std::string& out, uint64_t limit);
+
+  TransportError error() const;
+  std::string error_message() const;  ///< curl's words, one line
+  const std::string& url() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+  bool Pump();
+};
+
+/// Resolves `location` (absolute or relative) against `base`; empty when it cannot.
+std::string ResolveUrl(const std::string& base, const std::string& location);
+/// "scheme://host:port" of an absolute URL, with the default port filled in; "" when invalid.
+/// Credentials go only to the origin they were meant for.
+std::string UrlOrigin(const std::string& url);
+/// Percent-encodes a query parameter value.
+std::string UrlEscape(std::string_view s);
+
+}  // namespace imgcheck::image

@@ -1,0 +1,904 @@
+// The registry transport against the real CNCF distribution registry (Debian's docker-registry)
+// filled by skopeo, with TLS made by openssl and htpasswd auth; a small proxy in this process
+// cuts connections, injects 429s, redirects blobs and plays a bearer token service.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <fcntl.h>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
+
+#include "image/image.h"
+#include "image/registry.h"
+#include "image/registry_auth.h"
+#include "image/registry_reference.h"
+#include "image_writer.h"
+#include "support.h"
+#include "util/error.h"
+#include "util/sha256.h"
+
+extern char** environ;
+
+namespace imgcheck::image {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace imgcheck::testing;
+using Clock = std::chrono::steady_clock;
+
+// ---------------------------------------------------------------------------------------------
+// References, challenges, tokens, credentials: plain data.
+
+Reference Parse(const std::string& text) {
+  auto r = ParseReference(text);
+  INFO(text << ": " << (r ? "" : r.error().message));
+  REQUIRE(r.has_value());
+  return r.value();
+}
+
+const std::string kDigest = "sha256:" + std::string(64, 'a');
+
+TEST_CASE("registry references follow the distribution grammar", "[registry]") {
+  Reference r = Parse("ubuntu");
+  CHECK(r.domain == "docker.io");
+  CHECK(r.path == "library/ubuntu");
+  CHECK(r.tag == "latest");
+  CHECK(r.ApiHost() == "registry-1.docker.io");
+  CHECK(r.String() == "docker.io/library/ubuntu:latest");
+
+  r = Parse("docker://nvidia/cuda:12.1.1-cudnn8-runtime-ubuntu22.04");
+  CHECK(r.domain == "docker.io");
+  CHECK(r.path == "nvidia/cuda");
+  CHECK(r.tag == "12.1.1-cudnn8-runtime-ubuntu22.04");
+
+  r = Parse("index.docker.io/library/busybox:1");
+  CHECK(r.domain == "docker.io");
+  r = Parse("docker.io/busybox");
+  CHECK(r.path == "library/busybox");
+
+  r = Parse("localhost/x");
+  CHECK(r.domain == "localhost");
+  CHECK(r.path == "x");
+  r = Parse("localhost:5000/a/b-c/d__e:v1.0");
+  CHECK(r.domain == "localhost:5000");
+  CHECK(r.path == "a/b-c/d__e");
+  CHECK(r.ApiHost() == "localhost:5000");
+
+  r = Parse("127.0.0.1:5000/x@" + kDigest);
+  CHECK(r.domain == "127.0.0.1:5000");
+  CHECK(r.tag.empty());
+  CHECK(r.digest == kDigest);
+  CHECK(r.ManifestRef() == kDigest);
+
+  r = Parse("quay.io/org/img:tag@" + kDigest);
+  CHECK(r.tag == "tag");
+  CHECK(r.ManifestRef() == kDigest);
+  CHECK(r.String() == "quay.io/org/img:tag@" + kDigest);
+
+  r = Parse("[::1]:5000/x");
+  CHECK(r.domain == "[::1]:5000");
+  r = Parse("Registry.Example.com/x");
+  CHECK(r.domain == "Registry.Example.com");
+  r = Parse("UPPER/x");  // upper case marks a host, not a path (reference.splitDomain)
+  CHECK(r.domain == "UPPER");
+  r = Parse("myhost:5000");  // a name and a tag, as docker reads it
+  CHECK(r.path == "library/myhost");
+  CHECK(r.tag == "5000");
+
+  for (const char* bad : {"", "docker://", "x/UPPER", "x:", "x:-bad", "a//b", "a/-b", "a/b-",
+                          "x@sha256:abc", "x@md5:0123456789abcdef0123456789abcdef", ":tag",
+                          "host:port/x", "a/b..c", "has space", "x/y:" }) {
+    auto bad_ref = ParseReference(bad);
+    INFO(bad);
+    CHECK_FALSE(bad_ref.has_value());
+    if (!bad_ref) CHECK(bad_ref.error().message.find("invalid image reference") == 0);
+  }
+  CHECK(ParseReference("x/UPPER").error().message.find("lowercase") != std::string::npos);
+  CHECK_FALSE(ParseReference(std::string(300, 'a')).has_value());
+}
+
+TEST_CASE("WWW-Authenticate challenges and token answers parse", "[registry]") {
+  auto c = ParseChallenges(
+      R"(Bearer realm="https://auth.docker.io/token",service="registry.docker.io",)"
+      R"(scope="repository:library/ubuntu:pull,push")");
+  REQUIRE(c.size() == 1);
+  CHECK(c[0].scheme == "bearer");
+  CHECK(c[0].params["realm"] == "https://auth.docker.io/token");
+  CHECK(c[0].params["service"] == "registry.docker.io");
+  CHECK(c[0].params["scope"] == "repository:library/ubuntu:pull,push");
+
+  c = ParseChallenges(R"(Basic realm="a \"quoted\" realm", Bearer realm=http://x/t, error=invalid)");
+  REQUIRE(c.size() == 2);
+  CHECK(c[0].scheme == "basic");
+  CHECK(c[0].params["realm"] == "a \"quoted\" realm");
+  CHECK(c[1].params["realm"] == "http://x/t");
+  CHECK(c[1].params["error"] == "invalid");
+  CHECK(ParseChallenges("").empty());
+
+  CHECK(ParseTokenResponse(R"({"token":"t1","expires_in":300})").value == "t1");
+  CHECK(ParseTokenResponse(R"({"token":"t1","expires_in":300})").expires_in == 300);
+  CHECK(ParseTokenResponse(R"({"access_token":"t2"})").value == "t2");
+  CHECK(ParseTokenResponse(R"({"token":"","access_token":"t3"})").value == "t3");
+  CHECK(ParseTokenResponse("not json").value.empty());
+  CHECK(ParseTokenResponse(R"({"token":5})").value.empty());
+
+  std::string decoded;
+  for (std::string s : {"", "a", "ab", "abc", "user:pa:ss\xff"}) {
+    REQUIRE(Base64Decode(Base64Encode(s), decoded));
+    CHECK(decoded == s);
+  }
+  CHECK(Base64Encode("alice:secret") == "YWxpY2U6c2VjcmV0");
+  CHECK_FALSE(Base64Decode("a*b", decoded));
+}
+
+// Sets (or, with nullopt, unsets) an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) {
+      setenv(name, value->c_str(), 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// An environment where only the test's own auth files exist.
+struct IsolatedAuth {
+  TempDir home;
+  ScopedEnv h{"HOME", home.path().string()};
+  ScopedEnv a{"REGISTRY_AUTH_FILE", std::nullopt};
+  ScopedEnv x{"XDG_RUNTIME_DIR", std::nullopt};
+  ScopedEnv d{"DOCKER_CONFIG", std::nullopt};
+};
+
+TEST_CASE("credentials come from --creds, auth files and credential helpers", "[registry]") {
+  IsolatedAuth env;
+  // Nothing anywhere: anonymous, and the message says what was searched.
+  Credential none = FindCredential("example.com", "");
+  CHECK(none.anonymous());
+  CHECK(none.Describe().find("no credentials") == 0);
+
+  Credential flag = FindCredential("example.com", "bob:s3cr3t:x");
+  CHECK(flag.username == "bob");
+  CHECK(flag.password == "s3cr3t:x");
+  CHECK(flag.Describe() == "user 'bob' from --creds");
+  CHECK_THROWS_AS(FindCredential("example.com", "nocolon"), util::Fatal);
+
+  // ~/.docker/config.json with base64 auth; docker.io under its legacy index URL.
+  std::string docker_config = env.home / ".docker/config.json";
+  WriteFile(docker_config, R"({"auths":{"https://index.docker.io/v1/":{"auth":")" +
+                               Base64Encode("hub:hubpass") + R"("},"example.com:5000":{"auth":")" +
+                               Base64Encode("ex:expass") + R"("}}})");
+  Credential hub = FindCredential("docker.io", "");
+  CHECK(hub.username == "hub");
+  CHECK(hub.password == "hubpass");
+  CHECK(hub.source == docker_config);
+  CHECK(hub.Describe().find("hubpass") == std::string::npos);
+  CHECK(FindCredential("example.com:5000", "").username == "ex");
+  CHECK(FindCredential("other.example", "").anonymous());
+  CHECK(FindCredential("docker.io", "cli:wins").username == "cli");
+
+  // REGISTRY_AUTH_FILE comes before the docker config.
+  fs::path auth_file = env.home / "auth.json";
+  WriteFile(auth_file, R"({"auths":{"example.com:5000":{"auth":")" + Base64Encode("podman:pp") +
+                           R"("}}})");
+  {
+    ScopedEnv a("REGISTRY_AUTH_FILE", auth_file.string());
+    CHECK(FindCredential("example.com:5000", "").username == "podman");
+    CHECK(FindCredential("docker.io", "").username == "hub");  // falls through to docker's
+  }
+  {
+    ScopedEnv x("XDG_RUNTIME_DIR", env.home.path().string());
+    WriteFile(env.home / "containers/auth.json", R"({"auths":{"example.com:5000":{"auth":")" +
+                                                    Base64Encode("xdg:pp") + R"("}}})");
+    CHECK(FindCredential("example.com:5000", "").username == "xdg");
+  }
+
+  // credHelpers / credsStore run docker-credential-<name> get with the server URL on stdin.
+  fs::path bin = env.home / "bin";
+  WriteFile(bin / "docker-credential-fake",
+            "#!/bin/sh\nread url\n[ \"$1\" = get ] || exit 3\n"
+            "case \"$url\" in\n"
+            "  helped.example) echo '{\"ServerURL\":\"'$url'\",\"Username\":\"helper-user\","
+            "\"Secret\":\"helper-secret\"}' ;;\n"
+            "  https://index.docker.io/v1/) echo '{\"Username\":\"hub-helper\",\"Secret\":\"x\"}' ;;\n"
+            "  *) echo 'credentials not found in native keychain'; exit 1 ;;\n"
+            "esac\n");
+  fs::permissions(bin / "docker-credential-fake", fs::perms::owner_all);
+  ScopedEnv path("PATH", bin.string() + ":" + std::getenv("PATH"));
+  WriteFile(docker_config, R"({"credHelpers":{"helped.example":"fake"},"credsStore":"fake"})");
+  Credential helped = FindCredential("helped.example", "");
+  CHECK(helped.username == "helper-user");
+  CHECK(helped.password == "helper-secret");
+  CHECK(helped.source == "docker-credential-fake");
+  CHECK(FindCredential("docker.io", "").username == "hub-helper");  // through credsStore
+  CHECK(FindCredential("unknown.example", "").anonymous());         // "not found": anonymous
+
+  WriteFile(docker_config, R"({"credsStore":"missing-helper"})");
+  CHECK_THROWS_WITH(FindCredential("x.example", ""),
+                    Catch::Contains("docker-credential-missing-helper"));
+  WriteFile(docker_config, R"({"auths":{"x.example":{"auth":"!!!"}}})");
+  CHECK_THROWS_AS(FindCredential("x.example", ""), util::Fatal);
+  WriteFile(docker_config, "{not json");
+  CHECK_THROWS_WITH(FindCredential("x.example", ""), Catch::Contains("not JSON"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A real registry, on 127.0.0.1.
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+int ConnectLoopback(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool HaveRegistryTools() {
+  for (const char* p : {"docker-registry", "skopeo", "htpasswd", "openssl"}) {
+    if (!HaveProgram(p)) {
+      WARN(std::string(p) + " is not installed (apt-get install docker-registry skopeo "
+                            "apache2-utils openssl): registry test skipped");
+      return false;
+    }
+  }
+  return true;
+}
+
+struct RegistryConfig {
+  bool tls = false;
+  std::string user, password;  ///< htpasswd auth when set
+};
+
+class Registry {
+ public:
+  explicit Registry(RegistryConfig config) : config_(std::move(config)), port_(FreePort()) {
+    fs::path cfg = dir_ / "config.yml";
+    std::string yaml =
+        "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\n"
+        "storage:\n  filesystem:\n    rootdirectory: " + storage().string() +
+        "\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:" + std::to_string(port_) + "\n";
+    if (config_.tls) {
+      MakeCertificates();
+      yaml += "  tls:\n    certificate: " + (dir_ / "server.crt").string() +
+              "\n    key: " + (dir_ / "server.key").string() + "\n";
+    }
+    if (!config_.user.empty()) {
+      CommandResult h = Run("htpasswd -Bbn '" + config_.user + "' '" + config_.password + "' > '" +
+                            (dir_ / "htpasswd").string() + "'");
+      REQUIRE(h.status == 0);
+      yaml += "auth:\n  htpasswd:\n    realm: imgcheck-test\n    path: " +
+              (dir_ / "htpasswd").string() + "\n";
+    }
+    WriteFile(cfg, yaml);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    std::string log = (dir_ / "registry.log").string();
+    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    std::string config_path = cfg.string();
+    char* argv[] = {const_cast<char*>("docker-registry"), const_cast<char*>("serve"),
+                    config_path.data(), nullptr};
+    int rc = posix_spawnp(&pid_, "docker-registry", &actions, nullptr, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    REQUIRE(rc == 0);
+    auto deadline = Clock::now() + std::chrono::seconds(15);
+    for (;;) {
+      int fd = ConnectLoopback(port_);
+      if (fd >= 0) {
+        close(fd);
+        break;
+      }
+      if (Clock::now() > deadline) FAIL("docker-registry did not start:\n" + ReadFile(log));
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  ~Registry() { Stop(); }
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+
+  void Stop() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGTERM);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
+  int port() const { return port_; }
+  std::string host() const { return "127.0.0.1:" + std::to_string(port_); }
+  fs::path storage() const { return dir_ / "storage"; }
+  fs::path ca() const { return dir_ / "certs/ca.crt"; }
+  fs::path BlobFile(const std::string& digest) const {
+    std::string hex = digest.substr(7);
+    return storage() / "docker/registry/v2/blobs/sha256" / hex.substr(0, 2) / hex / "data";
+  }
+
+  /// Pushes image `src` ("oci:DIR:latest") as `repo_tag` with skopeo (by default keeping its
+  /// digests).
+  void Push(const std::string& src, const std::string& repo_tag,
+            const std::string& flags = "--preserve-digests") {
+    std::string cmd = "skopeo --insecure-policy copy -q " + flags;
+    cmd += config_.tls ? " --dest-cert-dir '" + (dir_ / "certs").string() + "'"
+                       : " --dest-tls-verify=false";
+    if (!config_.user.empty()) cmd += " --dest-creds '" + config_.user + ":" + config_.password + "'";
+    cmd += " '" + src + "' 'docker://" + host() + "/" + repo_tag + "'";
+    CommandResult r = Run(cmd);
+    INFO(cmd << "\n" << r.output);
+    REQUIRE(r.status == 0);
+  }
+
+  RegistryOptions Options() const {
+    RegistryOptions o;
+    if (!config_.user.empty()) o.creds = config_.user + ":" + config_.password;
+    if (config_.tls) o.ca_cert = ca().string();
+    return o;
+  }
+
+ private:
+  void MakeCertificates() {
+    fs::path d = dir_.path();
+    fs::create_directories(d / "certs");
+    std::string ec = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+    WriteFile(d / "san.cnf",
+              "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"
+              "basicConstraints=critical,CA:FALSE\n");
+    std::string cmd =
+        "cd '" + d.string() + "' && openssl req -x509" + ec +
+        " -keyout ca.key -out certs/ca.crt -days 2 -subj /CN=imgcheck-test-ca"
+        " -addext basicConstraints=critical,CA:TRUE -addext keyUsage=keyCertSign,cRLSign"
+        " && openssl req" + ec + " -keyout server.key -out server.csr -subj /CN=127.0.0.1"
+        " && openssl x509 -req -in server.csr -CA certs/ca.crt -CAkey ca.key -CAcreateserial"
+        " -out server.crt -days 2 -extfile san.cnf";
+    CommandResult r = Run(cmd);
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+  }
+
+  TempDir dir_;
+  RegistryConfig config_;
+  int port_;
+  pid_t pid_ = -1;
+};
+
+// A two-layer image whose first layer is large and incompressible enough to be cut mid-blob.
+ImageRecipe TestRecipe(const std::string& marker = "one") {
+  std::string noise(600 * 1024, '\0');
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (char& c : noise) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    c = static_cast<char>(x);
+  }
+  ImageRecipe r;
+  r.env = {"PATH=/usr/bin", "MARKER=" + marker};
+  LayerRecipe first, second;
+  first.entries = {Dir("usr"), Dir("usr/lib"), File("usr/lib/noise.bin", noise),
+                   File("usr/lib/libx.so.1", "ELF?")};
+  first.created_by = "COPY noise";
+  second.entries = {File("etc/marker", marker), Whiteout("usr/lib/libx.so.1")};
+  second.compression = Compression::kNone;
+  second.created_by = "RUN marker";
+  r.layers = {first, EmptyLayer("ENV MARKER=" + marker), second};
+  return r;
+}
+
+std::string ReadWhole(BlobReader& r, size_t chunk = 4096) {
+  std::string out, buf(chunk, '\0');
+  while (size_t n = r.Read(buf.data(), buf.size())) out.append(buf.data(), n);
+  return out;
+}
+
+// Checks that `src` serves exactly the manifest, config and layers of the layout image.
+void ExpectSameImage(Source& src, const fs::path& layout, const WrittenImage& img) {
+  Descriptor root = src.Root();
+  CHECK(root.digest == img.manifest_digest);
+  CHECK(root.media_type == img.manifest_media_type);
+  CHECK(root.size == static_cast<int64_t>(img.manifest_size));
+  std::string manifest = src.ReadBlob(root, 4 << 20);
+  CHECK(manifest == ReadFile(BlobPath(layout, img.manifest_digest)));
+  auto m = nlohmann::json::parse(manifest);
+  Descriptor config{m["config"]["mediaType"], m["config"]["digest"], m["config"]["size"], {}};
+  CHECK(config.digest == img.config_digest);
+  CHECK(src.ReadBlob(config, 1 << 20) == ReadFile(BlobPath(layout, img.config_digest)));
+  REQUIRE(m["layers"].size() == img.layers.size());
+  for (const auto& l : img.layers) {
+    Descriptor d{l.media_type, l.digest, static_cast<int64_t>(l.compressed_size), {}};
+    auto reader = src.OpenBlob(d);
+    std::string bytes = ReadWhole(*reader);
+    CHECK(bytes.size() == l.compressed_size);
+    CHECK(util::Sha256Digest(bytes) == l.digest);
+  }
+}
+
+// TestRecipe() in an OCI layout, pushed to a fresh registry as `repo_tag`.
+struct PushedImage {
+  explicit PushedImage(const std::string& repo_tag, RegistryConfig config = {})
+      : img(WriteOciLayout(work / "layout", TestRecipe())), reg(std::move(config)) {
+    reg.Push("oci:" + layout().string() + ":latest", repo_tag);
+  }
+  fs::path layout() const { return work / "layout"; }
+  IsolatedAuth env;
+  TempDir work;
+  WrittenImage img;
+  Registry reg;
+};
+
+TEST_CASE("registry over TLS with htpasswd serves what skopeo pushed", "[registry][docker-registry]") {
+  if (!HaveRegistryTools()) return;
+  PushedImage pushed("test/img:v1", {.tls = true, .user = "alice", .password = "wonderland"});
+  auto& [env, work, img, reg] = pushed;
+  reg.Push("oci:" + pushed.layout().string() + ":latest", "test/img:v2");
+
+  auto src = OpenRegistry("docker://" + reg.host() + "/test/img:v1", reg.Options());
+  CHECK(src->Describe() == "docker://" + reg.host() + "/test/img:v1");
+  ExpectSameImage(*src, work / "layout", img);
+
+  SECTION("by digest, with credentials from an auth file and the CA from --cert-dir") {
+    fs::path auth = work / "auth.json";
+    WriteFile(auth, R"({"auths":{")" + reg.host() + R"(":{"auth":")" +
+                        Base64Encode("alice:wonderland") + R"("}}})");
+    ScopedEnv a("REGISTRY_AUTH_FILE", auth.string());
+    RegistryOptions o;
+    o.cert_dir = reg.ca().parent_path().string();
+    auto by_digest = OpenRegistry(reg.host() + "/test/img@" + img.manifest_digest, o);
+    CHECK(by_digest->Root().digest == img.manifest_digest);
+    ExpectSameImage(*by_digest, work / "layout", img);
+  }
+  SECTION("--tls-verify=false needs no CA") {
+    RegistryOptions o = reg.Options();
+    o.ca_cert.clear();
+    o.tls_verify = false;
+    CHECK(OpenRegistry(reg.host() + "/test/img:v1", o)->Root().digest == img.manifest_digest);
+  }
+  SECTION("an unknown CA is a TLS failure that names the way out") {
+    RegistryOptions o = reg.Options();
+    o.ca_cert.clear();
+    CHECK_THROWS_WITH(OpenRegistry(reg.host() + "/test/img:v1", o),
+                      Catch::Contains("TLS failure") && Catch::Contains("--tls-verify=false") &&
+                          Catch::Contains("--ca-cert"));
+  }
+  SECTION("wrong credentials: unauthorized, naming the source but not the secret") {
+    RegistryOptions o = reg.Options();
+    o.creds = "alice:not-the-password";
+    try {
+      OpenRegistry(reg.host() + "/test/img:v1", o)->Root();
+      FAIL("no error");
+    } catch (const util::Fatal& e) {
+      std::string m = e.what();
+      CHECK(m.find("unauthorized") == 0);
+      CHECK(m.find("user 'alice' from --creds") != std::string::npos);
+      CHECK(m.find("not-the-password") == std::string::npos);
+      CHECK(m.find('\n') == std::string::npos);
+    }
+    o.creds.clear();  // and none at all
+    CHECK_THROWS_WITH(OpenRegistry(reg.host() + "/test/img:v1", o)->Root(),
+                      Catch::StartsWith("unauthorized") && Catch::Contains("no credentials"));
+  }
+  SECTION("unknown tag lists the tags; unknown repository and digest say so") {
+    CHECK_THROWS_WITH(OpenRegistry(reg.host() + "/test/img:nope", reg.Options())->Root(),
+                      Catch::Equals("unknown tag 'nope' in " + reg.host() +
+                                    "/test/img; it has: v1, v2"));
+    CHECK_THROWS_WITH(OpenRegistry(reg.host() + "/test/absent:v1", reg.Options())->Root(),
+                      Catch::Equals("unknown repository " + reg.host() + "/test/absent"));
+    CHECK_THROWS_WITH(OpenRegistry(reg.host() + "/test/img@" + kDigest, reg.Options())->Root(),
+                      Catch::Contains("not found"));
+    Descriptor missing{"application/vnd.oci.image.layer.v1.tar+gzip", kDigest, 10, {}};
+    CHECK_THROWS_WITH(src->OpenBlob(missing), Catch::Contains("not found"));
+    Descriptor hostile{"application/vnd.oci.image.layer.v1.tar", "sha256:../../etc", 10, {}};
+    CHECK_THROWS_WITH(src->OpenBlob(hostile), Catch::Contains("bad digest"));
+  }
+  SECTION("a registry that is down: connection refused") {
+    reg.Stop();
+    auto start = Clock::now();
+    CHECK_THROWS_WITH(OpenRegistry(reg.host() + "/test/img:v1", reg.Options()),
+                      Catch::StartsWith("cannot reach " + reg.host()) &&
+                          Catch::Contains("refused"));
+    CHECK(Clock::now() - start < std::chrono::seconds(20));
+  }
+}
+
+TEST_CASE("registry indexes, Docker media types, and image::Load", "[registry][docker-registry]") {
+  if (!HaveRegistryTools()) return;
+  IsolatedAuth env;
+  TempDir work;
+  ImageRecipe amd = TestRecipe("amd"), arm = TestRecipe("arm");
+  arm.architecture = "arm64";
+  std::vector<WrittenImage> imgs = WriteMultiPlatformLayout(work / "multi", {amd, arm});
+  WriteOciLayout(work / "docker", TestRecipe("docker"));
+  Registry reg({});
+  reg.Push("oci:" + (work / "multi").string() + ":latest", "multi:latest", "--all --preserve-digests");
+  reg.Push("oci:" + (work / "docker").string() + ":latest", "dock:1", "--format v2s2");
+
+  auto src = OpenRegistry(reg.host() + "/multi", {});  // plain http on a local registry
+  Descriptor index = src->Root();
+  CHECK(index.media_type == "application/vnd.oci.image.index.v1+json");
+  auto j = nlohmann::json::parse(src->ReadBlob(index, 1 << 20));
+  REQUIRE(j["manifests"].size() == 2);
+  for (size_t i = 0; i < 2; ++i) {  // child manifests come from /manifests/<digest>
+    Descriptor child{j["manifests"][i]["mediaType"], j["manifests"][i]["digest"],
+                     j["manifests"][i]["size"], {}};
+    CHECK(child.digest == imgs[i].manifest_digest);
+    CHECK(util::Sha256Digest(src->ReadBlob(child, 1 << 20)) == child.digest);
+  }
+  CHECK_THROWS_WITH(src->ReadBlob(index, 10), Catch::Contains("more than the 10 allowed"));
+
+  // skopeo converted it to Docker schema 2: new digests, so check that every byte matches its own.
+  auto dsrc = OpenRegistry("docker://" + reg.host() + "/dock:1", {});
+  Descriptor droot = dsrc->Root();
+  CHECK(droot.media_type == "application/vnd.docker.distribution.manifest.v2+json");
+  std::string dmanifest = dsrc->ReadBlob(droot, 1 << 20);
+  CHECK(util::Sha256Digest(dmanifest) == droot.digest);
+  auto dm = nlohmann::json::parse(dmanifest);
+  CHECK(dm["config"]["mediaType"] == "application/vnd.docker.container.image.v1+json");
+  Descriptor dconfig{dm["config"]["mediaType"], dm["config"]["digest"], dm["config"]["size"], {}};
+  CHECK(util::Sha256Digest(dsrc->ReadBlob(dconfig, 1 << 20)) == dconfig.digest);
+  REQUIRE(dm["layers"].size() == 2);
+  for (const auto& l : dm["layers"]) {
+    auto reader = dsrc->OpenBlob({l["mediaType"], l["digest"], l["size"], {}});
+    std::string bytes = ReadWhole(*reader);
+    CHECK(bytes.size() == l["size"].get<size_t>());
+    CHECK(util::Sha256Digest(bytes) == l["digest"]);
+  }
+
+  // The whole pipeline: the same merged tree as from the OCI layout.
+  LoadOptions lo;
+  lo.platform = "linux/arm64";
+  Image from_registry = Load("docker://" + reg.host() + "/multi:latest", lo);
+  Image from_layout = Load("oci:" + (work / "multi").string() + ":latest", lo);
+  CHECK(from_registry.transport == "docker");
+  CHECK(from_registry.manifest_digest == imgs[1].manifest_digest);
+  CHECK(from_registry.config_digest == from_layout.config_digest);
+  CHECK(from_registry.config.env == from_layout.config.env);
+  REQUIRE(from_registry.layers.size() == from_layout.layers.size());
+  for (size_t i = 0; i < from_layout.layers.size(); ++i) {
+    CHECK(from_registry.layers[i].digest == from_layout.layers[i].digest);
+    CHECK(from_registry.layers[i].diff_id == from_layout.layers[i].diff_id);
+  }
+  const auto& a = from_registry.tree.nodes();
+  const auto& b = from_layout.tree.nodes();
+  REQUIRE(a.size() == b.size());
+  for (auto ia = a.begin(), ib = b.begin(); ia != a.end(); ++ia, ++ib) {
+    CHECK(ia->first == ib->first);
+    CHECK(ia->second.type == ib->second.type);
+    CHECK(ia->second.size == ib->second.size);
+    CHECK(ia->second.layer == ib->second.layer);
+    CHECK(ia->second.link_target == ib->second.link_target);
+  }
+  CHECK(from_registry.tree.Find("/etc/marker") != nullptr);
+  CHECK(from_registry.tree.Find("/usr/lib/libx.so.1") == nullptr);  // whited out
+  CHECK(from_registry.tree.deleted().size() == from_layout.tree.deleted().size());
+}
+
+TEST_CASE("a blob tampered on the registry's disk is delivered as stored, and Load rejects it",
+          "[registry][docker-registry]") {
+  if (!HaveRegistryTools()) return;
+  PushedImage pushed("t:1");
+  auto& [env, work, img, reg] = pushed;
+  const WrittenLayer& layer = img.layers[0];
+  fs::path data = reg.BlobFile(layer.digest);
+  REQUIRE(fs::exists(data));
+  std::string bytes = ReadFile(data);
+  bytes[bytes.size() / 2] ^= 0x55;
+  WriteFile(data, bytes);
+
+  auto src = OpenRegistry(reg.host() + "/t:1", {});
+  auto reader = src->OpenBlob({layer.media_type, layer.digest, static_cast<int64_t>(bytes.size()), {}});
+  std::string got = ReadWhole(*reader);
+  CHECK(got == bytes);
+  CHECK(util::Sha256Digest(got) != layer.digest);
+  CHECK_THROWS_WITH(Load(reg.host() + "/t:1", {}), Catch::Contains(layer.digest.substr(0, 19)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A proxy in front of the registry that misbehaves on purpose.
+
+struct ProxyRules {
+  size_t cut_first_blob_after = 0;  ///< close the first blob answer after this many body bytes
+  int manifest_429 = 0;             ///< answer this many manifest requests with 429
+  std::string retry_after = "1";
+  bool bearer = false;              ///< require "Bearer <token>" and serve /token
+  std::string token_user, token_password;  ///< basic auth the token service wants, if any
+  bool redirect_blobs = false;      ///< 307 blob requests to http://localhost:<port>/storage/...
+};
+
+struct Seen {
+  std::string method, target;
+  std::map<std::string, std::string> headers;  ///< lower-case names
+};
+
+class Proxy {
+ public:
+  static constexpr const char* kToken = "tok-imgcheck-123";
+
+  Proxy(int upstream, ProxyRules rules) : upstream_(upstream), rules_(std::move(rules)) {
+    listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    socklen_t len = sizeof a;
+    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    REQUIRE(listen(listen_fd_, 64) == 0);
+    acceptor_ = std::thread([this] { Accept(); });
+  }
+  ~Proxy() {
+    stop_ = true;
+    acceptor_.join();
+    for (auto& t : handlers_) t.join();
+    close(listen_fd_);
+  }
+  Proxy(const Proxy&) = delete;
+  Proxy& operator=(const Proxy&) = delete;
+
+  std::string host() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::vector<Seen> seen() {
+    std::lock_guard lock(mu_);
+    return seen_;
+  }
+  int token_requests() const { return token_requests_; }
+
+ private:
+  void Accept() {
+    while (!stop_) {
+      pollfd p{listen_fd_, POLLIN, 0};
+      if (poll(&p, 1, 100) <= 0) continue;
+      int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) continue;
+      handlers_.emplace_back([this, fd] {
+        Handle(fd);
+        close(fd);
+      });
+    }
+  }
+
+  static bool SendAll(int fd, std::string_view s) {
+    while (!s.empty()) {
+      ssize_t n = send(fd, s.data(), s.size(), MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      s.remove_prefix(static_cast<size_t>(n));
+    }
+    return true;
+  }
+
+  static void Reply(int fd, const std::string& status, const std::string& headers,
+                    const std::string& body) {
+    SendAll(fd, "HTTP/1.1 " + status + "\r\n" + headers + "Content-Length: " +
+                    std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+  }
+
+  void Handle(int fd) {
+    timeval tv{5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    std::string req;
+    char buf[8192];
+    while (req.find("\r\n\r\n") == std::string::npos) {
+      ssize_t n = recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return;
+      req.append(buf, static_cast<size_t>(n));
+      if (req[0] == 0x16) {  // a TLS ClientHello: answer as Go's http server does
+        SendAll(fd, "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n");
+        return;
+      }
+    }
+    Seen s;
+    std::string head = req.substr(0, req.find("\r\n\r\n"));
+    size_t eol = head.find("\r\n");
+    std::string line = head.substr(0, eol);
+    s.method = line.substr(0, line.find(' '));
+    s.target = line.substr(s.method.size() + 1, line.rfind(' ') - s.method.size() - 1);
+    for (size_t p = eol; p != std::string::npos && p + 2 < head.size();) {
+      size_t next = head.find("\r\n", p + 2);
+      std::string h = head.substr(p + 2, next == std::string::npos ? std::string::npos : next - p - 2);
+      size_t colon = h.find(':');
+      std::string name = h.substr(0, colon);
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      s.headers[name] = h.substr(h.find_first_not_of(' ', colon + 1));
+      p = next;
+    }
+    {
+      std::lock_guard lock(mu_);
+      seen_.push_back(s);
+    }
+    std::string auth = s.headers.count("authorization") ? s.headers["authorization"] : "";
+    if (s.target.starts_with("/token")) {
+      ++token_requests_;
+      std::string want = "Basic " + Base64Encode(rules_.token_user + ":" + rules_.token_password);
+      bool scope_ok = s.target.find("scope=repository%3Atest%2Fimg%3Apull") != std::string::npos &&
+                      s.target.find("service=imgcheck-test") != std::string::npos;
+      if (!scope_ok || (!rules_.token_user.empty() && auth != want)) {
+        Reply(fd, "401 Unauthorized", "", R"({"details":"bad credentials"})");
+      } else {
+        Reply(fd, "200 OK", "Content-Type: application/json\r\n",
+              std::string(R"({"token":")") + kToken + R"(","expires_in":300})");
+      }
+      return;
+    }
+    bool storage = s.target.starts_with("/storage/");
+    std::string upstream_target = storage ? s.target.substr(8) : s.target;
+    if (rules_.bearer && !storage && auth != std::string("Bearer ") + kToken) {
+      Reply(fd, "401 Unauthorized",
+            "WWW-Authenticate: Bearer realm=\"http://" + host() +
+                "/token\",service=\"imgcheck-test\",scope=\"repository:test/img:pull\"\r\n",
+            R"({"errors":[{"code":"UNAUTHORIZED","message":"token needed"}]})");
+      return;
+    }
+    bool blob = s.method == "GET" && upstream_target.find("/blobs/") != std::string::npos;
+    if (blob && rules_.redirect_blobs && !storage) {
+      Reply(fd, "307 Temporary Redirect",
+            "Location: http://localhost:" + std::to_string(port_) + "/storage" + s.target + "\r\n", "");
+      return;
+    }
+    if (s.target.find("/manifests/") != std::string::npos && manifest_429_ < rules_.manifest_429) {
+      ++manifest_429_;
+      Reply(fd, "429 Too Many Requests", "Retry-After: " + rules_.retry_after + "\r\n",
+            R"({"errors":[{"code":"TOOMANYREQUESTS","message":"slow down"}]})");
+      return;
+    }
+    // Forward, one request per connection.
+    int up = ConnectLoopback(upstream_);
+    if (up < 0) return;
+    std::string fwd = s.method + " " + upstream_target + " HTTP/1.1\r\n";
+    for (const auto& [name, value] : s.headers) {
+      if (name != "authorization" && name != "connection") fwd += name + ": " + value + "\r\n";
+    }
+    fwd += "Connection: close\r\n\r\n";
+    SendAll(up, fwd);
+    std::string resp;
+    while (true) {
+      ssize_t n = recv(up, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      resp.append(buf, static_cast<size_t>(n));
+    }
+    close(up);
+    if (blob && rules_.cut_first_blob_after > 0 && !cut_done_.exchange(true)) {
+      size_t body = resp.find("\r\n\r\n") + 4;
+      resp.resize(std::min(resp.size(), body + rules_.cut_first_blob_after));
+    }
+    SendAll(fd, resp);
+  }
+
+  int upstream_;
+  ProxyRules rules_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> cut_done_{false};
+  std::atomic<int> token_requests_{0};
+  int manifest_429_ = 0;
+  std::thread acceptor_;
+  std::vector<std::thread> handlers_;
+  std::mutex mu_;
+  std::vector<Seen> seen_;
+};
+
+TEST_CASE("registry transport survives cuts, 429s, redirects, and does the token flow",
+          "[registry][docker-registry]") {
+  if (!HaveRegistryTools()) return;
+  PushedImage pushed("test/img:v1");
+  auto& [env, work, img, reg] = pushed;
+  const WrittenLayer& big = img.layers[0];
+  REQUIRE(big.compressed_size > 300000);
+
+  SECTION("a connection cut mid-blob resumes with a Range request") {
+    ProxyRules rules;
+    rules.cut_first_blob_after = 100000;
+    Proxy proxy(reg.port(), rules);
+    auto src = OpenRegistry(proxy.host() + "/test/img:v1", {});
+    auto reader = src->OpenBlob({big.media_type, big.digest, static_cast<int64_t>(big.compressed_size), {}});
+    std::string bytes = ReadWhole(*reader, 65536);
+    CHECK(bytes.size() == big.compressed_size);
+    CHECK(util::Sha256Digest(bytes) == big.digest);
+    int ranged = 0;
+    for (const auto& s : proxy.seen()) {
+      if (s.headers.count("range")) {
+        ++ranged;
+        CHECK(s.headers.at("range") == "bytes=100000-");
+      }
+    }
+    CHECK(ranged == 1);
+  }
+  SECTION("429 with Retry-After is waited out, and a lasting one is reported") {
+    ProxyRules once;
+    once.manifest_429 = 1;
+    Proxy proxy(reg.port(), once);
+    auto src = OpenRegistry(proxy.host() + "/test/img:v1", {});
+    auto start = Clock::now();
+    CHECK(src->Root().digest == img.manifest_digest);
+    CHECK(Clock::now() - start >= std::chrono::milliseconds(950));
+
+    ProxyRules lasting;
+    lasting.manifest_429 = 1000;
+    lasting.retry_after = "0";
+    Proxy always(reg.port(), lasting);
+    CHECK_THROWS_WITH(OpenRegistry(always.host() + "/test/img:v1", {})->Root(),
+                      Catch::StartsWith("rate limited by " + always.host()));
+  }
+  SECTION("bearer tokens from the realm, cached; blobs redirected without the token") {
+    ProxyRules rules;
+    rules.bearer = true;
+    rules.token_user = "tess";
+    rules.token_password = "t0ken-pass";
+    rules.redirect_blobs = true;
+    Proxy proxy(reg.port(), rules);
+    RegistryOptions o;
+    o.creds = "tess:t0ken-pass";
+    auto src = OpenRegistry(proxy.host() + "/test/img:v1", o);
+    ExpectSameImage(*src, work / "layout", img);
+    CHECK(proxy.token_requests() == 1);
+    auto again = OpenRegistry("docker://" + proxy.host() + "/test/img:v1", o);
+    CHECK(again->Root().digest == img.manifest_digest);
+    CHECK(proxy.token_requests() == 1);  // the token is cached for the process
+    int storage = 0;
+    for (auto& s : proxy.seen()) {
+      if (s.target.starts_with("/storage/")) {
+        ++storage;
+        CHECK(s.headers.count("authorization") == 0);
+      } else if (s.target.starts_with("/v2/test/")) {
+        CHECK(s.headers["authorization"] == std::string("Bearer ") + Proxy::kToken);
+      }
+    }
+    CHECK(storage == static_cast<int>(img.layers.size()) * 1 + 1);  // layers and the config
+
+    o.creds = "tess:wrong";
+    try {
+      OpenRegistry(proxy.host() + "/test/img:v1", o)->Root();
+      FAIL("no error");
+    } catch (const util::Fatal& e) {
+      CHECK_THAT(e.what(), Catch::StartsWith("unauthorized: the token service") &&
+                               Catch::Contains("user 'tess' from --creds"));
+      CHECK(std::string(e.what()).find("wrong") == std::string::npos);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace imgcheck::image
