@@ -1,0 +1,132 @@
+#include "report/catalog_report.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+namespace imgcheck::report {
+namespace {
+
+catalog::Catalog SmallCatalog() {
+  catalog::Catalog cat;
+  image::Layer l0;
+  l0.index = 0;
+  l0.digest = "sha256:aaa";
+  l0.created_by = "RUN apt-get install libcudnn8";
+  cat.layers = {l0};
+  cat.config.os_release = {{"ID", "ubuntu"}, {"PRETTY_NAME", "Ubuntu 22.04"}};
+  cat.config.env = {{"LD_LIBRARY_PATH", "/usr/local/nvidia/lib"}};
+
+  catalog::Component lib;
+  lib.kind = catalog::ComponentKind::kCudaLibrary;
+  lib.name = "libcudnn";
+  lib.family = "cudnn";
+  lib.version = "8.9.2.26";
+  lib.path = "/usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.2";
+  lib.layer = 0;
+  lib.versions = {{"8.9.2.26", catalog::VersionSource::kDpkg,
+                   "/var/lib/dpkg/info/libcudnn8:amd64.list", 0, "8.9.2.26-1+cuda12.1"},
+                  {"8.9.2", catalog::VersionSource::kFilename, lib.path, 0, ""}};
+  lib.owner = catalog::PackageRef{catalog::PackageManager::kDpkg, "libcudnn8",
+                                  "8.9.2.26-1+cuda12.1", "/var/lib/dpkg/info/libcudnn8:amd64.list", 0};
+  cat.components.push_back(lib);
+
+  catalog::Component gone = lib;
+  gone.name = "libcudnn_adv_infer";
+  gone.path = "/usr/lib/x86_64-linux-gnu/libcudnn_adv_infer.so.8.9.2";
+  gone.deleted = true;
+  gone.owner.reset();
+  cat.components.push_back(gone);
+
+  catalog::Component dist;
+  dist.kind = catalog::ComponentKind::kPythonDist;
+  dist.name = "torch";
+  dist.version = "2.3.0+cu121";
+  dist.versions = {{"2.3.0+cu121", catalog::VersionSource::kPipMetadata, "/site/torch-2.3.0.dist-info/METADATA", 0, ""}};
+  dist.path = "/site/torch-2.3.0.dist-info";
+  dist.layer = 0;
+  dist.requires_dist = {{"nvidia-cudnn-cu12", "==8.9.2.26", "platform_system == \"Linux\"", "raw"}};
+  cat.components.push_back(dist);
+
+  catalog::Component deb;
+  deb.kind = catalog::ComponentKind::kOsPackage;
+  deb.name = "libcudnn8";
+  deb.version = "8.9.2.26";
+  deb.versions = {{"8.9.2.26", catalog::VersionSource::kDpkg, "/var/lib/dpkg/status", 0, "8.9.2.26-1+cuda12.1"}};
+  deb.path = "/var/lib/dpkg/status";
+  deb.layer = 0;
+  deb.held = true;
+  cat.components.push_back(deb);
+  cat.diagnostics.push_back({"/usr/lib/libbad.so", 0, "corrupt ELF: truncated"});
+  return cat;
+}
+
+ImageInfo Info() {
+  ImageInfo i;
+  i.reference = "oci:/tmp/x:latest";
+  i.manifest_digest = "sha256:mmm";
+  return i;
+}
+
+}  // namespace
+
+TEST_CASE("catalog formats come from one table", "[report][catalog]") {
+  CHECK(ParseCatalogFormat("cyclonedx") == CatalogFormat::kCycloneDx);
+  CHECK(ParseCatalogFormat("table") == CatalogFormat::kTable);
+  CHECK_FALSE(ParseCatalogFormat("sarif"));
+  CHECK(CatalogFormats().size() == 3);
+}
+
+TEST_CASE("catalog JSON: name, version, sources, path, layer provenance", "[report][catalog]") {
+  nlohmann::json j = nlohmann::json::parse(RenderCatalogJson(SmallCatalog(), Info()));
+  CHECK(j["image"]["reference"] == "oci:/tmp/x:latest");
+  const auto& c = j["components"][0];
+  CHECK(c["name"] == "libcudnn");
+  CHECK(c["kind"] == "cuda-library");
+  CHECK(c["version"] == "8.9.2.26");
+  CHECK(c["version_source"] == "dpkg");
+  CHECK(c["version_sources"][1]["source"] == "filename");
+  CHECK(c["version_sources"][0]["detail"] == "8.9.2.26-1+cuda12.1");
+  CHECK(c["path"] == "/usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.2");
+  CHECK(c["layer"]["index"] == 0);
+  CHECK(c["layer"]["digest"] == "sha256:aaa");
+  CHECK(c["layer"]["created_by"] == "RUN apt-get install libcudnn8");
+  CHECK(c["owner"]["name"] == "libcudnn8");
+  CHECK(c["managed"] == true);
+  CHECK(j["components"][1]["deleted"] == true);
+  CHECK(j["components"][1]["managed"] == false);
+  CHECK(j["components"][2]["requires_dist"][0]["pinned"] == "8.9.2.26");
+  CHECK(j["components"][3]["held"] == true);
+  CHECK(j["config"]["env"][0] == "LD_LIBRARY_PATH=/usr/local/nvidia/lib");
+  CHECK(j["config"]["ld_so_cache"].is_null());
+  CHECK(j["diagnostics"][0]["path"] == "/usr/lib/libbad.so");
+}
+
+TEST_CASE("catalog CycloneDX 1.5: present components, purls, properties", "[report][catalog]") {
+  nlohmann::json bom = nlohmann::json::parse(RenderCatalogCycloneDx(SmallCatalog(), Info(), "0.1.0"));
+  CHECK(bom["bomFormat"] == "CycloneDX");
+  CHECK(bom["specVersion"] == "1.5");
+  CHECK(bom["metadata"]["component"]["type"] == "container");
+  REQUIRE(bom["components"].size() == 3);  // the deleted library is not in the image
+  const auto& lib = bom["components"][0];
+  CHECK(lib["type"] == "library");
+  CHECK(lib["name"] == "libcudnn");
+  CHECK_FALSE(lib.contains("purl"));
+  bool has_path = false;
+  for (const auto& p : lib["properties"]) {
+    if (p["name"] == "imgcheck:path") has_path = p["value"] == "/usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.2";
+  }
+  CHECK(has_path);
+  CHECK(bom["components"][1]["purl"] == "pkg:pypi/torch@2.3.0%2Bcu121");
+  CHECK(bom["components"][2]["purl"] == "pkg:deb/ubuntu/libcudnn8@8.9.2.26-1%2Bcuda12.1");
+}
+
+TEST_CASE("catalog table: one row per component, provenance marks", "[report][catalog]") {
+  std::string table = RenderCatalogTable(SmallCatalog(), Info());
+  CHECK(table.find("KIND") != std::string::npos);
+  CHECK(table.find("libcudnn_adv_infer.so.8.9.2 (deleted)") != std::string::npos);
+  CHECK(table.find("8.9.2.26") != std::string::npos);
+  CHECK(table.find("warning: /usr/lib/libbad.so (layer 0): corrupt ELF: truncated") != std::string::npos);
+  CHECK(table.find("os: Ubuntu 22.04") != std::string::npos);
+}
+
+}  // namespace imgcheck::report
