@@ -14,6 +14,10 @@ struct Descriptor {
   std::string media_type;
   std::string digest;  ///< "sha256:<hex>"
   int64_t size = -1;   ///< -1 when unknown
+  /// Where a transport without digests keeps the blob (a legacy docker-archive's
+  /// "<id>/layer.tar"); empty elsewhere. A blob with an empty digest is verified only through
+  /// its diff_id.
+  std::string location;
 };
 
 /// Pull-style reading of one blob (libarchive and the decompressors pull).

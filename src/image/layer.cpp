@@ -1,0 +1,258 @@
+#include "image/layer.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <exception>
+#include <system_error>
+
+#include "image/stream.h"
+#include "util/path.h"
+
+namespace imgcheck::image {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr size_t kReadBuffer = 1 << 20;
+constexpr std::string_view kWhiteoutPrefix = ".wh.";
+constexpr std::string_view kOpaqueName = ".wh..wh..opq";
+
+// libarchive is C: an exception must not cross it. The callback parks it here instead.
+struct ReadState {
+  BlobReader* in = nullptr;
+  std::unique_ptr<char[]> buf = std::make_unique<char[]>(kReadBuffer);
+  std::exception_ptr error;
+};
+
+la_ssize_t ReadCallback(struct archive*, void* client, const void** out) {
+  auto* st = static_cast<ReadState*>(client);
+  try {
+    *out = st->buf.get();
+    return static_cast<la_ssize_t>(st->in->Read(st->buf.get(), kReadBuffer));
+  } catch (...) {
+    st->error = std::current_exception();
+    return -1;
+  }
+}
+
+// The normalised absolute path of a tar name. Names that are absolute or climb above the root
+// are clamped inside it, as container runtimes do, and recorded.
+std::string EntryPath(std::string_view raw, int layer, std::vector<util::Diagnostic>& diags) {
+  std::string path = util::NormalizePath(raw);
+  int depth = 0;
+  bool escapes = false;
+  for (const std::string& part : util::Split(raw, '/')) {
+    if (part == "..") {
+      if (depth == 0) escapes = true;
+      else --depth;
+    } else if (!part.empty() && part != ".") {
+      ++depth;
+    }
+  }
+  if (escapes)
+    diags.push_back({path, layer, "tar entry '" + std::string(raw) + "' climbs above the root; read as " + path});
+  else if (!raw.empty() && raw.front() == '/')
+    diags.push_back({path, layer, "tar entry '" + std::string(raw) + "' is absolute; read as " + path});
+  return path;
+}
+
+// Feeds a capturer `n` zero bytes (a hole in a sparse file). False when it wants no more.
+bool FeedZeros(Capturer& c, uint64_t n) {
+  static const std::string kZeros(1 << 16, '\0');
+  while (n > 0) {
+    size_t k = static_cast<size_t>(std::min<uint64_t>(n, kZeros.size()));
+    if (!c.Feed(std::string_view(kZeros).substr(0, k))) return false;
+    n -= k;
+  }
+  return true;
+}
+
+// Reads the current entry's data into `capturer`, sparse holes as zeros.
+void CaptureData(struct archive* a, Capturer& capturer, ReadState& st) {
+  const void* block;
+  size_t len;
+  la_int64_t offset;
+  uint64_t fed = 0;
+  while (true) {
+    int rc = archive_read_data_block(a, &block, &len, &offset);
+    if (rc == ARCHIVE_EOF) return;
+    if (rc < ARCHIVE_WARN) {
+      if (st.error) std::rethrow_exception(st.error);
+      throw util::Fatal(std::string("corrupt tar: ") + archive_error_string(a));
+    }
+    uint64_t at = static_cast<uint64_t>(offset);
+    if (at > fed && !FeedZeros(capturer, at - fed)) return;
+    if (!capturer.Feed(std::string_view(static_cast<const char*>(block), len))) return;
+    fed = at + len;
+  }
+}
+
+std::shared_ptr<const util::SparseFile> Finish(Capturer& c, uint64_t size) {
+  return std::make_shared<const util::SparseFile>(c.Finish(size));
+}
+
+// Turns whiteout names into whiteout entries. False when the entry is to be dropped.
+bool ClassifyWhiteout(LayerEntry& e, int layer, std::vector<util::Diagnostic>& diags) {
+  std::string_view base = util::BaseName(e.path);
+  if (base.substr(0, kWhiteoutPrefix.size()) != kWhiteoutPrefix) return true;
+  std::string dir(util::DirName(e.path));
+  if (base == kOpaqueName) {
+    e.kind = EntryKind::kOpaque;
+    e.path = dir;
+    return true;
+  }
+  // Other ".wh..wh." names are aufs bookkeeping (.wh..wh.plnk), skipped as containerd does.
+  if (base.substr(0, 8) == ".wh..wh.") return false;
+  std::string_view name = base.substr(kWhiteoutPrefix.size());
+  if (name.empty() || name == "." || name == "..") {
+    diags.push_back({e.path, layer, "whiteout names no file; ignored"});
+    return false;
+  }
+  e.kind = EntryKind::kWhiteout;
+  e.path = util::JoinPath(dir, name);
+  return true;
+}
+
+}  // namespace
+
+LayerContents ReadLayer(BlobReader& blob, int layer, const CapturePolicy& capture) {
+  LayerContents out;
+  Decompressor plain(blob);
+  HashingReader tar_stream(plain);
+  ReadState st;
+  st.in = &tar_stream;
+  std::unique_ptr<struct archive, decltype(&archive_read_free)> a(archive_read_new(),
+                                                                  archive_read_free);
+  archive_read_support_format_tar(a.get());
+  archive_read_support_format_gnutar(a.get());
+  if (archive_read_open(a.get(), &st, nullptr, ReadCallback, nullptr) != ARCHIVE_OK) {
+    if (st.error) std::rethrow_exception(st.error);
+    // An empty stream is an empty layer; anything else is not a tar.
+    if (tar_stream.count() != 0) throw util::Fatal(std::string("not a tar stream: ") + archive_error_string(a.get()));
+  } else {
+    std::string last = "(start)";
+    struct archive_entry* ae;
+    while (true) {
+      int rc = archive_read_next_header(a.get(), &ae);
+      if (rc == ARCHIVE_EOF) break;
+      if (rc < ARCHIVE_WARN) {
+        if (st.error) std::rethrow_exception(st.error);
+        throw util::Fatal(std::string("corrupt tar after entry '") + last + "': " + archive_error_string(a.get()));
+      }
+      const char* name = archive_entry_pathname(ae);
+      if (name == nullptr) name = archive_entry_pathname_utf8(ae);
+      if (name == nullptr) {
+        out.diagnostics.push_back({"", layer, "tar entry after '" + last + "' has an unreadable name; skipped"});
+        continue;
+      }
+      last = name;
+      LayerEntry e;
+      e.path = EntryPath(name, layer, out.diagnostics);
+      e.mode = archive_entry_perm(ae);
+      const char* hardlink = archive_entry_hardlink(ae);
+      if (hardlink != nullptr) {
+        e.kind = EntryKind::kHardlink;
+        e.link_target = EntryPath(hardlink, layer, out.diagnostics);
+      } else {
+        switch (archive_entry_filetype(ae)) {
+          case AE_IFREG: e.kind = EntryKind::kFile; break;
+          case AE_IFDIR: e.kind = EntryKind::kDirectory; break;
+          case AE_IFLNK:
+            e.kind = EntryKind::kSymlink;
+            if (const char* t = archive_entry_symlink(ae); t != nullptr) e.link_target = t;
+            else if (const char* u = archive_entry_symlink_utf8(ae); u != nullptr) e.link_target = u;
+            break;
+          case AE_IFCHR: e.kind = EntryKind::kCharDevice; break;
+          case AE_IFBLK: e.kind = EntryKind::kBlockDevice; break;
+          case AE_IFIFO: e.kind = EntryKind::kFifo; break;
+          default:
+            out.diagnostics.push_back({e.path, layer, "tar entry of unsupported type (socket?); skipped"});
+            continue;
+        }
+      }
+      if (!ClassifyWhiteout(e, layer, out.diagnostics)) continue;
+      if (e.kind == EntryKind::kFile) {
+        e.size = static_cast<uint64_t>(std::max<la_int64_t>(0, archive_entry_size(ae)));
+        if (capture) {
+          if (std::unique_ptr<Capturer> c = capture(e.path, e.size)) {
+            CaptureData(a.get(), *c, st);
+            e.content = Finish(*c, e.size);
+          }
+        }
+      }
+      out.entries.push_back(std::move(e));
+    }
+  }
+  out.diff_id = tar_stream.Finish();  // the tar's end padding counts too
+  out.size = tar_stream.count();
+  return out;
+}
+
+LayerContents ReadDirectory(const fs::path& root, const CapturePolicy& capture) {
+  LayerContents out;
+  std::error_code ec;
+  fs::file_status root_status = fs::status(root, ec);
+  if (ec || !fs::is_directory(root_status))
+    throw util::Fatal("dir:" + root.string() + ": not a directory");
+  out.entries.push_back({"/", EntryKind::kDirectory, static_cast<uint32_t>(root_status.permissions()) & 07777, 0, "", nullptr});
+  auto buf = std::make_unique<char[]>(kReadBuffer);
+  fs::recursive_directory_iterator it(root, fs::directory_options::none, ec), end;
+  if (ec) throw util::Fatal("dir:" + root.string() + ": " + ec.message());
+  for (; it != end; it.increment(ec)) {
+    if (ec) {
+      out.diagnostics.push_back({"", 0, "cannot list a directory: " + ec.message()});
+      break;
+    }
+    const fs::path& host = it->path();
+    LayerEntry e;
+    e.path = util::NormalizePath(fs::relative(host, root, ec).generic_string());
+    fs::file_status s = fs::symlink_status(host, ec);
+    if (ec) {
+      out.diagnostics.push_back({e.path, 0, "cannot stat: " + ec.message()});
+      continue;
+    }
+    e.mode = static_cast<uint32_t>(s.permissions()) & 07777;
+    switch (s.type()) {
+      case fs::file_type::directory: e.kind = EntryKind::kDirectory; break;
+      case fs::file_type::symlink:
+        e.kind = EntryKind::kSymlink;
+        e.link_target = fs::read_symlink(host, ec).string();
+        break;
+      case fs::file_type::character: e.kind = EntryKind::kCharDevice; break;
+      case fs::file_type::block: e.kind = EntryKind::kBlockDevice; break;
+      case fs::file_type::fifo: e.kind = EntryKind::kFifo; break;
+      case fs::file_type::regular: e.kind = EntryKind::kFile; break;
+      default:
+        out.diagnostics.push_back({e.path, 0, "unsupported file type (socket?); skipped"});
+        continue;
+    }
+    if (e.kind == EntryKind::kFile) {
+      e.size = fs::file_size(host, ec);
+      out.size += e.size;
+      std::unique_ptr<Capturer> c = capture ? capture(e.path, e.size) : nullptr;
+      if (c) {
+        // O_NOFOLLOW: the path was a regular file a moment ago; never follow a swapped-in link.
+        int fd = open(host.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+          out.diagnostics.push_back({e.path, 0, std::string("cannot read: ") + std::strerror(errno)});
+        } else {
+          ssize_t n;
+          while ((n = read(fd, buf.get(), kReadBuffer)) > 0)
+            if (!c->Feed(std::string_view(buf.get(), static_cast<size_t>(n)))) break;
+          if (n < 0) out.diagnostics.push_back({e.path, 0, std::string("read error: ") + std::strerror(errno)});
+          close(fd);
+          e.content = Finish(*c, e.size);
+        }
+      }
+    }
+    out.entries.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace imgcheck::image

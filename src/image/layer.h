@@ -1,0 +1,55 @@
+// One layer read on its own, before merging: what its tar says, entry by entry.
+// Reading is independent per layer (so layers can be read on threads and their results cached);
+// only Merge() (merge.h) depends on the layers below.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "image/capture.h"
+#include "image/source.h"
+#include "image/tree.h"
+#include "util/error.h"
+#include "util/sparse_file.h"
+
+namespace imgcheck::image {
+
+enum class EntryKind : uint8_t {
+  kFile, kDirectory, kSymlink, kHardlink, kCharDevice, kBlockDevice, kFifo,
+  kWhiteout,  ///< `.wh.NAME`: `path` is the path it deletes
+  kOpaque,    ///< `.wh..wh..opq`: `path` is the directory made opaque
+};
+
+struct LayerEntry {
+  std::string path;          ///< absolute, normalised (".." clamped at "/")
+  EntryKind kind = EntryKind::kFile;
+  uint32_t mode = 0;         ///< permission bits
+  uint64_t size = 0;         ///< regular files
+  std::string link_target;   ///< symlink: as stored; hard link: the normalised linked path
+  std::shared_ptr<const util::SparseFile> content;  ///< what the capture policy kept, if any
+};
+
+/// A layer's entries in tar order, with the problems found reading them.
+struct LayerContents {
+  std::vector<LayerEntry> entries;
+  std::vector<util::Diagnostic> diagnostics;
+  uint64_t compressed_size = 0;  ///< stored bytes read
+  uint64_t size = 0;             ///< uncompressed bytes
+  std::string digest;            ///< "sha256:..." of the stored bytes as read
+  std::string diff_id;           ///< "sha256:..." of the uncompressed tar as read
+};
+
+/// Reads one layer blob (gzip, zstd or plain tar, detected by magic bytes) from `blob`, hashing
+/// both the stored and the uncompressed stream. The caller compares digest/diff_id with what
+/// the manifest and config promise. `layer` is the index diagnostics carry. Throws util::Fatal
+/// (message without location; the caller adds it) on corrupt compression or a corrupt tar.
+LayerContents ReadLayer(BlobReader& blob, int layer, const CapturePolicy& capture);
+
+/// An unpacked root file system on the host as a single layer (the dir: transport). Symlinks
+/// are recorded, never followed; nothing outside `root` is read.
+LayerContents ReadDirectory(const std::filesystem::path& root, const CapturePolicy& capture);
+
+}  // namespace imgcheck::image

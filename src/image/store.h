@@ -1,0 +1,33 @@
+// The files of an OCI layout or of an image tarball, by relative name, read in place: a
+// directory on disk, or the members of a tar read straight from the archive (never extracted).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "image/source.h"
+
+namespace imgcheck::image {
+
+class FileStore {
+ public:
+  virtual ~FileStore() = default;
+  /// True when the file exists.
+  virtual bool Has(const std::string& name) = 0;
+  /// The whole file, at most `limit` bytes; util::Fatal when missing or larger.
+  virtual std::string Read(const std::string& name, uint64_t limit) = 0;
+  /// The file's bytes, pulled. util::Fatal when missing.
+  virtual std::unique_ptr<BlobReader> Open(const std::string& name) = 0;
+  /// "the layout /x", "the archive /x.tar": for messages.
+  virtual std::string Describe() const = 0;
+};
+
+/// Files under directory `root`. Names that would leave `root` are refused.
+std::unique_ptr<FileStore> OpenDirStore(const std::filesystem::path& root);
+/// Members of the tar file `path` (optionally gzip- or zstd-compressed). Member symlinks and
+/// hard links (docker save writes them for repeated layers) are followed within the archive.
+std::unique_ptr<FileStore> OpenTarStore(const std::filesystem::path& path);
+
+}  // namespace imgcheck::image

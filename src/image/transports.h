@@ -1,0 +1,30 @@
+// The image transports a user can name, by skopeo's names: the one table that the loader,
+// --help and error messages all read.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "image/image.h"
+
+namespace imgcheck::image {
+
+struct Transport {
+  std::string_view name;     ///< "oci"
+  std::string_view syntax;   ///< "oci:PATH[:REF]"
+  std::string_view summary;  ///< one line for help
+  /// Reads the image `rest` names (the reference after "name:"), fully verified and merged.
+  Image (*load)(std::string_view rest, const LoadOptions& options);
+};
+
+const std::vector<Transport>& Transports();
+
+/// The transport a reference names and the rest of it. A reference without a known
+/// "transport:" prefix is a registry reference ("docker"); "docker://x" gives "x".
+std::pair<const Transport*, std::string> SplitReference(std::string_view reference);
+
+/// "oci:PATH[:REF], oci-archive:PATH[:REF], ...": for help and errors.
+std::string TransportSyntaxList();
+
+}  // namespace imgcheck::image
