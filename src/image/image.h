@@ -47,6 +47,16 @@ struct LoadOptions {
   std::string platform = "linux/amd64";  ///< os/arch[/variant], for indexes
   CapturePolicy capture;                 ///< what to keep of file contents; may be empty
   RegistryOptions registry;              ///< for registry references
+  // Speed (read_layers.h, layer_cache.h). The defaults suit a library caller: one thread, no
+  // cache on disk, nothing on stderr; the command line asks for more.
+  int jobs = 1;                          ///< layers read at once
+  bool use_cache = false;                ///< read and store layer readings in the layer cache
+  std::string cache_dir;                 ///< the cache's directory; empty: DefaultCacheDir()
+  uint64_t cache_max_bytes = uint64_t{1} << 30;  ///< bound of the cache; LRU entries pruned
+  /// Identity of `capture` (part of each cache key): change it whenever what the policy keeps
+  /// changes. With a capture policy but no identity, the cache is not used.
+  std::string capture_id;
+  bool progress = false;                 ///< progress line on stderr when it is a terminal
 };
 
 /// Reads, verifies and merges an image named like skopeo does ("oci:PATH[:REF]", "dir:PATH", ...).

@@ -1,0 +1,78 @@
+// The per-layer cache: what reading a layer produced (its entries and the captured parts of its
+// files), kept on disk under a key naming everything that reading depends on, so that a layer
+// seen before, in this image or any other, is never decompressed again.
+//
+// Layout: <dir>/layers/<key>, one file per layer reading. An entry is never trusted blindly: it
+// carries a SHA-256 of its payload and the digests it was stored for, is parsed bounds-checked,
+// and is discarded (deleted, then rebuilt by the caller) when anything does not match. Writers
+// go through a temporary file and rename(2), so concurrent imgcheck processes see whole entries
+// or none. The directory is bounded by size: Prune() removes the least recently used entries
+// (by mtime; a hit touches its entry).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "image/layer.h"
+
+namespace imgcheck::image {
+
+/// Bumped whenever ReadLayer, LayerContents or the entry encoding change what an entry means;
+/// it is part of every key, so older entries simply stop matching (and age out).
+inline constexpr uint32_t kLayerCacheVersion = 1;
+/// Default bound of <dir>/layers. Entries hold only captured parts: a CUDA layer of gigabytes
+/// makes an entry of a few megabytes, so this keeps hundreds of layers.
+inline constexpr uint64_t kDefaultCacheMaxBytes = uint64_t{1} << 30;
+
+/// $XDG_CACHE_HOME/imgcheck, else $HOME/.cache/imgcheck (relative values are ignored, as the XDG
+/// base directory spec says); empty when neither is usable.
+std::filesystem::path DefaultCacheDir();
+
+/// What a layer's reading depends on, like Trivy's cache key.
+struct LayerKey {
+  std::string digest;      ///< the blob digest the manifest names
+  std::string diff_id;     ///< the diff_id the config names for it
+  std::string capture_id;  ///< identity of the capture policy (changes when what it keeps does)
+  /// Hex SHA-256 over kLayerCacheVersion and the fields above: the entry's file name.
+  std::string Hex() const;
+};
+
+/// The entry encoding: header (magic, version, payload length, SHA-256 of the payload), then the
+/// payload (digests, sizes, diagnostics, entries with their captured extents), little-endian.
+/// Diagnostics that named the layer are stored without its index.
+std::string SerializeLayer(const LayerContents& contents, int layer);
+/// Parses SerializeLayer's output, giving diagnostics the index `layer`. Nullopt when anything
+/// is off: magic, version, length, checksum, a field past the end, a bad enum, trailing bytes.
+std::optional<LayerContents> ParseLayer(std::string_view bytes, int layer);
+
+class LayerCache {
+ public:
+  /// Uses (and creates, mode 0700) `dir`/layers. A directory that cannot be created leaves
+  /// the cache disabled: lookups miss and stores do nothing (the cache only saves time).
+  explicit LayerCache(const std::filesystem::path& dir, uint64_t max_bytes = kDefaultCacheMaxBytes);
+
+  bool enabled() const { return enabled_; }
+  const std::filesystem::path& dir() const { return dir_; }
+  std::filesystem::path EntryPath(const LayerKey& key) const { return dir_ / key.Hex(); }
+
+  /// The stored reading for `key`, with its diagnostics given index `layer`; a hit refreshes
+  /// the entry's mtime. A corrupt or mismatching entry is deleted and reported as a miss.
+  /// Thread-safe.
+  std::optional<LayerContents> Lookup(const LayerKey& key, int layer) const;
+  /// Stores a verified reading (its digest and diff_id must be the key's). Written to a
+  /// temporary file, fsync'ed and renamed into place; failures are ignored. Thread-safe.
+  void Store(const LayerKey& key, const LayerContents& contents, int layer) const;
+  /// Deletes least recently used entries until the entries total at most max_bytes, and
+  /// temporary files abandoned by crashed writers. Returns the bytes freed.
+  uint64_t Prune() const;
+
+ private:
+  std::filesystem::path dir_;
+  uint64_t max_bytes_;
+  bool enabled_ = false;
+};
+
+}  // namespace imgcheck::image

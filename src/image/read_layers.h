@@ -1,0 +1,54 @@
+// Reads an image's layers in parallel, through the layer cache, and hands them over in order.
+// Reading a layer (decompressing, hashing, capturing) is independent per layer; merging is not,
+// so layers are read on worker threads and merged on the calling thread, bottom first.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "image/image.h"
+#include "image/layer.h"
+#include "image/layer_cache.h"
+#include "image/source.h"
+
+namespace imgcheck::image {
+
+/// One layer to read.
+struct LayerJob {
+  int index = 0;             ///< the layer's index in the image (diagnostics carry it)
+  LayerKey key;              ///< its cache key; an empty digest means "never cached"
+  uint64_t stored_size = 0;  ///< the blob's size, for the progress line; 0 when unknown
+};
+
+struct ReadLayersOptions {
+  int jobs = 1;                       ///< layers read at once; 1 reads on the calling thread
+  const LayerCache* cache = nullptr;  ///< null: no cache
+  bool progress = false;              ///< a progress line on stderr, when it is a terminal
+};
+
+/// The layer cache `options` ask for: use_cache, in cache_dir (else DefaultCacheDir()), bounded
+/// by cache_max_bytes. Null when off, when there is no directory, or when there is a capture
+/// policy without a capture_id (its entries could not be told apart from another policy's).
+std::unique_ptr<LayerCache> OpenLayerCache(const LoadOptions& options);
+
+/// The parallelism, cache and progress settings of `options`, with `cache` (may be null).
+ReadLayersOptions SpeedOptions(const LoadOptions& options, const LayerCache* cache);
+
+/// Wraps a layer's opened blob so that its bytes show in the progress line, and so that its
+/// reading stops (util::Fatal) once a lower layer has failed and the result is not wanted.
+using TrackBlob = std::function<std::unique_ptr<BlobReader>(std::unique_ptr<BlobReader>)>;
+
+/// For each job: the cached reading when there is one, else `read(job, track)`, which opens the
+/// blob through `track`, reads and fully verifies it (only what it returns is cached, so it
+/// must have the key's digest and diff_id); then `merge(job, contents)`, on the calling thread,
+/// in job order. Up to `jobs` threads read; at most `jobs` layers are read or waiting to be
+/// merged at any time, so memory stays bounded whatever the number of layers. `read` runs on
+/// worker threads and must be thread-safe. The first failure in job order is rethrown once
+/// every thread has stopped.
+void ReadLayers(const std::vector<LayerJob>& jobs, const ReadLayersOptions& options,
+                const std::function<LayerContents(const LayerJob&, const TrackBlob&)>& read,
+                const std::function<void(const LayerJob&, LayerContents&)>& merge);
+
+}  // namespace imgcheck::image

@@ -1,0 +1,230 @@
+#include "image/read_layers.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "image/progress.h"
+#include "support.h"
+#include "util/error.h"
+
+namespace imgcheck::image {
+namespace {
+
+using testing::TempDir;
+
+// A blob of `n` bytes, read in small chunks.
+class FakeBlob : public BlobReader {
+ public:
+  explicit FakeBlob(size_t n) : left_(n) {}
+  size_t Read(char* buf, size_t n) override {
+    size_t k = std::min({n, left_, size_t{1000}});
+    std::memset(buf, 'x', k);
+    left_ -= k;
+    return k;
+  }
+
+ private:
+  size_t left_;
+};
+
+std::string Hex(int i, char fill) {
+  std::string h(64, fill);
+  std::string n = std::to_string(i);
+  return h.replace(0, n.size(), n);
+}
+
+std::vector<LayerJob> Jobs(int n) {
+  std::vector<LayerJob> jobs;
+  for (int i = 0; i < n; ++i)
+    jobs.push_back({i, {"sha256:" + Hex(i, 'a'), "sha256:" + Hex(i, 'b'), "test"}, 10000});
+  return jobs;
+}
+
+// A reading of job `j` that says which job it was, after some milliseconds of "work".
+LayerContents Reading(const LayerJob& j, const TrackBlob& track, int work_ms) {
+  std::unique_ptr<BlobReader> blob = track(std::make_unique<FakeBlob>(j.stored_size));
+  char buf[4096];
+  while (blob->Read(buf, sizeof buf) > 0) {
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(work_ms));
+  LayerContents c;
+  c.digest = j.key.digest;
+  c.diff_id = j.key.diff_id;
+  LayerEntry e;
+  e.path = "/layer" + std::to_string(j.index);
+  c.entries.push_back(e);
+  c.diagnostics.push_back({e.path, j.index, "read"});
+  return c;
+}
+
+TEST_CASE("layers are read in parallel, at most `jobs` at once, and merged in order", "[read_layers]") {
+  for (int jobs : {1, 2, 3, 8}) {
+    INFO("jobs " << jobs);
+    std::mutex mu;
+    int in_flight = 0, max_in_flight = 0;  // read or waiting to be merged
+    std::vector<int> merged;
+    ReadLayersOptions o;
+    o.jobs = jobs;
+    ReadLayers(
+        Jobs(7), o,
+        [&](const LayerJob& j, const TrackBlob& track) {
+          {
+            std::lock_guard lock(mu);
+            max_in_flight = std::max(max_in_flight, ++in_flight);
+          }
+          // Lower layers are slower, so that later ones finish first and must wait.
+          return Reading(j, track, (7 - j.index) * 3);
+        },
+        [&](const LayerJob& j, LayerContents& c) {
+          std::lock_guard lock(mu);
+          --in_flight;
+          REQUIRE(c.entries.size() == 1);
+          CHECK(c.entries[0].path == "/layer" + std::to_string(j.index));
+          merged.push_back(j.index);
+        });
+    CHECK(merged == std::vector<int>{0, 1, 2, 3, 4, 5, 6});
+    CHECK(max_in_flight <= jobs);
+    if (jobs > 1) CHECK(max_in_flight > 1);
+  }
+}
+
+TEST_CASE("the lowest failing layer is the one reported, and the rest stop", "[read_layers]") {
+  for (int jobs : {1, 2, 4}) {
+    INFO("jobs " << jobs);
+    std::atomic<int> reads{0};
+    std::vector<int> merged;
+    ReadLayersOptions o;
+    o.jobs = jobs;
+    try {
+      ReadLayers(
+          Jobs(20), o,
+          [&](const LayerJob& j, const TrackBlob& track) -> LayerContents {
+            ++reads;
+            // Layer 3 fails late, layer 4 at once: 3 must still be the one reported.
+            if (j.index == 3) {
+              std::this_thread::sleep_for(std::chrono::milliseconds(30));
+              throw util::Fatal("layer 3 is corrupt");
+            }
+            if (j.index == 4) throw util::Fatal("layer 4 is corrupt");
+            return Reading(j, track, 0);
+          },
+          [&](const LayerJob& j, LayerContents&) { merged.push_back(j.index); });
+      FAIL("no exception");
+    } catch (const util::Fatal& e) {
+      CHECK(std::string(e.what()) == "layer 3 is corrupt");
+    }
+    CHECK(merged == std::vector<int>{0, 1, 2});
+    CHECK(reads.load() <= 3 + 1 + jobs);  // layers above the failure are not all read
+  }
+}
+
+TEST_CASE("a failure while merging stops the readers", "[read_layers]") {
+  ReadLayersOptions o;
+  o.jobs = 2;
+  CHECK_THROWS_WITH(ReadLayers(
+                        Jobs(10), o, [&](const LayerJob& j, const TrackBlob& track) { return Reading(j, track, 1); },
+                        [&](const LayerJob& j, LayerContents&) {
+                          if (j.index == 1) throw util::Fatal("merge failed");
+                        }),
+                    "merge failed");
+}
+
+TEST_CASE("cached layers are not read again; uncacheable ones always are", "[read_layers]") {
+  TempDir tmp;
+  LayerCache cache(tmp.path());
+  ReadLayersOptions o;
+  o.jobs = 2;
+  o.cache = &cache;
+  std::vector<LayerJob> jobs = Jobs(4);
+  jobs[2].key.digest.clear();  // e.g. a legacy docker-archive layer without a digest
+  std::atomic<int> reads{0};
+  auto read = [&](const LayerJob& j, const TrackBlob& track) {
+    ++reads;
+    return Reading(j, track, 0);
+  };
+  std::vector<std::string> first, second;
+  ReadLayers(jobs, o, read, [&](const LayerJob&, LayerContents& c) { first.push_back(c.entries[0].path); });
+  CHECK(reads == 4);
+  ReadLayers(jobs, o, read, [&](const LayerJob& j, LayerContents& c) {
+    second.push_back(c.entries[0].path);
+    CHECK(c.diagnostics.at(0).layer == j.index);
+  });
+  CHECK(reads == 5);
+  CHECK(first == second);
+}
+
+std::string ReadAll(int fd) {
+  std::string out;
+  lseek(fd, 0, SEEK_SET);
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  return out;
+}
+
+TEST_CASE("the progress line shows layers, bytes and rate, and is cleared", "[progress]") {
+  TempDir tmp;
+  int fd = open((tmp / "err").c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+  REQUIRE(fd >= 0);
+  CHECK_FALSE(Progress::ShouldShow(true, fd));  // a file is not a terminal
+  CHECK_FALSE(Progress::ShouldShow(false, fd));
+  {
+    Progress p(true, fd, 3, 3'000'000);
+    p.StartLayer(0);
+    p.StartLayer(1);
+    p.Advance(1'500'000);
+    CHECK(p.Line().find("imgcheck: layers 0/3 done, reading 0 1 | 1.5 MB / 3.0 MB") == 0);
+    p.FinishLayer(0);
+    p.FinishLayer(2, 1'000'000);  // a cache hit: its bytes count as done
+    CHECK(p.Line().find("layers 2/3 done, reading 1 | 2.5 MB / 3.0 MB") != std::string::npos);
+  }
+  std::string out = ReadAll(fd);
+  CHECK(out.find("\x1b[Kimgcheck: layers 0/3 done, reading 0") != std::string::npos);
+  CHECK(out.find('\n') == std::string::npos);  // one line, rewritten in place
+  CHECK(out.size() >= 4);
+  CHECK(out.substr(out.size() - 4) == "\r\x1b[K");  // and cleared at the end
+  close(fd);
+}
+
+TEST_CASE("a disabled progress display writes nothing", "[progress]") {
+  TempDir tmp;
+  int fd = open((tmp / "err").c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+  REQUIRE(fd >= 0);
+  {
+    Progress p(false, fd, 2, 100);
+    p.StartLayer(0);
+    p.Advance(50);
+    p.FinishLayer(0);
+    p.Clear();
+  }
+  CHECK(ReadAll(fd).empty());
+  close(fd);
+}
+
+TEST_CASE("progress is safe to update from many threads", "[progress]") {
+  TempDir tmp;
+  int fd = open((tmp / "err").c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+  REQUIRE(fd >= 0);
+  Progress p(true, fd, 4, 4'000'000);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&p, t] {
+      p.StartLayer(t);
+      for (int i = 0; i < 1000; ++i) p.Advance(1000);
+      p.FinishLayer(t);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  CHECK(p.Line().find("layers 4/4 done | 4.0 MB / 4.0 MB") != std::string::npos);
+  close(fd);
+}
+
+}  // namespace
+}  // namespace imgcheck::image
