@@ -113,6 +113,8 @@ HttpExchange::HttpExchange(const HttpRequest& request, const TlsOptions& tls)
   curl_easy_setopt(e, CURLOPT_URL, request.url.c_str());
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, s_->headers);
+  // One connection per exchange, paused at will: HTTP/2's multiplexing would buy nothing.
+  curl_easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
   curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);  // the caller decides where credentials go
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, kConnectTimeoutS);

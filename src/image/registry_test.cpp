@@ -170,13 +170,16 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
-// An environment where only the test's own auth files exist.
+// An environment where only the test's own auth files exist, and 127.0.0.1 is reached directly.
 struct IsolatedAuth {
   TempDir home;
   ScopedEnv h{"HOME", home.path().string()};
   ScopedEnv a{"REGISTRY_AUTH_FILE", std::nullopt};
   ScopedEnv x{"XDG_RUNTIME_DIR", std::nullopt};
   ScopedEnv d{"DOCKER_CONFIG", std::nullopt};
+  ScopedEnv p1{"http_proxy", std::nullopt}, p2{"https_proxy", std::nullopt};
+  ScopedEnv p3{"HTTPS_PROXY", std::nullopt}, p4{"all_proxy", std::nullopt};
+  ScopedEnv p5{"ALL_PROXY", std::nullopt};
 };
 
 TEST_CASE("credentials come from --creds, auth files and credential helpers", "[registry]") {
