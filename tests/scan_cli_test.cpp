@@ -1,0 +1,596 @@
+// Black-box tests of `imgcheck scan` and `imgcheck rules`: images generated from recipes (tiny
+// shared objects with real SONAMEs, pip dist-info, framework build files), scanned by the
+// built binary. Each rule has a scenario that fires it and its nearest innocent neighbour.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "elf/elf_builder.h"
+#include "image_writer.h"
+#include "support.h"
+
+namespace fs = std::filesystem;
+using namespace imgcheck::testing;
+
+namespace {
+
+const std::string kSite = "usr/local/lib/python3.10/dist-packages/";
+
+const fs::path& Cache() {
+  static TempDir dir;
+  return dir.path();
+}
+
+// A shared object with `soname` that links the fixtures named in `needed` (by soname), compiled
+// once per distinct spec.
+fs::path So(const std::string& soname, const std::vector<std::string>& needed = {},
+            const std::string& runpath = "", const std::string& source = "",
+            const std::string& version_script = "") {
+  static std::map<std::string, fs::path> done;
+  std::string key = soname + "|" + runpath + "|" + source + "|" + version_script;
+  for (const auto& n : needed) key += "|" + n;
+  if (auto it = done.find(key); it != done.end()) return it->second;
+  SharedObject so;
+  so.soname = soname;
+  so.runpath = runpath;
+  so.version_script = version_script;
+  if (!source.empty()) so.source = source;
+  for (const auto& n : needed) so.needed.push_back(So(n).string());
+  fs::path out = Cache() / std::to_string(done.size()) / soname;
+  Compile(so, out);
+  return done[key] = out;
+}
+
+// `dir/file` from `so`, plus the soname link `dir/soname -> file` when they differ.
+void AddLib(std::vector<Entry>& e, const std::string& dir, const std::string& file, const fs::path& so,
+            const std::string& soname) {
+  e.push_back(FileFrom(dir + "/" + file, so));
+  if (file != soname) e.push_back(Symlink(dir + "/" + soname, file));
+}
+
+// A pip distribution owning `files` (paths relative to site-packages).
+void AddDist(std::vector<Entry>& e, const std::string& name, const std::string& version,
+             const std::vector<std::string>& requires_dist, const std::vector<std::string>& files) {
+  std::string dist = name;
+  std::replace(dist.begin(), dist.end(), '-', '_');
+  std::string dir = dist + "-" + version + ".dist-info";
+  std::string metadata = "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n";
+  for (const auto& r : requires_dist) metadata += "Requires-Dist: " + r + "\n";
+  std::string record;
+  for (const auto& f : files) record += f + ",,\n";
+  record += dir + "/METADATA,,\n" + dir + "/RECORD,,\n";
+  e.push_back(File(kSite + dir + "/METADATA", metadata));
+  e.push_back(File(kSite + dir + "/RECORD", record));
+}
+
+struct TorchStack {
+  std::string torch = "2.3.0", cuda = "12.1";
+  std::string cudnn_pkg = "nvidia-cudnn-cu12", cudnn = "8.9.2.26";
+  std::string cudart = "12.1.105";
+  bool pin = true;
+};
+
+const std::vector<std::string> kCudnn8Subs = {"libcudnn_ops_infer", "libcudnn_ops_train", "libcudnn_cnn_infer",
+                                              "libcudnn_cnn_train", "libcudnn_adv_infer", "libcudnn_adv_train"};
+const std::vector<std::string> kCudnn9Subs = {"libcudnn_graph",     "libcudnn_engines_precompiled",
+                                              "libcudnn_engines_runtime_compiled", "libcudnn_heuristic",
+                                              "libcudnn_ops",       "libcudnn_cnn", "libcudnn_adv"};
+
+// PyTorch as its wheels lay it out: torch/lib/libtorch_cuda.so with a RUNPATH into the nvidia-*
+// wheels, which pin cuDNN and the CUDA runtime.
+LayerRecipe TorchLayer(const TorchStack& s) {
+  std::vector<Entry> e;
+  int major = std::stoi(s.cudnn.substr(0, s.cudnn.find('.')));
+  std::string shim = "libcudnn.so." + std::to_string(major);
+  e.push_back(File(kSite + "torch/version.py", "__version__ = '" + s.torch + "+cu" + s.cuda.substr(0, 2) +
+                                                   s.cuda.substr(3) + "'\ndebug = False\ncuda = '" + s.cuda +
+                                                   "'\ngit_version = '0000'\nhip = None\n"));
+  e.push_back(FileFrom(kSite + "torch/lib/libtorch_cuda.so",
+                       So("libtorch_cuda.so", {shim, "libcudart.so.12"},
+                          "$ORIGIN/../../nvidia/cudnn/lib:$ORIGIN/../../nvidia/cuda_runtime/lib")));
+  std::vector<std::string> requires_dist;
+  if (s.pin) requires_dist = {s.cudnn_pkg + "==" + s.cudnn, "nvidia-cuda-runtime-cu12==" + s.cudart};
+  AddDist(e, "torch", s.torch, requires_dist, {"torch/version.py", "torch/lib/libtorch_cuda.so"});
+  std::vector<std::string> cudnn_files = {"nvidia/cudnn/lib/" + shim};
+  e.push_back(FileFrom(kSite + "nvidia/cudnn/lib/" + shim, So(shim, {}, "$ORIGIN")));
+  for (const auto& sub : major == 8 ? kCudnn8Subs : kCudnn9Subs) {
+    std::string name = sub + ".so." + std::to_string(major);
+    e.push_back(FileFrom(kSite + "nvidia/cudnn/lib/" + name, So(name)));
+    cudnn_files.push_back("nvidia/cudnn/lib/" + name);
+  }
+  AddDist(e, s.cudnn_pkg, s.cudnn, {}, cudnn_files);
+  e.push_back(FileFrom(kSite + "nvidia/cuda_runtime/lib/libcudart.so.12", So("libcudart.so.12")));
+  AddDist(e, "nvidia-cuda-runtime-cu12", s.cudart, {}, {"nvidia/cuda_runtime/lib/libcudart.so.12"});
+  return {e, Compression::kGzip, "RUN pip install torch==" + s.torch};
+}
+
+LayerRecipe Layer(std::vector<Entry> e, std::string created_by) {
+  return {std::move(e), Compression::kGzip, std::move(created_by)};
+}
+
+struct Result {
+  int status = -1;
+  nlohmann::json json;
+  std::string output;
+
+  std::vector<nlohmann::json> Of(const std::string& rule) const {
+    std::vector<nlohmann::json> out;
+    if (json.is_object())
+      for (const auto& f : json["findings"])
+        if (f["rule"] == rule) out.push_back(f);
+    return out;
+  }
+  size_t Count(const std::string& rule) const { return Of(rule).size(); }
+  size_t Serious() const {
+    size_t n = 0;
+    if (json.is_object())
+      for (const auto& f : json["findings"]) n += f["severity"] != "info";
+    return n;
+  }
+};
+
+std::string Imgcheck() { return (BinaryDir() / "imgcheck").string(); }
+
+Result Scan(const ImageRecipe& recipe, const std::string& args = "") {
+  TempDir dir;
+  WriteOciLayout(dir / "layout", recipe);
+  fs::path out = dir / "report.json";
+  CommandResult r = Run("cd '" + dir.path().string() + "' && '" + Imgcheck() + "' scan oci:" +
+                        (dir / "layout").string() + ":latest --format json --output '" + out.string() + "' " + args);
+  Result res;
+  res.status = r.status;
+  res.output = r.output;
+  if (fs::exists(out)) res.json = nlohmann::json::parse(ReadFile(out), nullptr, false);
+  INFO(r.output);
+  INFO(res.json.dump(2));
+  return res;
+}
+
+std::string Messages(const Result& r) {
+  std::string all;
+  if (r.json.is_object())
+    for (const auto& f : r.json["findings"]) all += f["rule"].get<std::string>() + ": " + f["message"].get<std::string>() + "\n";
+  return all + r.output;
+}
+
+ImageRecipe Base(std::vector<std::string> env = {}) {
+  ImageRecipe r;
+  r.env = {"PATH=/usr/local/bin:/usr/bin:/bin"};
+  r.env.insert(r.env.end(), env.begin(), env.end());
+  return r;
+}
+
+// TensorFlow 1.2 (tested with cuDNN 5.1) whose extension needs libcudnn.so.5; the system has
+// cuDNN 5.1.10 and, with `stale`, a cuDNN 5.0.5 that LD_LIBRARY_PATH puts first.
+ImageRecipe Seed(bool stale) {
+  ImageRecipe r = Base(stale ? std::vector<std::string>{"LD_LIBRARY_PATH=/usr/local/cudnn-5.0/lib64"}
+                             : std::vector<std::string>{});
+  std::vector<Entry> sys;
+  AddLib(sys, "usr/lib64", "libcudnn.so.5.1.10", So("libcudnn.so.5"), "libcudnn.so.5");
+  r.layers.push_back(Layer(sys, "COPY cudnn-5.1 /usr/lib64"));
+  if (stale) {
+    std::vector<Entry> old;
+    AddLib(old, "usr/local/cudnn-5.0/lib64", "libcudnn.so.5.0.5", So("libcudnn.so.5"), "libcudnn.so.5");
+    r.layers.push_back(Layer(old, "COPY cudnn-5.0 /usr/local/cudnn-5.0"));
+  }
+  std::vector<Entry> tf;
+  tf.push_back(File(kSite + "tensorflow/python/platform/build_info.py",
+                    "# Generated by the TensorFlow build\nis_cuda_build = True\ncuda_version_number = '8.0'\n"
+                    "cudnn_version_number = '5'\n"));
+  tf.push_back(FileFrom(kSite + "tensorflow/python/_pywrap_tensorflow_internal.so",
+                        So("_pywrap_tensorflow_internal.so", {"libcudnn.so.5"})));
+  AddDist(tf, "tensorflow-gpu", "1.2.0", {},
+          {"tensorflow/python/platform/build_info.py", "tensorflow/python/_pywrap_tensorflow_internal.so"});
+  r.layers.push_back(Layer(tf, "RUN pip install tensorflow-gpu==1.2.0"));
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("seed: TensorFlow 1.2 built with cuDNN 5.1 loads cuDNN 5.0.5 first (IC001)", "[scan]") {
+  Result bad = Scan(Seed(true));
+  INFO(Messages(bad));
+  REQUIRE(bad.Count("IC001") == 1);
+  CHECK(bad.status == 1);
+  auto f = bad.Of("IC001")[0];
+  std::string m = f["message"];
+  CHECK(m.find("cuDNN 5.1") != std::string::npos);
+  CHECK(m.find("cuDNN 5.0.5") != std::string::npos);
+  CHECK(m.find("Loaded runtime CuDNN library: 5005 (compatibility version 5000) but source was compiled with "
+               "5100 (compatibility version 5100)") != std::string::npos);
+  CHECK(f["severity"] == "error");
+  CHECK(f["paths"][0] == "/usr/local/cudnn-5.0/lib64/libcudnn.so.5.0.5");
+  CHECK(f["layer"]["created_by"] == "COPY cudnn-5.0 /usr/local/cudnn-5.0");
+
+  Result good = Scan(Seed(false));
+  INFO(Messages(good));
+  CHECK(good.Count("IC001") == 0);
+}
+
+TEST_CASE("a consistent PyTorch stack is clean; a shadowing cuDNN is not (IC001, IC010, IC050, IC051)", "[scan]") {
+  ImageRecipe clean = Base();
+  clean.layers.push_back(TorchLayer({}));
+  Result ok = Scan(clean);
+  INFO(Messages(ok));
+  CHECK(ok.status == 0);
+  CHECK(ok.Serious() == 0);
+  CHECK(ok.Count("IC051") == 0);
+
+  ImageRecipe shadow = Base({"LD_LIBRARY_PATH=/usr/local/cudnn/lib64"});
+  shadow.layers.push_back(TorchLayer({}));
+  std::vector<Entry> old;
+  AddLib(old, "usr/local/cudnn/lib64", "libcudnn.so.8.5.0", So("libcudnn.so.8"), "libcudnn.so.8");
+  shadow.layers.push_back(Layer(old, "COPY cudnn /usr/local/cudnn"));
+  Result bad = Scan(shadow);
+  INFO(Messages(bad));
+  REQUIRE(bad.Count("IC001") == 1);
+  CHECK(bad.Of("IC001")[0]["message"].get<std::string>().find(
+            "cuDNN version incompatibility: PyTorch was compiled  against (8, 9, 2) but found runtime version (8, 5, 0)") !=
+        std::string::npos);
+  CHECK(bad.Count("IC010") == 1);
+  CHECK(bad.Count("IC050") == 1);
+  CHECK(bad.Count("IC051") == 1);
+  CHECK(bad.status == 1);
+
+  // A newer minor in LD_LIBRARY_PATH is accepted by PyTorch (cuDNN >= 7): no IC001, still shadowing.
+  ImageRecipe newer = Base({"LD_LIBRARY_PATH=/usr/local/cudnn/lib64"});
+  newer.layers.push_back(TorchLayer({}));
+  std::vector<Entry> nine;
+  AddLib(nine, "usr/local/cudnn/lib64", "libcudnn.so.8.9.7", So("libcudnn.so.8"), "libcudnn.so.8");
+  newer.layers.push_back(Layer(nine, "COPY cudnn /usr/local/cudnn"));
+  Result accepted = Scan(newer);
+  INFO(Messages(accepted));
+  CHECK(accepted.Count("IC001") == 0);
+  CHECK(accepted.Count("IC010") == 1);
+}
+
+TEST_CASE("CUDA runtime older than the framework's build (IC002)", "[scan]") {
+  TorchStack s;
+  s.cuda = "12.4";
+  ImageRecipe r = Base();
+  r.layers.push_back(TorchLayer(s));
+  Result bad = Scan(r);
+  INFO(Messages(bad));
+  CHECK(bad.Count("IC002") == 1);
+  ImageRecipe ok = Base();
+  ok.layers.push_back(TorchLayer({}));
+  CHECK(Scan(ok).Count("IC002") == 0);
+}
+
+TEST_CASE("cuDNN built for another CUDA major (IC003)", "[scan]") {
+  TorchStack s;
+  s.cudnn_pkg = "nvidia-cudnn-cu11";
+  ImageRecipe r = Base();
+  r.layers.push_back(TorchLayer(s));
+  Result bad = Scan(r);
+  INFO(Messages(bad));
+  CHECK(bad.Count("IC003") == 1);
+  ImageRecipe ok = Base();
+  ok.layers.push_back(TorchLayer({}));
+  CHECK(Scan(ok).Count("IC003") == 0);
+}
+
+TEST_CASE("cuDNN 9 sub-libraries from another install (IC004)", "[scan]") {
+  TorchStack s;
+  s.torch = "2.4.0";
+  s.cudnn = "9.1.0.70";
+  auto image = [&](bool skew) {
+    ImageRecipe r = Base(skew ? std::vector<std::string>{"LD_LIBRARY_PATH=/opt/cudnn9/lib"} : std::vector<std::string>{});
+    r.layers.push_back(TorchLayer(s));
+    std::vector<Entry> other;
+    for (const auto& sub : kCudnn9Subs) AddLib(other, "opt/cudnn9/lib", sub + ".so.9.5.1", So(sub + ".so.9"), sub + ".so.9");
+    r.layers.push_back(Layer(other, "COPY cudnn9 /opt/cudnn9"));
+    return r;
+  };
+  Result bad = Scan(image(true));
+  INFO(Messages(bad));
+  CHECK(bad.Count("IC004") == kCudnn9Subs.size());
+  Result ok = Scan(image(false));
+  INFO(Messages(ok));
+  CHECK(ok.Count("IC004") == 0);
+}
+
+TEST_CASE("an older copy of a CUDA library (IC011)", "[scan]") {
+  auto image = [](const std::string& old_version) {
+    ImageRecipe r = Base();
+    std::vector<Entry> e;
+    AddLib(e, "usr/lib64", "libcublas.so.12.4.5.8", So("libcublas.so.12"), "libcublas.so.12");
+    AddLib(e, "opt/old/lib", "libcublas.so." + old_version, So("libcublas.so.12"), "libcublas.so.12");
+    r.layers.push_back(Layer(e, "COPY cublas"));
+    return r;
+  };
+  Result bad = Scan(image("12.1.3.1"));
+  INFO(Messages(bad));
+  REQUIRE(bad.Count("IC011") == 1);
+  CHECK(bad.Of("IC011")[0]["paths"][0] == "/opt/old/lib/libcublas.so.12.1.3.1");
+  CHECK(Scan(image("12.4.5.8")).Count("IC011") == 0);
+}
+
+TEST_CASE("a CUDA library that cannot be resolved (IC012)", "[scan]") {
+  auto image = [](bool with_lt) {
+    ImageRecipe r = Base();
+    std::vector<Entry> e;
+    AddLib(e, "usr/lib64", "libcublas.so.12.4.5.8", So("libcublas.so.12", {"libcublasLt.so.12"}), "libcublas.so.12");
+    if (with_lt) AddLib(e, "usr/lib64", "libcublasLt.so.12.4.5.8", So("libcublasLt.so.12"), "libcublasLt.so.12");
+    r.layers.push_back(Layer(e, "COPY cublas"));
+    return r;
+  };
+  Result bad = Scan(image(false));
+  INFO(Messages(bad));
+  REQUIRE(bad.Count("IC012") == 1);
+  CHECK(bad.Of("IC012")[0]["message"].get<std::string>().find("libcublasLt.so.12") != std::string::npos);
+  CHECK(Scan(image(true)).Count("IC012") == 0);
+}
+
+TEST_CASE("a symbol version the resolved library lacks (IC013)", "[scan]") {
+  const std::string fn = "int cudaFancy(void) { return 1; }\n";
+  fs::path good = So("libcudart.so.12", {}, "", fn, "libcudart.so.12 { global: cudaFancy; local: *; };");
+  fs::path old = So("libcudart.so.12", {}, "", fn, "libcudart.so.11.0 { global: cudaFancy; local: *; };");
+  // The consumer is linked against the good one, so it needs version libcudart.so.12.
+  SharedObject consumer;
+  consumer.soname = "libcublas.so.12";
+  consumer.source = "extern int cudaFancy(void);\nint cublasCall(void) { return cudaFancy(); }\n";
+  consumer.needed = {good.string()};
+  fs::path consumer_so = Cache() / "ic013" / "libcublas.so.12";
+  Compile(consumer, consumer_so);
+  auto image = [&](const fs::path& cudart) {
+    ImageRecipe r = Base();
+    std::vector<Entry> e;
+    AddLib(e, "usr/lib64", "libcublas.so.12.4.5.8", consumer_so, "libcublas.so.12");
+    AddLib(e, "usr/lib64", "libcudart.so.12.4.127", cudart, "libcudart.so.12");
+    r.layers.push_back(Layer(e, "COPY libs"));
+    return r;
+  };
+  Result bad = Scan(image(old));
+  INFO(Messages(bad));
+  REQUIRE(bad.Count("IC013") == 1);
+  CHECK(bad.Of("IC013")[0]["message"].get<std::string>().find("version `libcudart.so.12'") != std::string::npos);
+  CHECK(Scan(image(good)).Count("IC013") == 0);
+}
+
+TEST_CASE("a dangling soname link (IC014)", "[scan]") {
+  auto image = [](bool remove) {
+    ImageRecipe r = Base();
+    std::vector<Entry> e;
+    AddLib(e, "usr/lib64", "libcufft.so.11.2.1.3", So("libcufft.so.11"), "libcufft.so.11");
+    r.layers.push_back(Layer(e, "COPY cufft"));
+    if (remove) r.layers.push_back(Layer({Whiteout("usr/lib64/libcufft.so.11.2.1.3")}, "RUN rm libcufft.so.11.2.1.3"));
+    return r;
+  };
+  Result bad = Scan(image(true));
+  INFO(Messages(bad));
+  REQUIRE(bad.Count("IC014") == 1);
+  CHECK(bad.Of("IC014")[0]["paths"][0] == "/usr/lib64/libcufft.so.11");
+  CHECK(Scan(image(false)).Count("IC014") == 0);
+}
+
+TEST_CASE("driver stub, baked-in driver, forward-compat libraries (IC020, IC021, IC022)", "[scan]") {
+  auto cudart = [](std::vector<Entry>& e) {
+    AddLib(e, "usr/local/cuda-12.4/lib64", "libcudart.so.12.4.127", So("libcudart.so.12"), "libcudart.so.12");
+  };
+  auto stub = [&](bool on_path) {
+    ImageRecipe r = Base(on_path ? std::vector<std::string>{"LD_LIBRARY_PATH=/usr/local/cuda-12.4/lib64/stubs"}
+                                 : std::vector<std::string>{});
+    std::vector<Entry> e;
+    cudart(e);
+    e.push_back(FileFrom("usr/local/cuda-12.4/lib64/stubs/libcuda.so", So("libcuda.so.1")));
+    e.push_back(Symlink("usr/local/cuda-12.4/lib64/stubs/libcuda.so.1", "libcuda.so"));
+    r.layers.push_back(Layer(e, "COPY cuda"));
+    return r;
+  };
+  Result bad = Scan(stub(true));
+  INFO(Messages(bad));
+  CHECK(bad.Count("IC020") == 1);
+  CHECK(bad.Count("IC021") == 0);
+  Result ok = Scan(stub(false));
+  INFO(Messages(ok));
+  CHECK(ok.Count("IC020") == 0);
+
+  ImageRecipe driver = Base();
+  std::vector<Entry> d;
+  AddLib(d, "usr/lib64", "libcuda.so.535.104.05", So("libcuda.so.1"), "libcuda.so.1");
+  AddLib(d, "usr/lib64", "libnvidia-ml.so.535.104.05", So("libnvidia-ml.so.1"), "libnvidia-ml.so.1");
+  driver.layers.push_back(Layer(d, "RUN apt-get install libnvidia-compute-535"));
+  Result baked = Scan(driver);
+  INFO(Messages(baked));
+  CHECK(baked.Count("IC021") >= 1);
+  CHECK(ok.Count("IC021") == 0);
+
+  auto compat = [&](bool on_path) {
+    ImageRecipe r = Base(on_path ? std::vector<std::string>{"LD_LIBRARY_PATH=/usr/local/cuda-12.4/compat"}
+                                 : std::vector<std::string>{});
+    std::vector<Entry> e;
+    cudart(e);
+    AddLib(e, "usr/local/cuda-12.4/compat", "libcuda.so.550.54.15", So("libcuda.so.1"), "libcuda.so.1");
+    r.layers.push_back(Layer(e, "RUN apt-get install cuda-compat-12-4"));
+    return r;
+  };
+  Result fc = Scan(compat(true));
+  INFO(Messages(fc));
+  CHECK(fc.Count("IC022") == 1);
+  CHECK(fc.Count("IC021") == 0);
+  Result fc_off = Scan(compat(false));
+  INFO(Messages(fc_off));
+  CHECK(fc_off.Count("IC022") == 0);
+}
+
+TEST_CASE("target driver and NVIDIA_REQUIRE_CUDA (IC030, IC031)", "[scan]") {
+  ImageRecipe r = Base();
+  r.layers.push_back(TorchLayer({}));
+  Result old = Scan(r, "--driver 470.57.02");
+  INFO(Messages(old));
+  REQUIRE(old.Count("IC030") == 1);
+  CHECK(old.Of("IC030")[0]["message"].get<std::string>().find("525.60.13") != std::string::npos);
+  CHECK(Scan(r, "--driver 535.104.05").Count("IC030") == 0);
+  Result none = Scan(r);
+  CHECK(none.Count("IC030") == 0);
+  bool noted = false;
+  for (const auto& n : none.json["notes"]) noted = noted || n.get<std::string>().rfind("IC030", 0) == 0;
+  CHECK(noted);
+
+  ImageRecipe under = Base({"NVIDIA_REQUIRE_CUDA=cuda>=11.8 brand=tesla,driver>=470,driver<471"});
+  under.layers.push_back(TorchLayer({}));
+  Result u = Scan(under);
+  INFO(Messages(u));
+  CHECK(u.Count("IC031") == 1);
+  ImageRecipe right = Base({"NVIDIA_REQUIRE_CUDA=cuda>=12.1 brand=tesla,driver>=470,driver<471"});
+  right.layers.push_back(TorchLayer({}));
+  CHECK(Scan(right).Count("IC031") == 0);
+}
+
+TEST_CASE("target GPU: device code and cuDNN's GPU floor (IC040, IC041)", "[scan]") {
+  using namespace imgcheck::elf::fixture;
+  ElfSpec spec;
+  spec.soname = "libcufft.so.11";
+  spec.fatbin = BuildFatbin({{false, 80}, {false, 90}});
+  ImageRecipe r = Base();
+  r.layers.push_back(Layer({File("usr/lib64/libcufft.so.11.2.1.3", BuildElf(spec)), Symlink("usr/lib64/libcufft.so.11", "libcufft.so.11.2.1.3")},
+                           "COPY cufft"));
+  Result bad = Scan(r, "--gpu sm_75");
+  INFO(Messages(bad));
+  CHECK(bad.Count("IC040") == 1);
+  CHECK(Scan(r, "--gpu sm_86").Count("IC040") == 0);  // sm_80 SASS runs on 8.6
+  CHECK(Scan(r, "--gpu H100").Count("IC040") == 0);
+  CHECK(Scan(r).Count("IC040") == 0);
+
+  TorchStack s;
+  s.torch = "2.8.0";
+  s.cuda = "12.8";
+  s.cudnn = "9.11.0.98";
+  s.cudart = "12.8.90";
+  ImageRecipe t = Base();
+  t.layers.push_back(TorchLayer(s));
+  Result volta = Scan(t, "--gpu 'Tesla V100'");
+  INFO(Messages(volta));
+  REQUIRE(volta.Count("IC041") == 1);
+  CHECK(volta.Of("IC041")[0]["message"].get<std::string>().find("not compatible with devices with SM < 7.5") !=
+        std::string::npos);
+  CHECK(Scan(t, "--gpu A100").Count("IC041") == 0);
+}
+
+TEST_CASE("LD_LIBRARY_PATH with empty, relative or missing entries (IC060)", "[scan]") {
+  ImageRecipe bad = Base({"LD_LIBRARY_PATH=:/opt/gone/lib:lib"});
+  bad.layers.push_back(Layer({Dir("usr/lib64")}, "RUN mkdir"));
+  Result b = Scan(bad);
+  INFO(Messages(b));
+  REQUIRE(b.Count("IC060") == 1);
+  std::string m = b.Of("IC060")[0]["message"];
+  CHECK(m.find("empty") != std::string::npos);
+  CHECK(m.find("/opt/gone/lib") != std::string::npos);
+  CHECK(m.find("relative") != std::string::npos);
+  // The nvidia/cuda images' driver-volume entries are mounted at run time.
+  ImageRecipe ok = Base({"LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64:/usr/lib64"});
+  ok.layers.push_back(Layer({Dir("usr/lib64")}, "RUN mkdir"));
+  CHECK(Scan(ok).Count("IC060") == 0);
+}
+
+TEST_CASE("ld.so.cache out of date with the library directories (IC061)", "[scan]") {
+  if (!HaveProgram("ldconfig") || geteuid() != 0) {
+    WARN("ldconfig -r needs root (it chroots); skipped");
+    return;
+  }
+  // A root with cuFFT in /opt/cuda/lib named by ld.so.conf, its cache written by ldconfig.
+  TempDir root;
+  fs::create_directories(root / "etc");
+  fs::create_directories(root / "opt/cuda/lib");
+  WriteFile(root / "etc/ld.so.conf", "/opt/cuda/lib\n");
+  fs::copy_file(So("libcufft.so.11"), root / "opt/cuda/lib/libcufft.so.11.2.1.3");
+  fs::create_symlink("libcufft.so.11.2.1.3", root / "opt/cuda/lib/libcufft.so.11");
+  auto r = Run("ldconfig -X -r '" + root.path().string() + "' 2>&1");
+  REQUIRE(r.status == 0);
+  std::string cache = ReadFile(root / "etc/ld.so.cache");
+  auto image = [&](bool add_later) {
+    ImageRecipe img = Base();
+    std::vector<Entry> e = {File("etc/ld.so.conf", "/opt/cuda/lib\n"), File("etc/ld.so.cache", cache)};
+    AddLib(e, "opt/cuda/lib", "libcufft.so.11.2.1.3", So("libcufft.so.11"), "libcufft.so.11");
+    img.layers.push_back(Layer(e, "RUN ldconfig"));
+    if (add_later) {
+      std::vector<Entry> more;
+      AddLib(more, "opt/cuda/lib", "libcurand.so.10.3.5.147", So("libcurand.so.10"), "libcurand.so.10");
+      img.layers.push_back(Layer(more, "COPY curand /opt/cuda/lib"));
+    }
+    return img;
+  };
+  Result bad = Scan(image(true));
+  INFO(Messages(bad));
+  REQUIRE(bad.Count("IC061") == 1);
+  CHECK(bad.Of("IC061")[0]["message"].get<std::string>().find("libcurand.so.10") != std::string::npos);
+  CHECK(Scan(image(false)).Count("IC061") == 0);
+}
+
+TEST_CASE("exit codes, --fail-on, --ignore and the config file", "[scan]") {
+  Result seed = Scan(Seed(true));
+  CHECK(seed.status == 1);
+  CHECK(Scan(Seed(true), "--fail-on none").status == 0);
+  Result ignored = Scan(Seed(true), "--ignore IC001,IC050,IC051,IC011");
+  INFO(Messages(ignored));
+  CHECK(ignored.Count("IC001") == 0);
+  CHECK(ignored.status == 0);
+  CHECK(ignored.json["suppressed"].size() >= 1);
+
+  ImageRecipe ld = Base({"LD_LIBRARY_PATH=:/usr/lib64"});
+  ld.layers.push_back(Layer({Dir("usr/lib64")}, "RUN mkdir"));
+  CHECK(Scan(ld).status == 0);                        // a warning passes the default gate
+  CHECK(Scan(ld, "--fail-on warning").status == 1);
+
+  TempDir dir;
+  WriteFile(dir / "policy.yaml", "ignore:\n  - rule: IC060\n    reason: entrypoint sets the cwd\n");
+  Result cfg = Scan(ld, "--fail-on warning --config '" + (dir / "policy.yaml").string() + "'");
+  CHECK(cfg.status == 0);
+  CHECK(cfg.Count("IC060") == 0);
+
+  WriteFile(dir / "bad.yaml", "ignore:\n  - rule: IC060\n");
+  Result bad_cfg = Scan(ld, "--config '" + (dir / "bad.yaml").string() + "'");
+  CHECK(bad_cfg.status == 2);
+  CHECK(bad_cfg.output.find("bad.yaml:2: the ignore of IC060 needs a \"reason\"") != std::string::npos);
+
+  auto typo = Run("'" + Imgcheck() + "' scan oci:/nonexistent --ignore IC0060 2>&1");
+  CHECK(typo.status == 2);
+  CHECK(typo.output.find("did you mean IC060") != std::string::npos);
+  auto missing = Run("'" + Imgcheck() + "' scan oci:/nonexistent/layout 2>&1");
+  CHECK(missing.status == 2);
+}
+
+TEST_CASE("every format renders a scan, --output writes it", "[scan]") {
+  TempDir dir;
+  WriteOciLayout(dir / "layout", Seed(true));
+  std::string ref = "oci:" + (dir / "layout").string() + ":latest";
+  auto sarif = Run("'" + Imgcheck() + "' scan " + ref + " --format sarif --output '" + (dir / "r.sarif").string() + "'");
+  CHECK(sarif.status == 1);
+  auto j = nlohmann::json::parse(ReadFile(dir / "r.sarif"));
+  CHECK(j["version"] == "2.1.0");
+  CHECK(j["runs"][0]["results"].size() >= 1);
+  auto junit = Run("'" + Imgcheck() + "' " + ref + " --format junit");
+  CHECK(junit.output.find("<testcase classname=\"imgcheck.IC001\" name=\"IC001 cudnn-version-mismatch\">") != std::string::npos);
+  auto text = Run("NO_COLOR=1 '" + Imgcheck() + "' " + ref);
+  CHECK(text.output.find("Errors (") != std::string::npos);
+  CHECK(text.output.find("\033[") == std::string::npos);  // not a terminal: no colour
+  auto unknown = Run("'" + Imgcheck() + "' " + ref + " --format yaml 2>&1");
+  CHECK(unknown.status == 2);
+}
+
+TEST_CASE("rules list and rules explain come from the rule table", "[rules]") {
+  auto list = Run("'" + Imgcheck() + "' rules list");
+  CHECK(list.status == 0);
+  for (const char* id : {"IC001", "IC004", "IC014", "IC022", "IC031", "IC041", "IC061"})
+    CHECK(list.output.find(id) != std::string::npos);
+  auto explain = Run("'" + Imgcheck() + "' rules explain IC001");
+  CHECK(explain.status == 0);
+  CHECK(explain.output.find("cudnn-version-mismatch") != std::string::npos);
+  CHECK(explain.output.find("compatibility version 5000") != std::string::npos);
+  CHECK(explain.output.find("Fix:") != std::string::npos);
+  auto typo = Run("'" + Imgcheck() + "' rules explain IC01 2>&1");
+  CHECK(typo.status == 2);
+  CHECK(typo.output.find("did you mean IC001") != std::string::npos);
+
+  TempDir dir;
+  WriteFile(dir / "cuda.json", "{\n  \"cuda_driver\": {\"rows\": [\n    {\"cuda\": 12}\n  ]}\n}\n");
+  auto bad = Run("'" + Imgcheck() + "' rules --rules '" + dir.path().string() + "' list 2>&1");
+  CHECK(bad.status == 2);
+  CHECK(bad.output.find((dir / "cuda.json").string() + ":3: ") != std::string::npos);
+}
