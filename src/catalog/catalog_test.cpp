@@ -3,7 +3,9 @@
 #include "catalog/catalog.h"
 
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <map>
+#include <sstream>
 
 #include "support.h"
 
@@ -373,6 +375,94 @@ TEST_CASE("capture policy: ELF capturer for libraries, prefixes for metadata", "
   while (cap->Feed(chunk) && fed < 200) ++fed;
   CHECK(fed < 200);
   CHECK(cap->Finish(uint64_t{1} << 40).captured_bytes() <= 64u << 20);
+}
+
+}  // namespace imgcheck::catalog
+
+namespace imgcheck::catalog {
+namespace {
+
+/// What the ELF capturer keeps of a host file, streamed in chunks as a layer would be.
+std::shared_ptr<util::SparseFile> CaptureHostFile(const std::filesystem::path& path) {
+  std::unique_ptr<image::Capturer> cap = elf::MakeCapturer();
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> buf(1 << 20);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    std::streamsize got = in.gcount();
+    if (got <= 0 || !cap->Feed(std::string_view(buf.data(), static_cast<size_t>(got)))) break;
+  }
+  return std::make_shared<util::SparseFile>(cap->Finish(std::filesystem::file_size(path)));
+}
+
+}  // namespace
+
+TEST_CASE("real NVIDIA cuDNN 9 and cudart wheels from this machine's toolkit", "[catalog][real]") {
+  const std::filesystem::path host_lib = "/usr/local/cuda/lib";
+  const std::filesystem::path dist_root = "/usr/local/cuda-13.0/dist-info";
+  const std::string cudnn_dist = "nvidia_cudnn_cu13-9.19.0.56.dist-info";
+  const std::string cudart_dist = "nvidia_cuda_runtime-13.0.96.dist-info";
+  if (!std::filesystem::exists(host_lib / "libcudnn.so.9") ||
+      !std::filesystem::exists(dist_root / cudnn_dist / "RECORD") ||
+      !std::filesystem::exists(dist_root / cudart_dist / "RECORD")) {
+    WARN("no CUDA toolkit with cuDNN 9.19 wheels at /usr/local/cuda: extra coverage skipped");
+    return;
+  }
+  const std::string site = "/usr/local/lib/python3.12/dist-packages";
+  FakeImage f(1);
+  for (const std::string& dist : {cudnn_dist, cudart_dist}) {
+    for (const char* meta : {"METADATA", "RECORD"}) {
+      f.File(site + "/" + dist + "/" + meta, testing::ReadFile(dist_root / dist / meta));
+    }
+    // Every RECORD entry exists in the image; shared objects come from the host toolkit, the
+    // small ones captured as a layer stream would capture them (no 1 GB copies).
+    std::istringstream record(testing::ReadFile(dist_root / dist / "RECORD"));
+    for (std::string line; std::getline(record, line);) {
+      std::string rel = line.substr(0, line.find(','));
+      std::string path = site + "/" + rel;
+      if (f.image().tree.Find(path) != nullptr) continue;
+      std::filesystem::path host = host_lib / std::filesystem::path(rel).filename();
+      image::Node n;
+      n.layer = 0;
+      std::filesystem::path header = "/usr/local/cuda/include" / std::filesystem::path(rel).filename();
+      if (rel.ends_with("cudnn_version.h") && std::filesystem::exists(header)) {
+        std::string text = testing::ReadFile(header);
+        n.size = text.size();
+        n.content = std::make_shared<util::SparseFile>(util::SparseFile::Whole(std::move(text)));
+      } else if (rel.find(".so.") != std::string::npos && std::filesystem::exists(host)) {
+        n.size = std::filesystem::file_size(host);
+        if (n.size <= (8u << 20)) n.content = CaptureHostFile(host);
+      }
+      f.image().tree.mutable_nodes()[path] = std::move(n);
+    }
+  }
+  Catalog cat = Build(f.image());
+  CHECK(cat.diagnostics.empty());
+
+  std::vector<const Component*> cudnn = cat.Family("cudnn");
+  CHECK(cudnn.size() == 8);  // the shim and its seven cuDNN 9 sub-libraries
+  for (const Component* c : cudnn) {
+    INFO(c->path);
+    CHECK(c->version == "9.19.0.56");
+    CHECK(Evidence(*c, VersionSource::kPipRecord) != nullptr);
+    CHECK(Evidence(*c, VersionSource::kFilename)->value == "9");
+    REQUIRE(c->owner);
+    CHECK(c->owner->name == "nvidia-cudnn-cu13");
+  }
+  const Component& shim = One(cat, ComponentKind::kCudaLibrary, site + "/nvidia/cudnn/lib/libcudnn.so.9");
+  REQUIRE(shim.elf);
+  CHECK(shim.elf->soname == "libcudnn.so.9");
+  CHECK(Evidence(shim, VersionSource::kSoname)->value == "9");
+  if (std::filesystem::exists("/usr/local/cuda/include/cudnn_version.h")) {
+    REQUIRE(Evidence(shim, VersionSource::kHeader) != nullptr);
+    CHECK(Evidence(shim, VersionSource::kHeader)->value == "9.19.0");
+  }
+  const Component& cudart = One(cat, ComponentKind::kCudaLibrary, site + "/nvidia/cu13/lib/libcudart.so.13");
+  CHECK(cudart.version == "13.0.96");
+  CHECK(cudart.owner->name == "nvidia-cuda-runtime");
+  REQUIRE(cudart.elf);
+  CHECK(cudart.elf->soname == "libcudart.so.13");
+  CHECK(Named(cat, ComponentKind::kPythonDist, "nvidia-cudnn-cu13").missing_files.empty());
 }
 
 }  // namespace imgcheck::catalog

@@ -1,12 +1,58 @@
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "catalog/catalog.h"
 #include "cli/commands.h"
+#include "report/catalog_report.h"
 #include "util/error.h"
 
 namespace imgcheck::cli {
+namespace {
 
-// Placeholder until the catalog stage lands.
+struct CatalogArgs {
+  ImageArgs image;
+  std::string format = "table";
+  std::string output;
+};
+
+int RunCatalog(const CatalogArgs& args) {
+  std::optional<report::CatalogFormat> format = report::ParseCatalogFormat(args.format);
+  if (!format) throw util::Fatal("--format: unknown format '" + args.format + "'");
+  image::LoadOptions load = ToLoadOptions(args.image);
+  load.capture = catalog::CapturePolicy();
+  image::Image img = image::Load(args.image.reference, load);
+  catalog::Catalog cat = catalog::Build(img);
+  cat.diagnostics.insert(cat.diagnostics.begin(), img.diagnostics.begin(), img.diagnostics.end());
+  report::ImageInfo info{img.reference, img.transport, img.manifest_digest, img.config_digest,
+                         args.image.platform};
+  std::string text = report::RenderCatalog(cat, info, *format, IMGCHECK_VERSION);
+  if (args.output.empty()) {
+    std::cout << text << std::flush;
+    return 0;
+  }
+  std::ofstream out(args.output, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out.flush()) throw util::Fatal("--output: cannot write " + args.output);
+  return 0;
+}
+
+}  // namespace
+
 Runner DefineCatalog(CLI::App& sub) {
-  sub.allow_extras();
-  return [] () -> int { throw util::Fatal("'catalog' is not implemented yet"); };
+  auto args = std::make_shared<CatalogArgs>();
+  AddImageArgs(sub, args->image);
+  std::vector<std::string> names;
+  std::string help = "output format:";
+  for (const report::CatalogFormatInfo& f : report::CatalogFormats()) {
+    names.emplace_back(f.name);
+    help += " " + std::string(f.name) + " (" + std::string(f.summary) + ")";
+  }
+  sub.add_option("-f,--format", args->format, help)
+      ->check(CLI::IsMember(names))
+      ->capture_default_str();
+  sub.add_option("-o,--output", args->output, "write to FILE instead of stdout");
+  return [args]() -> int { return RunCatalog(*args); };
 }
 
 }  // namespace imgcheck::cli
