@@ -22,6 +22,11 @@ constexpr uint16_t kShnUndef = 0;
 constexpr uint8_t kStbGlobal = 1, kStbWeak = 2, kStbGnuUnique = 10;
 constexpr uint16_t kVersymHidden = 0x8000, kVersymIndexMask = 0x7fff;
 constexpr uint16_t kVerFlgBase = 1;
+// Bounds on what one file may make Parse allocate: hostile tables can point every entry at the
+// same long string. Real libraries stay far below (libtorch_cpu: ~10^5 symbols).
+constexpr uint64_t kMaxStringBytes = 64u << 20;
+constexpr uint64_t kMaxSymbols = 1u << 20;
+constexpr uint64_t kMaxVersionEntries = 1u << 16;
 
 /// Reads one ELF file's captured parts into an ElfInfo. Each step records what it could not
 /// read in info.problems and leaves the other steps' results intact.
@@ -61,7 +66,12 @@ class Parser {
     if (!v) Problem(what + " not captured (offset " + format::Hex(offset) + ")");
     return v;
   }
-  void Problem(std::string message) { info_.problems.push_back(std::move(message)); }
+  void Problem(std::string message) {
+    if (info_.problems.size() < format::kMaxProblems)
+      info_.problems.push_back(std::move(message));
+    else if (info_.problems.size() == format::kMaxProblems)
+      info_.problems.push_back("further problems omitted");
+  }
   void Touch(uint64_t offset, uint64_t len) {
     if (touched_ && len != 0) touched_->emplace_back(offset, len);
   }
@@ -175,6 +185,13 @@ class Parser {
               " outside the string table");
       return "";
     }
+    string_bytes_ += s->size();
+    if (string_bytes_ > kMaxStringBytes) {
+      if (string_bytes_ - s->size() <= kMaxStringBytes)
+        Problem("dynamic strings exceed " + std::to_string(kMaxStringBytes) +
+                " bytes; rest dropped");
+      return "";
+    }
     return std::string(*s);
   }
 
@@ -213,7 +230,7 @@ class Parser {
     if (!bytes) return;
     // Elf_Verdef: u16 version, flags, ndx, cnt; u32 hash, aux, next. Elf_Verdaux: u32 name, next.
     uint64_t pos = 0, used = 0;
-    for (uint64_t i = 0; i < tables_.verdefnum && i < format::kMaxEntries; ++i) {
+    for (uint64_t i = 0; i < tables_.verdefnum && i < kMaxVersionEntries; ++i) {
       util::Reader r(*bytes, h_.big_endian);
       if (!r.Seek(pos) || r.remaining() < 20) {
         Problem("DT_VERDEF entry " + std::to_string(i) + " not captured");
@@ -250,8 +267,8 @@ class Parser {
     if (!bytes) return;
     // Elf_Verneed: u16 version, cnt; u32 file, aux, next.
     // Elf_Vernaux: u32 hash; u16 flags, other; u32 name, next.
-    uint64_t pos = 0, used = 0;
-    for (uint64_t i = 0; i < tables_.verneednum && i < format::kMaxEntries; ++i) {
+    uint64_t pos = 0, used = 0, aux_seen = 0;
+    for (uint64_t i = 0; i < tables_.verneednum && i < kMaxVersionEntries; ++i) {
       util::Reader r(*bytes, h_.big_endian);
       if (!r.Seek(pos) || r.remaining() < 16) {
         Problem("DT_VERNEED entry " + std::to_string(i) + " not captured");
@@ -263,7 +280,7 @@ class Parser {
       used = std::max(used, r.offset());
       VersionNeed need{String(file, "verneed file"), {}};
       uint64_t apos = pos + aux;
-      for (uint16_t j = 0; j < cnt; ++j) {
+      for (uint16_t j = 0; j < cnt && ++aux_seen <= kMaxVersionEntries; ++j) {
         util::Reader a(*bytes, h_.big_endian);
         if (!a.Seek(apos) || a.remaining() < 16) {
           Problem("DT_VERNEED auxiliary entry not captured");
@@ -313,7 +330,9 @@ class Parser {
       Problem("dynamic symbol count unknown (no usable DT_HASH, DT_GNU_HASH or .dynsym)");
       return;
     }
-    uint64_t n = std::min<uint64_t>(*count, format::kMaxEntries);
+    uint64_t n = std::min<uint64_t>(*count, kMaxSymbols);
+    if (n < *count)
+      Problem("more than " + std::to_string(kMaxSymbols) + " dynamic symbols; rest dropped");
     auto syms = View(*tables_.symtab, n * h_.SymSize(), "dynamic symbol table");
     if (!syms) return;
     std::optional<std::string_view> versym;
@@ -366,6 +385,7 @@ class Parser {
   format::DynamicTables tables_;
   std::string_view strtab_;
   std::map<uint16_t, std::string> version_names_;
+  uint64_t string_bytes_ = 0;
   RangeList* touched_;
 };
 

@@ -68,7 +68,8 @@ uint64_t Walk(const util::SparseFile& file, uint64_t begin, uint64_t end,
     if (touched) touched->emplace_back(offset, len);
   };
   uint64_t pos = begin;
-  while (pos < end && end - pos >= kHeaderSize && out.size() < format::kMaxEntries) {
+  while (pos < end && end - pos >= kHeaderSize && out.size() < format::kMaxEntries &&
+         problems.size() < format::kMaxProblems) {
     auto header = file.View(pos, kHeaderSize);
     if (!header) {
       problems.push_back("fatbin container header at offset " + format::Hex(pos) + " not captured");

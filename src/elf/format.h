@@ -24,6 +24,8 @@ inline constexpr uint32_t kShtDynsym = 11;
 inline constexpr uint32_t kNtGnuBuildId = 3;
 /// Bound on what any table walk reads, so a hostile count cannot make a loop run for hours.
 inline constexpr uint64_t kMaxEntries = 1u << 22;
+/// Problems recorded per file at most; past that one line says more were dropped.
+inline constexpr size_t kMaxProblems = 64;
 
 struct Header {
   bool is64 = true;
