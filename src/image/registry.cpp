@@ -151,8 +151,10 @@ TlsOptions MakeTls(const RegistryOptions& o, const std::string& domain) {
   if (dir.empty()) return tls;
   std::error_code ec;
   std::vector<std::filesystem::path> files;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) files.push_back(entry.path());
-  if (ec && !o.cert_dir.empty()) throw util::Fatal("cannot read --cert-dir " + dir + ": " + ec.message());
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+    files.push_back(entry.path());
+  if (ec && !o.cert_dir.empty())
+    throw util::Fatal("cannot read --cert-dir " + dir + ": " + ec.message());
   std::sort(files.begin(), files.end());
   for (const auto& f : files) {
     if (f.extension() == ".crt") tls.ca_pem += ReadTextFile(f, "CA certificate") + "\n";
@@ -160,7 +162,8 @@ TlsOptions MakeTls(const RegistryOptions& o, const std::string& domain) {
       std::filesystem::path key = f;
       key.replace_extension(".key");
       if (!std::filesystem::exists(key, ec)) {
-        throw util::Fatal("client certificate " + f.string() + " has no " + key.filename().string());
+        throw util::Fatal("client certificate " + f.string() + " has no " +
+                          key.filename().string());
       }
       tls.client_cert = f.string();
       tls.client_key = key.string();
@@ -228,8 +231,7 @@ class Client {
         delay = ParseRetryAfter(ex->Header("retry-after"));
         if (++tries >= kMaxTries) {
           if (st == 429) {
-            throw util::Fatal("rate limited by " + host_ + " (HTTP 429, " +
-                              std::to_string(tries) +
+            throw util::Fatal("rate limited by " + host_ + " (HTTP 429, " + std::to_string(tries) +
                               " tries); wait and try again, or log in for a higher limit");
           }
           return ex;  // the caller reports the server error with its body
@@ -247,8 +249,8 @@ class Client {
     std::string detail = e.code.empty() ? "" : " (" + e.code + ": " + OneLine(e.message) + ")";
     long st = ex.status();
     if (st == 401) {
-      throw util::Fatal("unauthorized: " + host_ + " refused " + what + " for " +
-                        cred_.Describe() + detail);
+      throw util::Fatal("unauthorized: " + host_ + " refused " + what + " for " + cred_.Describe() +
+                        detail);
     }
     if (st == 403) throw util::Fatal("access denied to " + what + " on " + host_ + detail);
     if (st == 404 && e.code == "NAME_UNKNOWN") {
@@ -331,7 +333,8 @@ class Client {
         break;
       }
       if (c.scheme == "basic" && !cred_.anonymous()) {
-        authorization_ = "Authorization: Basic " + Base64Encode(cred_.username + ":" + cred_.password);
+        authorization_ =
+            "Authorization: Basic " + Base64Encode(cred_.username + ":" + cred_.password);
         break;
       }
     }
@@ -370,11 +373,14 @@ class Client {
     }
     if (ex->status() != 200) Fail("a token for " + scope, *ex);
     std::string body;
-    if (!ex->ReadAll(body, kMaxSmallBody)) throw util::Fatal("token answer from " + realm + " is too large");
+    if (!ex->ReadAll(body, kMaxSmallBody))
+      throw util::Fatal("token answer from " + realm + " is too large");
     Token t = ParseTokenResponse(body);
-    if (t.value.empty()) throw util::Fatal("the token service " + UrlOrigin(realm) + " answered without a token");
+    if (t.value.empty())
+      throw util::Fatal("the token service " + UrlOrigin(realm) + " answered without a token");
     std::lock_guard lock(cache.mu);
-    cache.tokens[key] = {t.value, Clock::now() + std::chrono::seconds(std::max<int64_t>(t.expires_in - 5, 0))};
+    cache.tokens[key] = {
+        t.value, Clock::now() + std::chrono::seconds(std::max<int64_t>(t.expires_in - 5, 0))};
     return t.value;
   }
 
@@ -382,8 +388,8 @@ class Client {
   std::string host_;  // host[:port] the API is on, for messages
   TlsOptions tls_;
   Credential cred_;
-  std::string origin_url_;     // "https://host:port"
-  std::string origin_;         // UrlOrigin(origin_url_): where credentials may go
+  std::string origin_url_;  // "https://host:port"
+  std::string origin_;      // UrlOrigin(origin_url_): where credentials may go
   std::mutex auth_mu_;
   std::string authorization_;  // "Authorization: ..." for the registry, or empty; auth_mu_
 };
@@ -393,10 +399,13 @@ class Client {
 // already delivered skipped. Never delivers more than the descriptor's size.
 class RegistryBlobReader : public BlobReader {
  public:
-  RegistryBlobReader(std::shared_ptr<Client> client, std::string url, std::vector<std::string> headers,
-                     std::string what, int64_t size)
-      : client_(std::move(client)), url_(std::move(url)), headers_(std::move(headers)),
-        what_(std::move(what)), size_(size) {
+  RegistryBlobReader(std::shared_ptr<Client> client, std::string url,
+                     std::vector<std::string> headers, std::string what, int64_t size)
+      : client_(std::move(client)),
+        url_(std::move(url)),
+        headers_(std::move(headers)),
+        what_(std::move(what)),
+        size_(size) {
     Open();
   }
 
@@ -453,7 +462,8 @@ class RegistryBlobReader : public BlobReader {
     if (delivered_ > 0 && st == 206) {
       std::string range = ex_->Header("content-range");  // "bytes START-END/TOTAL"
       if (!range.starts_with("bytes " + std::to_string(delivered_) + "-")) {
-        throw util::Fatal(what_ + ": the registry resumed at the wrong offset (" + OneLine(range) + ")");
+        throw util::Fatal(what_ + ": the registry resumed at the wrong offset (" + OneLine(range) +
+                          ")");
       }
       return;
     }
@@ -465,9 +475,11 @@ class RegistryBlobReader : public BlobReader {
       std::string body;
       ex_->ReadAll(body, kMaxSmallBody);
       if (ParseRegistryError(body).code == "NAME_UNKNOWN") {
-        throw util::Fatal("unknown repository " + client_->ref().domain + "/" + client_->ref().path);
+        throw util::Fatal("unknown repository " + client_->ref().domain + "/" +
+                          client_->ref().path);
       }
-      throw util::Fatal(what_ + " not found in " + client_->ref().domain + "/" + client_->ref().path);
+      throw util::Fatal(what_ + " not found in " + client_->ref().domain + "/" +
+                        client_->ref().path);
     }
     client_->Fail(what_, *ex_);
   }
@@ -493,7 +505,8 @@ class RegistrySource : public Source {
   Descriptor Root() override {
     if (root_loaded_) return root_;
     const Reference& ref = client_->ref();
-    auto ex = client_->Send("GET", client_->RepoUrl("manifests/" + ref.ManifestRef()), {kAcceptManifests});
+    auto ex = client_->Send("GET", client_->RepoUrl("manifests/" + ref.ManifestRef()),
+                            {kAcceptManifests});
     if (ex->status() == 404) NotFound(*ex);
     if (ex->status() != 200) client_->Fail("the manifest of " + ref.String(), *ex);
     std::string body;
@@ -501,18 +514,21 @@ class RegistrySource : public Source {
       throw util::Fatal("the manifest of " + ref.String() + " is larger than 4 MiB");
     }
     if (ex->error() != TransportError::kNone) {
-      throw util::Fatal("reading the manifest of " + ref.String() + " broke: " + ex->error_message());
+      throw util::Fatal("reading the manifest of " + ref.String() +
+                        " broke: " + ex->error_message());
     }
     std::string type = ex->Header("content-type");
     type = type.substr(0, type.find(';'));
     nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
-    if (!IsManifestType(type) && j.is_object() && j.contains("mediaType") && j["mediaType"].is_string()) {
+    if (!IsManifestType(type) && j.is_object() && j.contains("mediaType") &&
+        j["mediaType"].is_string()) {
       type = j["mediaType"];
     }
     bool schema1 = IsSchema1(type) ||
                    (j.is_object() && j.contains("schemaVersion") && j["schemaVersion"] == 1);
     if (schema1) {
-      throw util::Fatal(ref.String() + " has a Docker schema 1 manifest, which imgcheck does not "
+      throw util::Fatal(ref.String() +
+                        " has a Docker schema 1 manifest, which imgcheck does not "
                         "read; push it again with a current client (schema 2 or OCI)");
     }
     if (!IsManifestType(type)) {
@@ -561,7 +577,8 @@ class RegistrySource : public Source {
     std::string body;
     ex.ReadAll(body, kMaxSmallBody);
     std::string repo = ref.domain + "/" + ref.path;
-    if (ParseRegistryError(body).code == "NAME_UNKNOWN") throw util::Fatal("unknown repository " + repo);
+    if (ParseRegistryError(body).code == "NAME_UNKNOWN")
+      throw util::Fatal("unknown repository " + repo);
     if (!ref.digest.empty()) throw util::Fatal("manifest " + ref.digest + " not found in " + repo);
     bool repo_unknown = false;
     std::vector<std::string> tags = client_->ListTags(kTagsShown, repo_unknown);

@@ -97,7 +97,8 @@ int RunHelper(const std::string& program, const std::string& input, std::string&
     return -1;
   }
   // The input is one short line: it fits in the pipe buffer, so this cannot block.
-  struct sigaction ignore {}, old {};
+  struct sigaction ignore {
+  }, old{};
   ignore.sa_handler = SIG_IGN;
   sigaction(SIGPIPE, &ignore, &old);
   [[maybe_unused]] ssize_t w = write(in_pipe[1], input.data(), input.size());
@@ -142,8 +143,12 @@ std::string Credential::Describe() const {
 
 std::vector<std::string> AuthFileKeys(const std::string& domain) {
   if (domain == "docker.io") {
-    return {"https://index.docker.io/v1/", "index.docker.io", "docker.io", "registry-1.docker.io",
-            "https://index.docker.io/v1", "https://registry-1.docker.io"};
+    return {"https://index.docker.io/v1/",
+            "index.docker.io",
+            "docker.io",
+            "registry-1.docker.io",
+            "https://index.docker.io/v1",
+            "https://registry-1.docker.io"};
   }
   return {domain, "https://" + domain, "http://" + domain, "https://" + domain + "/v1/",
           "https://" + domain + "/v2/"};
@@ -300,7 +305,8 @@ Token ParseTokenResponse(std::string_view body) {
   nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return t;
   for (const char* key : {"token", "access_token"}) {
-    if (auto it = j.find(key); it != j.end() && it->is_string() && !it->get<std::string>().empty()) {
+    if (auto it = j.find(key);
+        it != j.end() && it->is_string() && !it->get<std::string>().empty()) {
       t.value = it->get<std::string>();
       break;
     }

@@ -13,7 +13,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr size_t kBufferMax = 1 << 20;       // body bytes held before the transfer pauses
+constexpr size_t kBufferMax = 1 << 20;  // body bytes held before the transfer pauses
 constexpr auto kStallLimit = std::chrono::seconds(60);  // no byte for this long: broken
 constexpr int kPollMs = 500;
 constexpr long kConnectTimeoutS = 30;
@@ -31,8 +31,8 @@ std::string Lower(std::string_view s) {
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' ||
-                        s.back() == '\n')) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
     s.remove_suffix(1);
   }
   return s;
@@ -66,9 +66,8 @@ struct HttpExchange::State {
       s->response_headers.clear();
       s->headers_done = false;
       size_t sp = line.find(' ');
-      s->status = sp == std::string_view::npos
-                      ? 0
-                      : std::atol(std::string(line.substr(sp + 1, 3)).c_str());
+      s->status =
+          sp == std::string_view::npos ? 0 : std::atol(std::string(line.substr(sp + 1, 3)).c_str());
     } else if (line.empty()) {
       if (s->status >= 200) s->headers_done = true;
     } else if (size_t colon = line.find(':'); colon != std::string_view::npos) {

@@ -20,16 +20,16 @@ struct TlsOptions {
 };
 
 struct HttpRequest {
-  std::string method = "GET";        ///< "GET" or "HEAD"
+  std::string method = "GET";  ///< "GET" or "HEAD"
   std::string url;
   std::vector<std::string> headers;  ///< "Name: value"
 };
 
 enum class TransportError {
   kNone,
-  kTls,         ///< handshake or certificate failure
-  kConnect,     ///< refused, unreachable, name not resolved
-  kInterrupted, ///< the connection broke or stalled mid-response
+  kTls,          ///< handshake or certificate failure
+  kConnect,      ///< refused, unreachable, name not resolved
+  kInterrupted,  ///< the connection broke or stalled mid-response
   kOther,
 };
 

@@ -130,9 +130,11 @@ util::Expected<Reference> ParseReference(std::string_view text) {
   std::string_view path = name;
   if (size_t slash = name.find('/'); slash != std::string_view::npos) {
     std::string_view first = name.substr(0, slash);
-    bool has_upper = std::any_of(first.begin(), first.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+    bool has_upper =
+        std::any_of(first.begin(), first.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
     if (first.find_first_of(".:") != std::string_view::npos || first == "localhost" || has_upper) {
-      if (!IsDomain(first)) return Invalid(original, "bad registry host '" + std::string(first) + "'");
+      if (!IsDomain(first))
+        return Invalid(original, "bad registry host '" + std::string(first) + "'");
       ref.domain = std::string(first);
       path = name.substr(slash + 1);
     }
@@ -144,9 +146,9 @@ util::Expected<Reference> ParseReference(std::string_view text) {
     if (!IsPathComponent(component)) {
       bool upper = std::any_of(component.begin(), component.end(),
                                [](char c) { return c >= 'A' && c <= 'Z'; });
-      return Invalid(original, upper ? "repository name must be lowercase"
-                                     : "bad repository name component '" +
-                                           std::string(component) + "'");
+      return Invalid(original,
+                     upper ? "repository name must be lowercase"
+                           : "bad repository name component '" + std::string(component) + "'");
     }
     if (slash == std::string_view::npos) break;
     start = slash + 1;

@@ -1,7 +1,10 @@
 // The registry transport against the real CNCF distribution registry (Debian's docker-registry)
 // filled by skopeo, with TLS made by openssl and htpasswd auth; a small proxy in this process
 // cuts connections, injects 429s, redirects blobs and plays a bearer token service.
+#include "image/registry.h"
+
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -14,7 +17,6 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
-#include <fcntl.h>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -22,7 +24,6 @@
 #include <thread>
 
 #include "image/image.h"
-#include "image/registry.h"
 #include "image/registry_auth.h"
 #include "image/registry_reference.h"
 #include "image_writer.h"
@@ -100,7 +101,7 @@ TEST_CASE("registry references follow the distribution grammar", "[registry]") {
 
   for (const char* bad : {"", "docker://", "x/UPPER", "x:", "x:-bad", "a//b", "a/-b", "a/b-",
                           "x@sha256:abc", "x@md5:0123456789abcdef0123456789abcdef", ":tag",
-                          "host:port/x", "a/b..c", "has space", "x/y:" }) {
+                          "host:port/x", "a/b..c", "has space", "x/y:"}) {
     auto bad_ref = ParseReference(bad);
     INFO(bad);
     CHECK_FALSE(bad_ref.has_value());
@@ -111,16 +112,17 @@ TEST_CASE("registry references follow the distribution grammar", "[registry]") {
 }
 
 TEST_CASE("WWW-Authenticate challenges and token answers parse", "[registry]") {
-  auto c = ParseChallenges(
-      R"(Bearer realm="https://auth.docker.io/token",service="registry.docker.io",)"
-      R"(scope="repository:library/ubuntu:pull,push")");
+  auto c =
+      ParseChallenges(R"(Bearer realm="https://auth.docker.io/token",service="registry.docker.io",)"
+                      R"(scope="repository:library/ubuntu:pull,push")");
   REQUIRE(c.size() == 1);
   CHECK(c[0].scheme == "bearer");
   CHECK(c[0].params["realm"] == "https://auth.docker.io/token");
   CHECK(c[0].params["service"] == "registry.docker.io");
   CHECK(c[0].params["scope"] == "repository:library/ubuntu:pull,push");
 
-  c = ParseChallenges(R"(Basic realm="a \"quoted\" realm", Bearer realm=http://x/t, error=invalid)");
+  c = ParseChallenges(
+      R"(Basic realm="a \"quoted\" realm", Bearer realm=http://x/t, error=invalid)");
   REQUIRE(c.size() == 2);
   CHECK(c[0].scheme == "basic");
   CHECK(c[0].params["realm"] == "a \"quoted\" realm");
@@ -211,8 +213,8 @@ TEST_CASE("credentials come from --creds, auth files and credential helpers", "[
 
   // REGISTRY_AUTH_FILE comes before the docker config.
   fs::path auth_file = env.home / "auth.json";
-  WriteFile(auth_file, R"({"auths":{"example.com:5000":{"auth":")" + Base64Encode("podman:pp") +
-                           R"("}}})");
+  WriteFile(auth_file,
+            R"({"auths":{"example.com:5000":{"auth":")" + Base64Encode("podman:pp") + R"("}}})");
   {
     ScopedEnv a("REGISTRY_AUTH_FILE", auth_file.string());
     CHECK(FindCredential("example.com:5000", "").username == "podman");
@@ -220,21 +222,22 @@ TEST_CASE("credentials come from --creds, auth files and credential helpers", "[
   }
   {
     ScopedEnv x("XDG_RUNTIME_DIR", env.home.path().string());
-    WriteFile(env.home / "containers/auth.json", R"({"auths":{"example.com:5000":{"auth":")" +
-                                                    Base64Encode("xdg:pp") + R"("}}})");
+    WriteFile(env.home / "containers/auth.json",
+              R"({"auths":{"example.com:5000":{"auth":")" + Base64Encode("xdg:pp") + R"("}}})");
     CHECK(FindCredential("example.com:5000", "").username == "xdg");
   }
 
   // credHelpers / credsStore run docker-credential-<name> get with the server URL on stdin.
   fs::path bin = env.home / "bin";
-  WriteFile(bin / "docker-credential-fake",
-            "#!/bin/sh\nread url\n[ \"$1\" = get ] || exit 3\n"
-            "case \"$url\" in\n"
-            "  helped.example) echo '{\"ServerURL\":\"'$url'\",\"Username\":\"helper-user\","
-            "\"Secret\":\"helper-secret\"}' ;;\n"
-            "  https://index.docker.io/v1/) echo '{\"Username\":\"hub-helper\",\"Secret\":\"x\"}' ;;\n"
-            "  *) echo 'credentials not found in native keychain'; exit 1 ;;\n"
-            "esac\n");
+  WriteFile(
+      bin / "docker-credential-fake",
+      "#!/bin/sh\nread url\n[ \"$1\" = get ] || exit 3\n"
+      "case \"$url\" in\n"
+      "  helped.example) echo '{\"ServerURL\":\"'$url'\",\"Username\":\"helper-user\","
+      "\"Secret\":\"helper-secret\"}' ;;\n"
+      "  https://index.docker.io/v1/) echo '{\"Username\":\"hub-helper\",\"Secret\":\"x\"}' ;;\n"
+      "  *) echo 'credentials not found in native keychain'; exit 1 ;;\n"
+      "esac\n");
   fs::permissions(bin / "docker-credential-fake", fs::perms::owner_all);
   ScopedEnv path("PATH", bin.string() + ":" + std::getenv("PATH"));
   WriteFile(docker_config, R"({"credHelpers":{"helped.example":"fake"},"credsStore":"fake"})");
@@ -285,8 +288,9 @@ int ConnectLoopback(int port) {
 bool HaveRegistryTools() {
   for (const char* p : {"docker-registry", "skopeo", "htpasswd", "openssl"}) {
     if (!HaveProgram(p)) {
-      WARN(std::string(p) + " is not installed (apt-get install docker-registry skopeo "
-                            "apache2-utils openssl): registry test skipped");
+      WARN(std::string(p) +
+           " is not installed (apt-get install docker-registry skopeo "
+           "apache2-utils openssl): registry test skipped");
       return false;
     }
   }
@@ -304,7 +308,8 @@ class Registry {
     fs::path cfg = dir_ / "config.yml";
     std::string yaml =
         "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\n"
-        "storage:\n  filesystem:\n    rootdirectory: " + storage().string() +
+        "storage:\n  filesystem:\n    rootdirectory: " +
+        storage().string() +
         "\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:" + std::to_string(port_) + "\n";
     if (config_.tls) {
       MakeCertificates();
@@ -368,7 +373,8 @@ class Registry {
     std::string cmd = "skopeo --insecure-policy copy -q " + flags;
     cmd += config_.tls ? " --dest-cert-dir '" + (dir_ / "certs").string() + "'"
                        : " --dest-tls-verify=false";
-    if (!config_.user.empty()) cmd += " --dest-creds '" + config_.user + ":" + config_.password + "'";
+    if (!config_.user.empty())
+      cmd += " --dest-creds '" + config_.user + ":" + config_.password + "'";
     cmd += " '" + src + "' 'docker://" + host() + "/" + repo_tag + "'";
     CommandResult r = Run(cmd);
     INFO(cmd << "\n" << r.output);
@@ -394,7 +400,9 @@ class Registry {
         "cd '" + d.string() + "' && openssl req -x509" + ec +
         " -keyout ca.key -out certs/ca.crt -days 2 -subj /CN=imgcheck-test-ca"
         " -addext basicConstraints=critical,CA:TRUE -addext keyUsage=keyCertSign,cRLSign"
-        " && openssl req" + ec + " -keyout server.key -out server.csr -subj /CN=127.0.0.1"
+        " && openssl req" +
+        ec +
+        " -keyout server.key -out server.csr -subj /CN=127.0.0.1"
         " && openssl x509 -req -in server.csr -CA certs/ca.crt -CAkey ca.key -CAcreateserial"
         " -out server.crt -days 2 -extfile san.cnf";
     CommandResult r = Run(cmd);
@@ -472,7 +480,8 @@ struct PushedImage {
   Registry reg;
 };
 
-TEST_CASE("registry over TLS with htpasswd serves what skopeo pushed", "[registry][docker-registry]") {
+TEST_CASE("registry over TLS with htpasswd serves what skopeo pushed",
+          "[registry][docker-registry]") {
   if (!HaveRegistryTools()) return;
   PushedImage pushed("test/img:v1", {.tls = true, .user = "alice", .password = "wonderland"});
   auto& [env, work, img, reg] = pushed;
@@ -524,9 +533,9 @@ TEST_CASE("registry over TLS with htpasswd serves what skopeo pushed", "[registr
                       Catch::StartsWith("unauthorized") && Catch::Contains("no credentials"));
   }
   SECTION("unknown tag lists the tags; unknown repository and digest say so") {
-    CHECK_THROWS_WITH(OpenRegistry(reg.host() + "/test/img:nope", reg.Options())->Root(),
-                      Catch::Equals("unknown tag 'nope' in " + reg.host() +
-                                    "/test/img; it has: v1, v2"));
+    CHECK_THROWS_WITH(
+        OpenRegistry(reg.host() + "/test/img:nope", reg.Options())->Root(),
+        Catch::Equals("unknown tag 'nope' in " + reg.host() + "/test/img; it has: v1, v2"));
     CHECK_THROWS_WITH(OpenRegistry(reg.host() + "/test/absent:v1", reg.Options())->Root(),
                       Catch::Equals("unknown repository " + reg.host() + "/test/absent"));
     CHECK_THROWS_WITH(OpenRegistry(reg.host() + "/test/img@" + kDigest, reg.Options())->Root(),
@@ -539,9 +548,9 @@ TEST_CASE("registry over TLS with htpasswd serves what skopeo pushed", "[registr
   SECTION("a registry that is down: connection refused") {
     reg.Stop();
     auto start = Clock::now();
-    CHECK_THROWS_WITH(OpenRegistry(reg.host() + "/test/img:v1", reg.Options()),
-                      Catch::StartsWith("cannot reach " + reg.host()) &&
-                          Catch::Contains("refused"));
+    CHECK_THROWS_WITH(
+        OpenRegistry(reg.host() + "/test/img:v1", reg.Options()),
+        Catch::StartsWith("cannot reach " + reg.host()) && Catch::Contains("refused"));
     CHECK(Clock::now() - start < std::chrono::seconds(20));
   }
 }
@@ -555,7 +564,8 @@ TEST_CASE("registry indexes, Docker media types, and image::Load", "[registry][d
   std::vector<WrittenImage> imgs = WriteMultiPlatformLayout(work / "multi", {amd, arm});
   WriteOciLayout(work / "docker", TestRecipe("docker"));
   Registry reg({});
-  reg.Push("oci:" + (work / "multi").string() + ":latest", "multi:latest", "--all --preserve-digests");
+  reg.Push("oci:" + (work / "multi").string() + ":latest", "multi:latest",
+           "--all --preserve-digests");
   reg.Push("oci:" + (work / "docker").string() + ":latest", "dock:1", "--format v2s2");
 
   auto src = OpenRegistry(reg.host() + "/multi", {});  // plain http on a local registry
@@ -564,8 +574,8 @@ TEST_CASE("registry indexes, Docker media types, and image::Load", "[registry][d
   auto j = nlohmann::json::parse(src->ReadBlob(index, 1 << 20));
   REQUIRE(j["manifests"].size() == 2);
   for (size_t i = 0; i < 2; ++i) {  // child manifests come from /manifests/<digest>
-    Descriptor child{j["manifests"][i]["mediaType"], j["manifests"][i]["digest"],
-                     j["manifests"][i]["size"], {}};
+    Descriptor child{
+        j["manifests"][i]["mediaType"], j["manifests"][i]["digest"], j["manifests"][i]["size"], {}};
     CHECK(child.digest == imgs[i].manifest_digest);
     CHECK(util::Sha256Digest(src->ReadBlob(child, 1 << 20)) == child.digest);
   }
@@ -631,7 +641,8 @@ TEST_CASE("a blob tampered on the registry's disk is delivered as stored, and Lo
   WriteFile(data, bytes);
 
   auto src = OpenRegistry(reg.host() + "/t:1", {});
-  auto reader = src->OpenBlob({layer.media_type, layer.digest, static_cast<int64_t>(bytes.size()), {}});
+  auto reader =
+      src->OpenBlob({layer.media_type, layer.digest, static_cast<int64_t>(bytes.size()), {}});
   std::string got = ReadWhole(*reader);
   CHECK(got == bytes);
   CHECK(util::Sha256Digest(got) != layer.digest);
@@ -643,11 +654,13 @@ TEST_CASE("a blob tampered on the registry's disk is delivered as stored, and Lo
 
 struct ProxyRules {
   size_t cut_first_blob_after = 0;  ///< close the first blob answer after this many body bytes
-  int manifest_429 = 0;             ///< answer this many manifest requests with 429
+  int manifest_errors = 0;          ///< answer this many manifest requests with `error_status`
+  std::string error_status = "429 Too Many Requests";
   std::string retry_after = "1";
-  bool bearer = false;              ///< require "Bearer <token>" and serve /token
+  bool schema1 = false;                    ///< answer manifest requests with a schema 1 manifest
+  bool bearer = false;                     ///< require "Bearer <token>" and serve /token
   std::string token_user, token_password;  ///< basic auth the token service wants, if any
-  bool redirect_blobs = false;      ///< 307 blob requests to http://localhost:<port>/storage/...
+  bool redirect_blobs = false;  ///< 307 blob requests to http://localhost:<port>/storage/...
 };
 
 struct Seen {
@@ -728,7 +741,9 @@ class Proxy {
       if (n <= 0) return;
       req.append(buf, static_cast<size_t>(n));
       if (req[0] == 0x16) {  // a TLS ClientHello: answer as Go's http server does
-        SendAll(fd, "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n");
+        SendAll(
+            fd,
+            "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n");
         return;
       }
     }
@@ -740,7 +755,8 @@ class Proxy {
     s.target = line.substr(s.method.size() + 1, line.rfind(' ') - s.method.size() - 1);
     for (size_t p = eol; p != std::string::npos && p + 2 < head.size();) {
       size_t next = head.find("\r\n", p + 2);
-      std::string h = head.substr(p + 2, next == std::string::npos ? std::string::npos : next - p - 2);
+      std::string h =
+          head.substr(p + 2, next == std::string::npos ? std::string::npos : next - p - 2);
       size_t colon = h.find(':');
       std::string name = h.substr(0, colon);
       for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -777,13 +793,21 @@ class Proxy {
     bool blob = s.method == "GET" && upstream_target.find("/blobs/") != std::string::npos;
     if (blob && rules_.redirect_blobs && !storage) {
       Reply(fd, "307 Temporary Redirect",
-            "Location: http://localhost:" + std::to_string(port_) + "/storage" + s.target + "\r\n", "");
+            "Location: http://localhost:" + std::to_string(port_) + "/storage" + s.target + "\r\n",
+            "");
       return;
     }
-    if (s.target.find("/manifests/") != std::string::npos && manifest_429_ < rules_.manifest_429) {
-      ++manifest_429_;
-      Reply(fd, "429 Too Many Requests", "Retry-After: " + rules_.retry_after + "\r\n",
+    bool manifest = s.target.find("/manifests/") != std::string::npos;
+    if (manifest && manifest_errors_ < rules_.manifest_errors) {
+      ++manifest_errors_;
+      Reply(fd, rules_.error_status, "Retry-After: " + rules_.retry_after + "\r\n",
             R"({"errors":[{"code":"TOOMANYREQUESTS","message":"slow down"}]})");
+      return;
+    }
+    if (manifest && rules_.schema1) {
+      Reply(fd, "200 OK",
+            "Content-Type: application/vnd.docker.distribution.manifest.v1+prettyjws\r\n",
+            R"({"schemaVersion":1,"name":"test/img","tag":"v1","fsLayers":[],"history":[]})");
       return;
     }
     // Forward, one request per connection.
@@ -816,7 +840,7 @@ class Proxy {
   std::atomic<bool> stop_{false};
   std::atomic<bool> cut_done_{false};
   std::atomic<int> token_requests_{0};
-  int manifest_429_ = 0;
+  int manifest_errors_ = 0;
   std::thread acceptor_;
   std::vector<std::thread> handlers_;
   std::mutex mu_;
@@ -836,7 +860,8 @@ TEST_CASE("registry transport survives cuts, 429s, redirects, and does the token
     rules.cut_first_blob_after = 100000;
     Proxy proxy(reg.port(), rules);
     auto src = OpenRegistry(proxy.host() + "/test/img:v1", {});
-    auto reader = src->OpenBlob({big.media_type, big.digest, static_cast<int64_t>(big.compressed_size), {}});
+    auto reader =
+        src->OpenBlob({big.media_type, big.digest, static_cast<int64_t>(big.compressed_size), {}});
     std::string bytes = ReadWhole(*reader, 65536);
     CHECK(bytes.size() == big.compressed_size);
     CHECK(util::Sha256Digest(bytes) == big.digest);
@@ -851,7 +876,7 @@ TEST_CASE("registry transport survives cuts, 429s, redirects, and does the token
   }
   SECTION("429 with Retry-After is waited out, and a lasting one is reported") {
     ProxyRules once;
-    once.manifest_429 = 1;
+    once.manifest_errors = 1;
     Proxy proxy(reg.port(), once);
     auto src = OpenRegistry(proxy.host() + "/test/img:v1", {});
     auto start = Clock::now();
@@ -859,11 +884,25 @@ TEST_CASE("registry transport survives cuts, 429s, redirects, and does the token
     CHECK(Clock::now() - start >= std::chrono::milliseconds(950));
 
     ProxyRules lasting;
-    lasting.manifest_429 = 1000;
+    lasting.manifest_errors = 1000;
     lasting.retry_after = "0";
     Proxy always(reg.port(), lasting);
     CHECK_THROWS_WITH(OpenRegistry(always.host() + "/test/img:v1", {})->Root(),
                       Catch::StartsWith("rate limited by " + always.host()));
+  }
+  SECTION("a 503 is retried; a schema 1 manifest is refused with a clear message") {
+    ProxyRules unavailable;
+    unavailable.manifest_errors = 2;
+    unavailable.error_status = "503 Service Unavailable";
+    unavailable.retry_after = "";
+    Proxy proxy(reg.port(), unavailable);
+    CHECK(OpenRegistry(proxy.host() + "/test/img:v1", {})->Root().digest == img.manifest_digest);
+
+    ProxyRules old_format;
+    old_format.schema1 = true;
+    Proxy schema1(reg.port(), old_format);
+    CHECK_THROWS_WITH(OpenRegistry(schema1.host() + "/test/img:v1", {})->Root(),
+                      Catch::Contains("schema 1 manifest"));
   }
   SECTION("bearer tokens from the realm, cached; blobs redirected without the token") {
     ProxyRules rules;
@@ -880,6 +919,14 @@ TEST_CASE("registry transport survives cuts, 429s, redirects, and does the token
     auto again = OpenRegistry("docker://" + proxy.host() + "/test/img:v1", o);
     CHECK(again->Root().digest == img.manifest_digest);
     CHECK(proxy.token_requests() == 1);  // the token is cached for the process
+    LoadOptions lo;
+    lo.registry = o;
+    lo.jobs = 3;  // layers read on several threads through one source
+    Image loaded = Load(proxy.host() + "/test/img:v1", lo);
+    REQUIRE(loaded.layers.size() == img.layers.size());
+    for (size_t i = 0; i < img.layers.size(); ++i) {
+      CHECK(loaded.layers[i].diff_id == img.layers[i].diff_id);
+    }
     int storage = 0;
     for (auto& s : proxy.seen()) {
       if (s.target.starts_with("/storage/")) {
@@ -889,7 +936,8 @@ TEST_CASE("registry transport survives cuts, 429s, redirects, and does the token
         CHECK(s.headers["authorization"] == std::string("Bearer ") + Proxy::kToken);
       }
     }
-    CHECK(storage == static_cast<int>(img.layers.size()) * 1 + 1);  // layers and the config
+    // Read twice (ExpectSameImage, Load): the layers and the config.
+    CHECK(storage == 2 * (static_cast<int>(img.layers.size()) + 1));
 
     o.creds = "tess:wrong";
     try {
