@@ -78,13 +78,14 @@ milliseconds Backoff(int attempt) {
 // Retry-After: delta-seconds or an HTTP-date (RFC 9110 10.2.3); zero when absent or unreadable.
 milliseconds ParseRetryAfter(const std::string& v) {
   if (v.empty()) return milliseconds{0};
-  if (std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return std::min(kMaxRetryAfter, milliseconds{std::stoll(v.substr(0, 9)) * 1000});
+  if (v.size() <= 9 &&
+      std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return milliseconds{std::stoll(v) * 1000};
   }
   time_t when = curl_getdate(v.c_str(), nullptr);
   if (when < 0) return milliseconds{0};
   int64_t secs = static_cast<int64_t>(when) - static_cast<int64_t>(time(nullptr));
-  return std::clamp(milliseconds{secs * 1000}, milliseconds{0}, kMaxRetryAfter);
+  return milliseconds{std::max<int64_t>(secs, 0) * 1000};
 }
 
 // What the registry said in its error body ({"errors":[{"code":..,"message":..}]}).
@@ -229,8 +230,13 @@ class Client {
         }
         if (st != 429 && st != 500 && st != 502 && st != 503 && st != 504) return ex;
         delay = ParseRetryAfter(ex->Header("retry-after"));
-        if (++tries >= kMaxTries) {
+        if (++tries >= kMaxTries || delay > kMaxRetryAfter) {
           if (st == 429) {
+            if (delay > kMaxRetryAfter) {  // not worth waiting for here
+              throw util::Fatal("rate limited by " + host_ + " (HTTP 429, retry after " +
+                                std::to_string(delay.count() / 1000) +
+                                " s); try again later, or log in for a higher limit");
+            }
             throw util::Fatal("rate limited by " + host_ + " (HTTP 429, " + std::to_string(tries) +
                               " tries); wait and try again, or log in for a higher limit");
           }
@@ -249,8 +255,11 @@ class Client {
     std::string detail = e.code.empty() ? "" : " (" + e.code + ": " + OneLine(e.message) + ")";
     long st = ex.status();
     if (st == 401) {
+      std::string hint = cred_.anonymous()
+                             ? "; it may not exist, or it needs credentials (--creds, docker login)"
+                             : "";
       throw util::Fatal("unauthorized: " + host_ + " refused " + what + " for " + cred_.Describe() +
-                        detail);
+                        detail + hint);
     }
     if (st == 403) throw util::Fatal("access denied to " + what + " on " + host_ + detail);
     if (st == 404 && e.code == "NAME_UNKNOWN") {

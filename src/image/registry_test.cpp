@@ -889,6 +889,12 @@ TEST_CASE("registry transport survives cuts, 429s, redirects, and does the token
     Proxy always(reg.port(), lasting);
     CHECK_THROWS_WITH(OpenRegistry(always.host() + "/test/img:v1", {})->Root(),
                       Catch::StartsWith("rate limited by " + always.host()));
+    lasting.retry_after = "3600";  // too long to wait: said at once
+    Proxy hour(reg.port(), lasting);
+    auto start_hour = Clock::now();
+    CHECK_THROWS_WITH(OpenRegistry(hour.host() + "/test/img:v1", {})->Root(),
+                      Catch::Contains("retry after 3600 s"));
+    CHECK(Clock::now() - start_hour < std::chrono::seconds(5));
   }
   SECTION("a 503 is retried; a schema 1 manifest is refused with a clear message") {
     ProxyRules unavailable;
