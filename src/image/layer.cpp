@@ -81,7 +81,7 @@ void CaptureData(struct archive* a, Capturer& capturer, ReadState& st) {
   while (true) {
     int rc = archive_read_data_block(a, &block, &len, &offset);
     if (rc == ARCHIVE_EOF) return;
-    if (rc < ARCHIVE_WARN) {
+    if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {  // RETRY too: a damaged header
       if (st.error) std::rethrow_exception(st.error);
       throw util::Fatal(std::string("corrupt tar: ") + archive_error_string(a));
     }
@@ -140,7 +140,7 @@ LayerContents ReadLayer(BlobReader& blob, int layer, const CapturePolicy& captur
     while (true) {
       int rc = archive_read_next_header(a.get(), &ae);
       if (rc == ARCHIVE_EOF) break;
-      if (rc < ARCHIVE_WARN) {
+      if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {  // RETRY too: a damaged header
         if (st.error) std::rethrow_exception(st.error);
         throw util::Fatal(std::string("corrupt tar after entry '") + last + "': " + archive_error_string(a.get()));
       }
@@ -210,7 +210,8 @@ LayerContents ReadDirectory(const fs::path& root, const CapturePolicy& capture) 
     }
     const fs::path& host = it->path();
     LayerEntry e;
-    e.path = util::NormalizePath(fs::relative(host, root, ec).generic_string());
+    // Lexical: fs::relative would resolve symlinks, on the host.
+    e.path = util::NormalizePath(host.lexically_relative(root).generic_string());
     fs::file_status s = fs::symlink_status(host, ec);
     if (ec) {
       out.diagnostics.push_back({e.path, 0, "cannot stat: " + ec.message()});

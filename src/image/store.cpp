@@ -148,7 +148,7 @@ class TarStore : public FileStore {
       while (true) {
         int rc = archive_read_next_header(a.get(), &e);
         if (rc == ARCHIVE_EOF) return nullptr;
-        if (rc < ARCHIVE_WARN) {
+        if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {  // RETRY too: a damaged header
           if (!throw_on_corrupt) return nullptr;
           throw util::Fatal(path_.string() + ": corrupt tar archive: " + archive_error_string(a.get()));
         }
