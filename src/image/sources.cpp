@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "image/manifest.h"
+#include "image/registry_reference.h"
 #include "image/stream.h"
 #include "util/error.h"
 
@@ -139,12 +140,19 @@ class DockerArchiveSource : public Source {
       if (n >= doc.size()) throw util::Fatal(what + ": no image " + ref_ + "; it holds " + std::to_string(doc.size()));
       return doc[n];
     }
+    // Tags compare as references: "example/img:1" is "docker.io/example/img:1".
+    std::string want = Canonical(ref_);
     for (const json& e : doc) {
       if (!e.is_object() || !e.contains("RepoTags") || !e["RepoTags"].is_array()) continue;
       for (const json& t : e["RepoTags"])
-        if (t.is_string() && (t == ref_ || t == ref_ + ":latest")) return e;
+        if (t.is_string() && Canonical(t.get<std::string>()) == want) return e;
     }
     throw util::Fatal(what + ": no image tagged '" + ref_ + "'; tags: " + Tags(doc));
+  }
+
+  static std::string Canonical(const std::string& name) {
+    util::Expected<Reference> r = ParseReference(name);
+    return r ? r->String() : name;
   }
 
   static std::string Tags(const json& doc) {
