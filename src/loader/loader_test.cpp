@@ -1,8 +1,11 @@
 // The loader's search rules on hand-made ELF facts: each phase of glibc's _dl_map_object.
 #include "loader/loader.h"
 
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
+#include "loader/why.h"
 #include "support.h"
 
 namespace imgcheck::loader {
@@ -306,6 +309,40 @@ TEST_CASE("platform detection: Debian multiarch vs upstream layout", "[loader]")
   CHECK(q.platform == "aarch64");
   CHECK(q.default_dirs == std::vector<std::string>{"/lib64", "/usr/lib64"});
   CHECK(q.hwcaps.empty());
+}
+
+TEST_CASE("why: every consumer's resolution of a name or path, libtree style", "[loader][why]") {
+  FakeImage img;
+  img.Lib("/app/a.so", "a.so", {"libcudnn.so.9"}).rpath = {"$ORIGIN/../nv"};
+  img.tree.mutable_nodes()["/app/a.so"].layer = 2;
+  elf::ElfInfo& b = img.Lib("/app/b.so", "b.so", {"libcudnn.so.9"});
+  b.has_runpath = true;
+  b.runpath = {"/none"};
+  img.Lib("/nv/libcudnn.so.9.1.0", "libcudnn.so.9");
+  img.tree.mutable_nodes()["/nv/libcudnn.so.9.1.0"].layer = 3;
+  img.Link("/nv/libcudnn.so.9", "libcudnn.so.9.1.0");
+  Options o = Upstream();
+  LoadGraph ga = img.Load("/app/a.so", o), gb = img.Load("/app/b.so", o);
+  LoadGraph ga2 = img.Load("/app/a.so", o);
+  std::vector<Root> roots = {{"/app/a.so", "framework x", &ga}, {"/app/b.so", "", &gb},
+                             {"/app/a.so", "again", &ga2}};
+  auto entries = FindWhy(img.tree, roots, "libcudnn.so.9");
+  REQUIRE(entries.size() == 2);
+  CHECK(entries[0].roots.size() == 2);  // the same resolution in two link maps, listed once
+  std::string text = ExplainWhy(img.tree, "libcudnn.so.9", entries);
+  INFO(text);
+  CHECK(text.find("DT_NEEDED of /app/a.so (layer 2)") != std::string::npos);
+  CHECK(text.find("=> /app/../nv/libcudnn.so.9  [rpath: DT_RPATH of /app/a.so: \"$ORIGIN/../nv\"]") !=
+        std::string::npos);
+  CHECK(text.find("real file /nv/libcudnn.so.9.1.0") != std::string::npos);
+  CHECK(text.find("file from layer 3") != std::string::npos);
+  CHECK(text.find("not found; tried, in order:") != std::string::npos);
+  CHECK(text.find("runpath  /none/libcudnn.so.9  from \"/none\"  missing") != std::string::npos);
+  // By path: the link and the real file name the same resolution.
+  CHECK(FindWhy(img.tree, roots, "/nv/libcudnn.so.9.1.0").size() == 1);
+  CHECK(FindWhy(img.tree, roots, "/nv/libcudnn.so.9").size() == 1);
+  CHECK(FindWhy(img.tree, roots, "libnone.so").empty());
+  CHECK(ExplainWhy(img.tree, "libnone.so", {}).find("no object") != std::string::npos);
 }
 
 }  // namespace

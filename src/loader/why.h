@@ -1,0 +1,39 @@
+// `imgcheck why`: every resolution of one soname or path across link maps, explained the way
+// libtree does (where it was found and by which rule, or every place tried).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "image/tree.h"
+#include "loader/loader.h"
+
+namespace imgcheck::loader {
+
+/// A root consumer and its link map.
+struct Root {
+  std::string path;
+  std::string role;  ///< "framework torch", "executable", ...; may be empty
+  const LoadGraph* graph = nullptr;
+};
+
+/// One distinct resolution of the target, with the roots whose link map holds it.
+struct WhyEntry {
+  Resolution resolution;
+  std::vector<std::string> roots;
+};
+
+/// The resolutions of `target` in `roots`: a name without '/' matches the requested name; a
+/// path matches the path as opened or, after following links in `tree`, the real path.
+/// Identical resolutions (same consumer, name, kind and outcome) are listed once.
+std::vector<WhyEntry> FindWhy(const image::Tree& tree, const std::vector<Root>& roots,
+                              std::string_view target);
+
+/// The text `imgcheck why` prints for `entries`: per consumer, the hit (reason, search entry,
+/// whose RPATH, real file and layer) or "not found" with every candidate tried and why it was
+/// passed over.
+std::string ExplainWhy(const image::Tree& tree, std::string_view target,
+                       const std::vector<WhyEntry>& entries);
+
+}  // namespace imgcheck::loader
