@@ -107,7 +107,7 @@ int Scan(const ScanArgs& args) {
   dirs.insert(dirs.end(), args.rules_dirs.begin(), args.rules_dirs.end());
   rules::Knowledge knowledge = rules::Knowledge::Load(dirs);
   rules::Config config = LoadConfig(args, knowledge);
-  rules::FailOn fail_on = rules::Severity::kError;
+  rules::FailOn fail_on{rules::Severity::kError};
   if (config.fail_on) fail_on = *config.fail_on;
   if (!args.fail_on.empty()) {
     auto parsed = rules::ParseFailOn(args.fail_on);
@@ -157,9 +157,8 @@ int Scan(const ScanArgs& args) {
     out << text;
     if (!out.flush()) throw util::Fatal("--output: cannot write " + args.output);
   }
-  if (!fail_on) return 0;
   for (const auto& f : rep.findings)
-    if (f.severity >= *fail_on) return 1;
+    if (rules::Fails(fail_on, f.severity)) return 1;
   return 0;
 }
 

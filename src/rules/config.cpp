@@ -117,10 +117,17 @@ util::Expected<DataFile> ParseYaml(const std::string& path, std::string_view tex
 }  // namespace
 
 std::optional<FailOn> ParseFailOn(std::string_view text) {
-  if (text == "none") return FailOn{};
-  if (auto s = ParseSeverity(text)) return FailOn{*s};
-  return std::nullopt;
+  std::optional<FailOn> out;
+  if (text == "none") {
+    out.emplace();
+  } else if (auto s = ParseSeverity(text)) {
+    out.emplace();
+    out->at = *s;
+  }
+  return out;
 }
+
+bool Fails(FailOn gate, Severity severity) { return gate.at && severity >= *gate.at; }
 
 util::Expected<Config> ParseConfig(const std::string& path, std::string_view text,
                                    const Knowledge& knowledge) {

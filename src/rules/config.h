@@ -21,10 +21,16 @@ struct Ignore {
   std::string where;   ///< "file:line" or "--ignore"
 };
 
-/// The CI gate: the lowest severity that fails the run; nullopt = never fail ("none").
-using FailOn = std::optional<Severity>;
-/// "none", "info", "warning", "error"; nullopt (outer) when `text` is none of them.
+/// The CI gate: the lowest severity that fails the run, or never ("none": `at` empty).
+struct FailOn {
+  std::optional<Severity> at;
+  operator std::optional<Severity>() const { return at; }  // NOLINT(google-explicit-constructor)
+  bool operator==(const FailOn&) const = default;
+};
+/// "none", "info", "warning", "error"; nullopt for anything else.
 std::optional<FailOn> ParseFailOn(std::string_view text);
+/// True when a finding of `severity` fails the run under `gate`.
+bool Fails(FailOn gate, Severity severity);
 
 struct Config {
   std::string path;                              ///< file read, "" when none

@@ -36,7 +36,7 @@ TEST_CASE("the YAML subset: severity overrides, ignores with reasons and paths, 
                        "    reason: kept for the old model server\n",
                        Builtin());
   REQUIRE(c);
-  CHECK(c->fail_on == FailOn::kWarning);
+  CHECK(c->fail_on == FailOn{Severity::kWarning});
   CHECK(c->severity.at("IC051") == Severity::kWarning);
   CHECK(c->severity.at("IC010") == Severity::kError);
   REQUIRE(c->ignores.size() == 2);
@@ -61,7 +61,7 @@ TEST_CASE("the same config as JSON") {
                        "{\"ignore\": [{\"rule\": \"IC051\", \"reason\": \"vendored\"}], \"fail-on\": \"none\"}",
                        Builtin());
   REQUIRE(c);
-  CHECK(c->fail_on == FailOn::kNone);
+  CHECK(c->fail_on == FailOn{});
   CHECK(c->ignores.at(0).rule == "IC051");
 }
 
@@ -81,10 +81,10 @@ TEST_CASE("config errors name the line, and mistyped rules get a suggestion") {
 }
 
 TEST_CASE("fail-on gates") {
-  CHECK_FALSE(Fails(FailOn::kNone, Severity::kError));
-  CHECK(Fails(FailOn::kInfo, Severity::kInfo));
-  CHECK_FALSE(Fails(FailOn::kError, Severity::kWarning));
-  CHECK(Fails(FailOn::kWarning, Severity::kError));
+  CHECK_FALSE(Fails(*ParseFailOn("none"), Severity::kError));
+  CHECK(Fails(*ParseFailOn("info"), Severity::kInfo));
+  CHECK_FALSE(Fails(*ParseFailOn("error"), Severity::kWarning));
+  CHECK(Fails(*ParseFailOn("warning"), Severity::kError));
   CHECK_FALSE(ParseFailOn("fatal"));
 }
 
