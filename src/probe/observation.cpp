@@ -121,10 +121,4 @@ std::string CudaVersionString(int64_t encoded) {
   return std::to_string(encoded / 1000) + "." + std::to_string(encoded % 1000 / 10);
 }
 
-std::string CudnnVersionString(int64_t encoded) {
-  int64_t major = encoded >= 90000 ? encoded / 10000 : encoded / 1000;
-  int64_t minor = encoded >= 90000 ? encoded % 10000 / 100 : encoded % 1000 / 100;
-  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(encoded % 100);
-}
-
 }  // namespace imgcheck::probe

@@ -99,10 +99,7 @@ std::filesystem::path ProbeExecutable();
 Observation RunProbe(const std::vector<std::pair<std::string, std::string>>& libraries,
                      const RunOptions& options);
 
-/// "12.8" for 12080 (cudaRuntimeGetVersion / cuDriverGetVersion encoding).
+/// "12.8" for 12080 (cudaRuntimeGetVersion / cuDriverGetVersion: major*1000 + minor*10).
 std::string CudaVersionString(int64_t encoded);
-/// "9.19.0" for 91900, "8.9.2" for 8902 (cudnnGetVersion: cuDNN 9 major*10000+minor*100+patch,
-/// cuDNN 8 and earlier major*1000+minor*100+patch).
-std::string CudnnVersionString(int64_t encoded);
 
 }  // namespace imgcheck::probe

@@ -1,5 +1,10 @@
 // imgcheck-probe driven through RunProbe against fake CUDA stacks: every path of the probe.
+#include <dlfcn.h>
+
 #include <catch2/catch.hpp>
+#include <cstring>
+
+#include "probe/abi.h"
 
 #include "probe/fake_stack.h"
 #include "probe/probe.h"
@@ -217,9 +222,6 @@ TEST_CASE("malformed probe output is an outcome") {
 TEST_CASE("version encodings") {
   CHECK(CudaVersionString(12080) == "12.8");
   CHECK(CudaVersionString(11020) == "11.2");
-  CHECK(CudnnVersionString(91900) == "9.19.0");
-  CHECK(CudnnVersionString(8902) == "8.9.2");
-  CHECK(CudnnVersionString(7605) == "7.6.5");
 }
 
 TEST_CASE("load order: dependencies first, plan order otherwise") {
@@ -236,6 +238,41 @@ TEST_CASE("load order: dependencies first, plan order otherwise") {
   CHECK(RoleOf("libcudnn_ops.so.9") == "cudnn_ops");
   CHECK(RoleOf("libcublasLt.so.12") == "cublasLt");
   CHECK(RoleOf("libcudart.so.12.8.90") == "cudart");
+}
+
+}  // namespace
+}  // namespace imgcheck::probe
+
+namespace imgcheck::probe {
+namespace {
+
+// The toolkit's cudnn_version.h: "#define CUDNN_MAJOR 9" and so on.
+int HeaderDefine(const std::string& header, const std::string& name) {
+  std::string key = "#define " + name + " ";
+  size_t at = header.find(key);
+  return at == std::string::npos ? -1 : std::atoi(header.c_str() + at + key.size());
+}
+
+TEST_CASE("the real libcudnn, where the CUDA toolkit is installed, reports its version without a GPU") {
+  const std::filesystem::path lib = "/usr/local/cuda/lib/libcudnn.so.9";
+  const std::filesystem::path header = "/usr/local/cuda/include/cudnn_version.h";
+  if (!std::filesystem::exists(lib) || !std::filesystem::exists(header)) {
+    WARN("no CUDA toolkit cuDNN 9 at " << lib << ": real-library check skipped");
+    return;
+  }
+  std::string h = imgcheck::testing::ReadFile(header);
+  int major = HeaderDefine(h, "CUDNN_MAJOR"), minor = HeaderDefine(h, "CUDNN_MINOR"),
+      patch = HeaderDefine(h, "CUDNN_PATCHLEVEL");
+  REQUIRE(major == 9);
+  void* handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(handle != nullptr);
+  void* sym = dlsym(handle, "cudnnGetVersion");
+  REQUIRE(sym != nullptr);
+  abi::CudnnGetVersion get_version;
+  std::memcpy(&get_version, &sym, sizeof sym);
+  auto version = static_cast<int64_t>(get_version());  // needs no driver and no GPU
+  CHECK(version == major * 10000 + minor * 100 + patch);
+  dlclose(handle);
 }
 
 }  // namespace

@@ -1,0 +1,62 @@
+#include "probe/stage.h"
+
+#include <cstdlib>
+
+#include "util/error.h"
+#include "util/path.h"
+
+namespace imgcheck::probe {
+
+namespace fs = std::filesystem;
+
+PrivateDir::PrivateDir() {
+  std::string tmpl = (fs::temp_directory_path() / "imgcheck-probe-XXXXXX").string();
+  if (mkdtemp(tmpl.data()) == nullptr) throw util::Fatal("cannot create a private directory in " +
+                                                        fs::temp_directory_path().string());
+  path_ = tmpl;
+}
+
+PrivateDir::~PrivateDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+namespace {
+
+// A file name from the image used as a name in our directory: one plain component only.
+bool SafeName(std::string_view name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string_view::npos;
+}
+
+}  // namespace
+
+std::vector<StagedLibrary> Materialise(const std::vector<PlannedLibrary>& ordered,
+                                       const fs::path& dir,
+                                       const std::map<std::string, fs::path>& extracted) {
+  std::vector<StagedLibrary> out;
+  for (const auto& lib : ordered) {
+    auto it = extracted.find(lib.image_path);
+    if (it == extracted.end())
+      throw util::Fatal("cannot materialise " + lib.image_path + ": not a regular file in the image");
+    std::string file = std::string(util::BaseName(util::NormalizePath(lib.image_path)));
+    if (!SafeName(file) || !SafeName(lib.soname))
+      throw util::Fatal("cannot materialise " + lib.image_path + " as '" + lib.soname + "'");
+    fs::path target = dir / file;
+    std::error_code ec;
+    if (!fs::exists(target, ec)) {
+      fs::rename(it->second, target, ec);
+      if (ec) fs::copy_file(it->second, target, ec);
+      if (ec) throw util::Fatal("cannot write " + target.string() + ": " + ec.message());
+    }
+    fs::permissions(target, fs::perms::owner_read | fs::perms::owner_exec, ec);
+    fs::path link = dir / lib.soname;
+    if (lib.soname != file && !fs::is_symlink(link, ec)) {
+      fs::create_symlink(file, link, ec);
+      if (ec) throw util::Fatal("cannot link " + link.string() + ": " + ec.message());
+    }
+    out.push_back({lib, link.string()});
+  }
+  return out;
+}
+
+}  // namespace imgcheck::probe

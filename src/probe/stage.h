@@ -1,0 +1,48 @@
+// Staging the image's libraries for the probe: a private directory, the files' bytes streamed out
+// of the image, and the soname links beside them.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "image/image.h"
+#include "probe/compare.h"
+
+namespace imgcheck::probe {
+
+/// A directory only this user can read (mkdtemp, mode 0700), removed with its contents when the
+/// object dies. Throws util::Fatal when it cannot be created.
+class PrivateDir {
+ public:
+  PrivateDir();
+  ~PrivateDir();
+  PrivateDir(const PrivateDir&) = delete;
+  PrivateDir& operator=(const PrivateDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// Reads `reference` again and streams the regular files at exactly `paths` (merged-tree paths,
+/// no link following) to files under `dir`, as their layers stream past: memory stays bounded
+/// whatever their size. Returns image path -> local file for each path the final image has as a
+/// regular file; a path written by several layers gets the copy the merged tree kept. Uses only
+/// the image stage's public API (Load with a capture policy).
+std::map<std::string, std::filesystem::path> ExtractFiles(const std::string& reference,
+                                                          const image::LoadOptions& options,
+                                                          const std::set<std::string>& paths,
+                                                          const std::filesystem::path& dir);
+
+/// Places each library of `ordered` (load order) into `dir`: its bytes (`extracted`, image path
+/// -> local file) as the image's file name, and the soname link beside it when the names
+/// differ, as ldconfig makes them. Returns the staged libraries in the same order; util::Fatal
+/// when a library's bytes are missing or a name would leave `dir`.
+std::vector<StagedLibrary> Materialise(const std::vector<PlannedLibrary>& ordered,
+                                       const std::filesystem::path& dir,
+                                       const std::map<std::string, std::filesystem::path>& extracted);
+
+}  // namespace imgcheck::probe
