@@ -236,6 +236,9 @@ TransportError HttpExchange::error() const {
     case CURLE_OPERATION_TIMEDOUT:
       return s_->headers_done ? TransportError::kInterrupted : TransportError::kConnect;
     case CURLE_RECV_ERROR:
+      // A TLS 1.3 server rejects a client certificate after the handshake, with an alert.
+      return std::strstr(s_->errbuf, "alert") != nullptr ? TransportError::kTls
+                                                         : TransportError::kInterrupted;
     case CURLE_SEND_ERROR:
     case CURLE_PARTIAL_FILE:
     case CURLE_GOT_NOTHING:

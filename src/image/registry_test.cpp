@@ -300,6 +300,7 @@ bool HaveRegistryTools() {
 struct RegistryConfig {
   bool tls = false;
   std::string user, password;  ///< htpasswd auth when set
+  bool client_certs = false;   ///< with tls: require a client certificate signed by the CA
 };
 
 class Registry {
@@ -315,6 +316,7 @@ class Registry {
       MakeCertificates();
       yaml += "  tls:\n    certificate: " + (dir_ / "server.crt").string() +
               "\n    key: " + (dir_ / "server.key").string() + "\n";
+      if (config_.client_certs) yaml += "    clientcas:\n      - " + ca().string() + "\n";
     }
     if (!config_.user.empty()) {
       CommandResult h = Run("htpasswd -Bbn '" + config_.user + "' '" + config_.password + "' > '" +
@@ -361,6 +363,7 @@ class Registry {
   std::string host() const { return "127.0.0.1:" + std::to_string(port_); }
   fs::path storage() const { return dir_ / "storage"; }
   fs::path ca() const { return dir_ / "certs/ca.crt"; }
+  fs::path cert_dir() const { return dir_ / "certs"; }
   fs::path BlobFile(const std::string& digest) const {
     std::string hex = digest.substr(7);
     return storage() / "docker/registry/v2/blobs/sha256" / hex.substr(0, 2) / hex / "data";
@@ -405,7 +408,13 @@ class Registry {
         " -keyout server.key -out server.csr -subj /CN=127.0.0.1"
         " && openssl x509 -req -in server.csr -CA certs/ca.crt -CAkey ca.key -CAcreateserial"
         " -out server.crt -days 2 -extfile san.cnf";
-    CommandResult r = Run(cmd);
+    if (config_.client_certs) {  // certs/client.cert + client.key, as containers-certs.d(5) has it
+      WriteFile(d / "client.cnf", "extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n");
+      cmd += " && openssl req" + ec + " -keyout certs/client.key -out client.csr -subj /CN=client" +
+             " && openssl x509 -req -in client.csr -CA certs/ca.crt -CAkey ca.key" +
+             " -CAcreateserial -out certs/client.cert -days 2 -extfile client.cnf";
+    }
+    CommandResult r = Run("(" + cmd + ")");  // all of it captured, not only the last command
     INFO(r.output);
     REQUIRE(r.status == 0);
   }
@@ -483,7 +492,11 @@ struct PushedImage {
 TEST_CASE("registry over TLS with htpasswd serves what skopeo pushed",
           "[registry][docker-registry]") {
   if (!HaveRegistryTools()) return;
-  PushedImage pushed("test/img:v1", {.tls = true, .user = "alice", .password = "wonderland"});
+  RegistryConfig config;
+  config.tls = true;
+  config.user = "alice";
+  config.password = "wonderland";
+  PushedImage pushed("test/img:v1", config);
   auto& [env, work, img, reg] = pushed;
   reg.Push("oci:" + pushed.layout().string() + ":latest", "test/img:v2");
 
@@ -553,6 +566,25 @@ TEST_CASE("registry over TLS with htpasswd serves what skopeo pushed",
         Catch::StartsWith("cannot reach " + reg.host()) && Catch::Contains("refused"));
     CHECK(Clock::now() - start < std::chrono::seconds(20));
   }
+}
+
+TEST_CASE("registry client certificates come from --cert-dir", "[registry][docker-registry]") {
+  if (!HaveRegistryTools()) return;
+  RegistryConfig config;
+  config.tls = config.client_certs = true;
+  PushedImage pushed("mtls:1", config);
+  RegistryOptions o;
+  o.cert_dir = pushed.reg.cert_dir().string();  // ca.crt, client.cert, client.key
+  CHECK(OpenRegistry(pushed.reg.host() + "/mtls:1", o)->Root().digest ==
+        pushed.img.manifest_digest);
+  o.cert_dir.clear();
+  o.ca_cert = pushed.reg.ca().string();  // the CA alone: the registry wants a client certificate
+  CHECK_THROWS_WITH(OpenRegistry(pushed.reg.host() + "/mtls:1", o)->Root(),
+                    Catch::Contains("TLS failure"));
+  fs::remove(pushed.reg.cert_dir() / "client.key");
+  o.cert_dir = pushed.reg.cert_dir().string();
+  CHECK_THROWS_WITH(OpenRegistry(pushed.reg.host() + "/mtls:1", o),
+                    Catch::Contains("has no client.key"));
 }
 
 TEST_CASE("registry indexes, Docker media types, and image::Load", "[registry][docker-registry]") {
