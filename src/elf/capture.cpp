@@ -1,8 +1,8 @@
 // The streaming ELF capturer. The file passes once, in order; what Parse needs is recognised on
 // the way and kept:
-//  - the first bytes of the file up to the end of the first PT_LOAD segment, at most kPrefixCap:
-//    with GNU ld, gold and lld the ELF and program headers, notes, hash tables, .dynsym,
-//    .dynstr and the version tables all sit there, before the dynamic section that points to them;
+//  - the first bytes of the file up to the dynamic section, at most kPrefixCap: with GNU ld,
+//    gold and lld the ELF and program headers, notes, hash tables, .dynsym, .dynstr and the
+//    version tables all sit at the start, before the dynamic section that points to them;
 //  - PT_DYNAMIC, PT_NOTE and PT_INTERP as the stream passes them;
 //  - once the dynamic section is known, every table it points to that still lies ahead (patchelf
 //    and some NVIDIA libraries put .dynstr/.dynsym after it), up to the end of its PT_LOAD;
@@ -24,6 +24,7 @@
 #include "elf/fatbin.h"
 #include "elf/format.h"
 #include "elf/parse.h"
+#include "util/reader.h"
 
 namespace imgcheck::elf {
 namespace {
@@ -163,31 +164,41 @@ class ElfCapturer : public image::Capturer {
     if (header_.phnum != 0) Want(header_.phoff, header_.PhdrsEnd(), Role::kPhdrs);
     if (header_.shnum != 0 && header_.ShdrsEnd() - header_.shoff <= kSmallCap)
       Want(header_.shoff - std::min(header_.shoff, kShstrWindow), header_.ShdrsEnd(), Role::kShdrs);
-    // The prefix; OnProgramHeaders trims it to the first PT_LOAD.
+    // The prefix; OnProgramHeaders trims it to the dynamic section.
     prefix_index_ = ranges_.size();
     Want(0, kPrefixCap, Role::kPlain);
   }
 
   void OnProgramHeaders(const std::string& bytes) {
     segments_ = format::ReadSegments(header_, bytes);
+    // The tables the dynamic section points to are kept as they pass only if they come before it;
+    // without PT_DYNAMIC nothing past the first PT_LOAD is of use.
+    std::optional<uint64_t> prefix_end;
     for (const auto& s : segments_) {
-      if (s.type == format::kPtLoad && prefix_index_ < ranges_.size()) {
-        Range& prefix = ranges_[prefix_index_];
-        uint64_t end = std::max(s.offset + std::min(s.filesz, kPrefixCap), header_.PhdrsEnd());
-        if (end < prefix.end) {
-          reserved_ -= prefix.end - std::max(end, prefix.begin);
-          prefix.end = std::max(end, prefix.begin);
-          if (prefix.bytes.size() > prefix.end - prefix.begin)
-            prefix.bytes.resize(prefix.end - prefix.begin);
-        }
-        prefix_index_ = SIZE_MAX;
-      }
+      if (s.type == format::kPtDynamic) prefix_end = s.offset;
+      if (s.type == format::kPtLoad && !prefix_end)
+        prefix_end = util::CheckedAdd(s.offset, s.filesz);
+    }
+    if (prefix_end) TrimPrefix(std::max(*prefix_end, header_.PhdrsEnd()));
+    for (const auto& s : segments_) {
       uint64_t len = std::min(s.filesz, kSmallCap);
       if (s.type == format::kPtDynamic)
         Want(s.offset, s.offset + len, Role::kDynamic);
       else if (s.type == format::kPtNote || s.type == format::kPtInterp)
         Want(s.offset, s.offset + len, Role::kPlain);
     }
+  }
+
+  /// Shortens the prefix range to end at `end`, handing the difference back to the budget.
+  void TrimPrefix(uint64_t end) {
+    if (prefix_index_ >= ranges_.size()) return;
+    Range& prefix = ranges_[prefix_index_];
+    prefix_index_ = SIZE_MAX;
+    end = std::max(end, prefix.begin);  // the prefix starts where the header's chunk did
+    if (end >= prefix.end) return;
+    reserved_ -= prefix.end - end;
+    prefix.end = end;
+    if (prefix.bytes.size() > end - prefix.begin) prefix.bytes.resize(end - prefix.begin);
   }
 
   void OnDynamic(const std::string& bytes) {

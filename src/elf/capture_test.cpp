@@ -160,6 +160,11 @@ TEST_CASE("Captured parts of generated objects parse like the whole file") {
     spec.build_id = "12345678";
     imgcheck::testing::WriteFile(dir / "hand.so", fixture::BuildElf(spec));
     CheckCapturesLikeWhole(dir / "hand.so", 20);
+    // Tables after the dynamic section (patchelf's layout): kept once the dynamic section passed.
+    spec.dynamic_first = true;
+    imgcheck::testing::WriteFile(dir / "late.so", fixture::BuildElf(spec));
+    CHECK(ParseFile(dir / "late.so").soname == "libhand.so");
+    CheckCapturesLikeWhole(dir / "late.so", 20);
   }
 }
 

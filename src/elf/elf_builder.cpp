@@ -1,5 +1,7 @@
 #include "elf_builder.h"
 
+#include <algorithm>
+
 namespace imgcheck::elf::fixture {
 namespace {
 
@@ -13,6 +15,7 @@ class Writer {
   void U64(uint64_t v) { Int(v, 8); }
   void Word(uint64_t v) { Int(v, is64_ ? 8 : 4); }  // Addr/Off/Xword/Sxword-sized field
   void Bytes(const std::string& s) { out_ += s; }
+  void PadTo(size_t offset) { out_.resize(std::max(out_.size(), offset), '\0'); }
   void Align(size_t n) {
     while (out_.size() % n) out_ += '\0';
   }
@@ -98,23 +101,34 @@ std::string BuildElf(const ElfSpec& spec) {
     note.Align(4);
   }
 
-  // Layout: offsets are also virtual addresses (one PT_LOAD at 0).
-  const uint64_t note_off = ehsize + phentsize * phnum;
-  const uint64_t dynstr_off = note_off + note.size();
-  const uint64_t dynsym_off = (dynstr_off + dynstr.size() + 7) / 8 * 8;
+  // Layout: offsets are also virtual addresses (one PT_LOAD at 0). The dynamic section's size
+  // is known before its contents: the fixed entries below plus those collected above.
   const uint64_t symsize = w64 ? 24 : 16, nsyms = syms.size() + 1;
-  const uint64_t hash_off = dynsym_off + symsize * nsyms;
   const uint64_t hash_size = 4 * (2 + 1 + nsyms);  // nbucket=1, nchain=nsyms
-  const uint64_t dynamic_off = (hash_off + hash_size + 7) / 8 * 8;
+  const uint64_t dynamic_size = (dynamic.size() + 6) * (w64 ? 16 : 8);
+  auto align8 = [](uint64_t v) { return (v + 7) / 8 * 8; };
+  const uint64_t note_off = ehsize + phentsize * phnum;
+  uint64_t next = align8(note_off + note.size()), dynamic_off = 0;
+  if (spec.dynamic_first) {
+    dynamic_off = next;
+    next = align8(next + dynamic_size);
+  }
+  const uint64_t dynstr_off = next;
+  const uint64_t dynsym_off = align8(dynstr_off + dynstr.size());
+  const uint64_t hash_off = dynsym_off + symsize * nsyms;
+  next = align8(hash_off + hash_size);
+  if (!spec.dynamic_first) {
+    dynamic_off = next;
+    next = align8(next + dynamic_size);
+  }
+  const uint64_t fatbin_off = next;
+  const uint64_t file_size = fatbin_off + spec.fatbin.size();
   dynamic.push_back({5, dynstr_off});      // DT_STRTAB
   dynamic.push_back({10, dynstr.size()});  // DT_STRSZ
   dynamic.push_back({6, dynsym_off});      // DT_SYMTAB
   dynamic.push_back({11, symsize});        // DT_SYMENT
   dynamic.push_back({4, hash_off});        // DT_HASH
   dynamic.push_back({0, 0});               // DT_NULL
-  const uint64_t dynamic_size = dynamic.size() * (w64 ? 16 : 8);
-  const uint64_t fatbin_off = (dynamic_off + dynamic_size + 7) / 8 * 8;
-  const uint64_t file_size = fatbin_off + spec.fatbin.size();
 
   Writer w(w64, spec.big_endian);
   // e_ident
@@ -155,8 +169,17 @@ std::string BuildElf(const ElfSpec& spec) {
   phdr(4, note_off, note.size(), 4);      // PT_NOTE
 
   w.Bytes(note.str());
+  auto write_dynamic = [&] {
+    w.PadTo(dynamic_off);
+    for (const auto& [tag, value] : dynamic) {
+      w.Word(static_cast<uint64_t>(tag));
+      w.Word(value);
+    }
+  };
+  if (spec.dynamic_first) write_dynamic();
+  w.PadTo(dynstr_off);
   w.Bytes(dynstr);
-  w.Align(8);
+  w.PadTo(dynsym_off);
   // Symbol 0 is the null symbol.
   auto sym = [&](uint64_t name, bool defined) {
     const uint8_t info = defined || name ? (1 << 4) | 2 : 0;  // STB_GLOBAL, STT_FUNC
@@ -184,12 +207,8 @@ std::string BuildElf(const ElfSpec& spec) {
   w.U32(nsyms);
   w.U32(0);
   for (uint64_t i = 0; i < nsyms; ++i) w.U32(0);
-  w.Align(8);
-  for (const auto& [tag, value] : dynamic) {
-    w.Word(static_cast<uint64_t>(tag));
-    w.Word(value);
-  }
-  w.Align(8);
+  if (!spec.dynamic_first) write_dynamic();
+  w.PadTo(fatbin_off);
   w.Bytes(spec.fatbin);
   return w.str();
 }

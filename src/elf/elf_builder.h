@@ -21,6 +21,8 @@ struct ElfSpec {
   std::vector<std::string> imported;  ///< undefined FUNC symbols (unversioned)
   std::string build_id;               ///< raw NT_GNU_BUILD_ID descriptor bytes; empty for none
   std::string fatbin;                 ///< bytes appended in a PT_LOAD, found by magic scan
+  bool dynamic_first = false;         ///< put the dynamic section before the tables it points to
+                                      ///< (as patchelf and some NVIDIA libraries do)
 };
 
 /// One fatbin entry to write: device code for one architecture.
@@ -35,7 +37,8 @@ struct FatbinSpecEntry {
 std::string BuildFatbin(const std::vector<FatbinSpecEntry>& entries);
 
 /// The file: ELF header, PT_LOAD (whole file, vaddr == offset), PT_DYNAMIC, PT_NOTE, then the
-/// note, .dynstr, .dynsym, DT_HASH, the dynamic section and the fatbin bytes. No section headers.
+/// note, .dynstr, .dynsym, DT_HASH, the dynamic section (or the dynamic section first) and the
+/// fatbin bytes. No section headers.
 std::string BuildElf(const ElfSpec& spec);
 
 }  // namespace imgcheck::elf::fixture

@@ -101,8 +101,8 @@ TEST_CASE("Parse and the capturer survive mutated ELF files") {
     seeds.push_back(fixture::BuildElf(spec));
   }
 
-  std::mt19937 rng(12345);
-  constexpr int kIterations = 3000;  // per seed; bounded so the suite stays fast
+  std::mt19937 rng(Catch::rngSeed());  // --rng-seed N explores other mutations
+  constexpr int kIterations = 3000;    // per seed; bounded so the suite stays fast
   for (const auto& seed : seeds) {
     for (int i = 0; i < kIterations; ++i) Exercise(Mutate(seed, rng), rng);
   }
