@@ -17,6 +17,7 @@ constexpr size_t kBufferMax = 1 << 20;  // body bytes held before the transfer p
 constexpr auto kStallLimit = std::chrono::seconds(60);  // no byte for this long: broken
 constexpr int kPollMs = 500;
 constexpr long kConnectTimeoutS = 30;
+constexpr size_t kMaxHeaderBytes = 256 << 10;  // a response's headers, all together
 
 void GlobalInit() {
   static std::once_flag once;
@@ -54,12 +55,15 @@ struct HttpExchange::State {
   CURLcode result = CURLE_OK;
   bool headers_done = false;
   long status = 0;
+  size_t header_bytes = 0;
   std::vector<std::pair<std::string, std::string>> response_headers;
   Clock::time_point last_progress = Clock::now();
 
   static size_t OnHeader(char* data, size_t size, size_t n, void* user) {
     auto* s = static_cast<State*>(user);
     size_t len = size * n;
+    s->header_bytes += len;
+    if (s->header_bytes > kMaxHeaderBytes) return 0;  // aborts the transfer: a hostile server
     std::string_view line = Trim(std::string_view(data, len));
     s->last_progress = Clock::now();
     if (line.starts_with("HTTP/")) {  // a new response (after 1xx): forget the last one's headers
