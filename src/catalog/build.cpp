@@ -83,7 +83,10 @@ uint64_t MetadataLimit(std::string_view path) {
   if (EndsWith(dir, ".dist-info") && (name == "METADATA" || name == "RECORD")) return 16 * kMiB;
   if (EndsWith(dir, ".egg-info") && name == "PKG-INFO") return 1 * kMiB;
   if (util::BaseName(dir) == "conda-meta" && EndsWith(name, ".json")) return 32 * kMiB;
-  if (EndsWith(name, ".h") && (StartsWith(name, "cudnn") || name == "cuda_runtime_api.h")) {
+  // The version headers of rules/libraries.json ("headers"); the policy runs before the rules
+  // are read, so it keeps every name those globs could match.
+  if (EndsWith(name, ".h") && (StartsWith(name, "cudnn_version") || name == "cudnn.h" ||
+                               name == "cuda_runtime_api.h")) {
     return 2 * kMiB;
   }
   if (IsCudaVersionFile(path)) return 1 * kMiB;

@@ -183,6 +183,9 @@ class Catalog {
 /// What Build needs captured: the ELF capturer for likely shared objects and executables, and
 /// a bounded prefix of the metadata files it parses. Thread-safe; cheap per call.
 image::CapturePolicy CapturePolicy();
+/// Identity of CapturePolicy() for the layer cache (LoadOptions::capture_id): changes whenever
+/// what the policy keeps changes.
+inline constexpr const char* kCapturePolicyId = "catalog-capture-1";
 
 /// Catalogues the merged tree of `image` (with the classification data in rules/libraries.json
 /// under `rules_dir`). Problems inside the image become diagnostics; a missing or malformed
