@@ -196,6 +196,23 @@ TEST_CASE("The capturer declines non-ELF files after four bytes") {
   CHECK_FALSE(whole->Feed("PK\x03\x04 and a zip file"));
 }
 
+TEST_CASE("The capturer stops at a corrupt ELF header and Parse reports it") {
+  fixture::ElfSpec spec;
+  spec.soname = "libcorrupt.so";
+  std::string bytes = fixture::BuildElf(spec);
+  bytes[5] = 7;  // EI_DATA: neither little nor big endian
+  auto c = MakeCapturer();
+  bool more = true;
+  for (size_t pos = 0; pos < bytes.size() && more; pos += 5)
+    more = c->Feed(std::string_view(bytes).substr(pos, 5));
+  CHECK_FALSE(more);
+  util::SparseFile kept = c->Finish(bytes.size());
+  CHECK(kept.captured_bytes() <= 64 + 5);
+  auto r = Parse(kept);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message.find("offset 5") != std::string::npos);
+}
+
 TEST_CASE("The capturer keeps little of a large object") {
   // 40 MiB of read-only data in the first PT_LOAD (no separate code segment), so the tables sit
   // before a long stretch the capturer must not keep.

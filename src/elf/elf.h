@@ -67,7 +67,10 @@ struct ElfInfo {
 util::Expected<std::optional<ElfInfo>> Parse(const util::SparseFile& file);
 
 /// A capturer that keeps exactly the ranges Parse needs (headers, dynamic section, dynamic
-/// symbol and version tables, notes, fatbin headers) and never a whole large file.
+/// symbol and version tables, notes, fatbin headers) and never a whole large file. Feed returns
+/// false after the first 4 bytes of a non-ELF file. Memory: at most 44 MiB while streaming
+/// (16 MiB for real libraries), and after Finish only the bytes Parse reads (0.08% of
+/// libcublasLt.so.13). Details in capture.cpp.
 std::unique_ptr<image::Capturer> MakeCapturer();
 
 }  // namespace imgcheck::elf

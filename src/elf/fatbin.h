@@ -9,6 +9,9 @@
 //              u16 minor, u16 major, u32 arch, u32 name_off, u32 name_len, u64 flags, ...
 //              next entry = entry + header_size + payload_size; containers follow each other,
 //              8-byte aligned. Host data, so always little-endian.
+// The host side also has a wrapper per translation unit in .nvFatBinSegment (__fatBinC_Wrapper_t:
+// magic 0x466243B1, version, pointer to the container); its pointer is a relocated address, so
+// the containers are found through .nv_fatbin or their own magic instead.
 // Internal to the elf stage.
 #pragma once
 
