@@ -5,7 +5,7 @@ pkgs=(cmake g++ make ninja-build pkg-config
       libarchive-dev nlohmann-json3-dev libssl-dev libcli11-dev catch2 libisal-dev libzstd-dev
       libcurl4-openssl-dev
       # peers and oracles used by the tests and the benchmark
-      umoci skopeo docker-registry libtree isal zstd gzip apache2-utils)
+      umoci skopeo docker-registry libtree isal zstd gzip apache2-utils time python3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

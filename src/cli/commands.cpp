@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <thread>
 
 #include "util/error.h"
 #include "util/text.h"
@@ -33,7 +34,21 @@ void AddImageArgs(CLI::App& sub, ImageArgs& args) {
   sub.add_option("--cert-dir", args.cert_dir,
                  "registry CA certificates (*.crt) and client cert/key (*.cert, *.key)");
   sub.add_option("--ca-cert", args.ca_cert, "a CA certificate bundle to trust for the registry");
+  sub.add_option("-j,--jobs", args.jobs, "layers read at once (default: one per CPU core)")
+      ->check(CLI::NonNegativeNumber);
+  sub.add_option("--cache-dir", args.cache_dir,
+                 "layer cache directory (default: $XDG_CACHE_HOME/imgcheck or ~/.cache/imgcheck)");
+  sub.add_flag("--no-cache", args.no_cache, "neither use nor fill the layer cache");
+  sub.add_option("--cache-max-size", args.cache_max_mb,
+                 "bound of the layer cache in MiB; least recently used layers are pruned")
+      ->capture_default_str();
+  sub.add_flag("-q,--quiet", args.quiet, "no progress line on stderr");
 }
+
+// Identity of catalog::CapturePolicy(), the only capture policy the subcommands use: part of
+// every layer cache key, so it must change whenever what that policy keeps changes. Used only
+// when a subcommand sets a capture policy. TODO(catalog): move beside CapturePolicy().
+constexpr const char* kCapturePolicyId = "catalog-capture-1";
 
 image::LoadOptions ToLoadOptions(const ImageArgs& args) {
   image::LoadOptions o;
@@ -42,6 +57,12 @@ image::LoadOptions ToLoadOptions(const ImageArgs& args) {
   o.registry.tls_verify = args.tls_verify;
   o.registry.cert_dir = args.cert_dir;
   o.registry.ca_cert = args.ca_cert;
+  o.jobs = args.jobs > 0 ? args.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  o.use_cache = !args.no_cache;
+  o.cache_dir = args.cache_dir;
+  o.cache_max_bytes = std::min<uint64_t>(args.cache_max_mb, uint64_t{1} << 40) << 20;
+  o.progress = !args.quiet;
+  o.capture_id = kCapturePolicyId;
   return o;
 }
 

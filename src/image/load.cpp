@@ -111,7 +111,7 @@ void LoadFromSource(Source& src, const std::string& transport, const LoadOptions
     layer.diff_id = pc.diff_ids[i];
     layer.media_type = m.layers[i].media_type;
     if (i < pc.layer_history.size()) layer.created_by = pc.layer_history[i];
-    jobs.push_back({layer.index, {layer.digest, layer.diff_id, options.capture_id},
+    jobs.push_back({layer.index, {layer.digest, layer.diff_id, options.capture ? options.capture_id : ""},
                     static_cast<uint64_t>(std::max<int64_t>(0, m.layers[i].size))});
     img.layers.push_back(std::move(layer));
   }
