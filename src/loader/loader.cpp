@@ -258,6 +258,22 @@ Platform DetectPlatform(const image::Tree& tree, uint16_t machine, bool is64) {
       }
     }
   }
+  // glibc-hwcaps subdirectories exist since glibc 2.33. Before 2.34 the library file was
+  // named libc-2.NN.so, so such a file says the image's glibc is older.
+  for (const std::string& dir : p.default_dirs) {
+    auto resolved = tree.Resolve(dir);
+    if (!resolved) continue;
+    for (const std::string& name : tree.List(resolved->path)) {
+      int minor = 0;
+      if (name.rfind("libc-2.", 0) == 0 && name.size() > 10 && name.substr(name.size() - 3) == ".so") {
+        for (char c : name.substr(7, name.size() - 10)) {
+          if (c < '0' || c > '9') { minor = -1; break; }
+          minor = minor * 10 + (c - '0');
+        }
+        if (minor >= 0 && minor < 33) p.hwcaps.clear();
+      }
+    }
+  }
   return p;
 }
 

@@ -124,8 +124,8 @@ struct Platform {
   std::vector<std::string> default_dirs = {"/lib64", "/usr/lib64"};
   /// glibc-hwcaps subdirectories searched under every search directory, before it, in
   /// priority order. Policy: the host CPU is unknown, so the default is the baseline every
-  /// CUDA-capable x86-64 host has ("x86-64-v2"); none on aarch64. Legacy hwcaps directories
-  /// (tls/, x86_64/; gone in glibc 2.37) are not searched.
+  /// CUDA-capable x86-64 host has ("x86-64-v2"); none on aarch64, none for glibc < 2.33.
+  /// Legacy hwcaps directories (tls/, x86_64/; gone in glibc 2.37) are not searched.
   std::vector<std::string> hwcaps = {"x86-64-v2"};
   std::string interpreter = "/lib64/ld-linux-x86-64.so.2";  ///< PT_INTERP when the root has none
 };
@@ -142,8 +142,6 @@ struct Options {
   std::string working_dir = "/";   ///< image WorkingDir: relative names and empty elements
   const catalog::LdCacheFile* cache = nullptr;  ///< the image's ld.so.cache; null when absent
   std::vector<DlopenRule> dlopen;  ///< applied to every loaded object whose name matches
-  /// $ORIGIN of the root: the directory of its real path (as the kernel's exec gives it);
-  /// other objects' $ORIGIN is the directory of the path they were opened by (glibc l_origin).
   size_t max_objects = 4096;       ///< bound on the link map
 };
 
@@ -156,7 +154,9 @@ Resolution Resolve(const image::Tree& tree, const ElfLookup& elf, const LoadGrap
 /// Simulates loading `root` (a real path in the tree: an executable, or a library such as a
 /// framework extension, which then plays the main program): its dependencies breadth-first,
 /// then the dlopens `options.dlopen` names. Names that are not found are recorded, not fatal.
-/// Empty graph when `root` is not an ELF file.
+/// Empty graph when `root` is not an ELF file. $ORIGIN of the root is the directory of its
+/// real path (as exec gives it); of every other object, the directory of the path it was
+/// opened by, symlinks not followed (glibc l_origin).
 LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view root,
                const Options& options);
 

@@ -302,6 +302,9 @@ TEST_CASE("platform detection: Debian multiarch vs upstream layout", "[loader]")
   CHECK(p.lib == "lib/x86_64-linux-gnu");
   CHECK(p.default_dirs.front() == "/lib/x86_64-linux-gnu");
   CHECK(p.interpreter == "/lib64/ld-linux-x86-64.so.2");
+  CHECK(p.hwcaps == std::vector<std::string>{"x86-64-v2"});
+  deb.Lib("/usr/lib/x86_64-linux-gnu/libc-2.31.so", "libc.so.6");  // Ubuntu 20.04's glibc
+  CHECK(DetectPlatform(deb.tree, 62, true).hwcaps.empty());
   FakeImage rh;
   rh.Lib("/usr/lib64/libc.so.6", "libc.so.6");
   Platform q = DetectPlatform(rh.tree, 183, true);
