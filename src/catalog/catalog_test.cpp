@@ -261,6 +261,8 @@ TEST_CASE("pip wheels, frameworks and conda", "[catalog]") {
          "package_name = 'onnxruntime-gpu'\n__version__ = '1.17.1'\ncuda_version = '12.2'\n");
   f.File(site + "/cupy/.data/_wheel.json",
          R"({"packaging":"pip","cuda":"12.x","cudnn":{"version":"8.8.1","filename":"c.tar"}})");
+  f.File(site + "/cupy_cuda12x-12.0.0-py3.10.egg-info/PKG-INFO",
+         "Metadata-Version: 1.2\nName: cupy-cuda12x\nVersion: 12.0.0\n");
   f.File(site + "/jax/version.py", "_version: str = \"0.4.30\"\n__version__ = _version_from_git()\n");
   f.File(site + "/jax_cuda12_plugin/version.py", "_version = '0.4.30'\n");
   f.File("/opt/conda/conda-meta/cudnn-8.9.2.26-cuda12_0.json",
@@ -326,6 +328,9 @@ TEST_CASE("pip wheels, frameworks and conda", "[catalog]") {
     const Component& cupy = Named(cat, ComponentKind::kFramework, "cupy");
     CHECK(cupy.build.at("cuda") == "12.x");
     CHECK(cupy.build.at("cudnn.version") == "8.8.1");
+    const Component& egg = Named(cat, ComponentKind::kPythonDist, "cupy-cuda12x");
+    CHECK(egg.version == "12.0.0");
+    CHECK(egg.path == site + "/cupy_cuda12x-12.0.0-py3.10.egg-info");
     CHECK(Named(cat, ComponentKind::kFramework, "jax").version == "0.4.30");
     CHECK(Named(cat, ComponentKind::kFramework, "jax-cuda12-plugin").version == "0.4.30");
   }
