@@ -1,12 +1,84 @@
+// `imgcheck probe IMAGE`: the static scan's loader resolutions, then the image's own cuDNN stack
+// run on this host's GPU by imgcheck-probe (a separate process under limits), and the two
+// compared. Opt-in: it runs code from the image. Exit: 0 agreed, 1 findings at or above
+// --fail-on, 2 could not be done, 3 no NVIDIA driver or GPU (probe skipped).
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "catalog/catalog.h"
 #include "cli/commands.h"
+#include "probe/session.h"
+#include "rules/config.h"
+#include "rules/scan.h"
 #include "util/error.h"
 
 namespace imgcheck::cli {
 
-// Placeholder until the probe stage lands.
+namespace {
+
+struct ProbeArgs {
+  ImageArgs image;
+  std::string format = "text";
+  std::string fail_on = "error";
+  std::vector<std::string> rules_dirs;
+  int timeout = 120;
+  std::string libcuda;  // test-only: a driver library instead of the host's libcuda.so.1
+};
+
+int Probe(const ProbeArgs& args) {
+  if (args.format != "text" && args.format != "json")
+    throw util::Fatal("--format: unknown format '" + args.format + "' (text, json)");
+  auto fail_on = rules::ParseFailOn(args.fail_on);
+  if (!fail_on) throw util::Fatal("--fail-on: '" + args.fail_on + "' is not none, info, warning or error");
+  std::cerr << "imgcheck probe: running the image's own CUDA libraries on this host (untrusted "
+               "code, in a separate process with time limits)\n";
+
+  // The static scan's inputs, as `scan` builds them: the probe checks its predictions.
+  std::vector<std::string> dirs = {IMGCHECK_RULES_DIR};
+  dirs.insert(dirs.end(), args.rules_dirs.begin(), args.rules_dirs.end());
+  rules::Knowledge knowledge = rules::Knowledge::Load(dirs);
+  image::LoadOptions load = ToLoadOptions(args.image);
+  load.capture = catalog::CapturePolicy();
+  image::Image img = image::Load(args.image.reference, load);
+  std::string library_dir = IMGCHECK_RULES_DIR;
+  for (const auto& d : args.rules_dirs)
+    if (std::filesystem::exists(std::filesystem::path(d) / "libraries.json")) library_dir = d;
+  catalog::Catalog cat = catalog::Build(img, library_dir);
+  rules::ScanInput input;
+  input.knowledge = &knowledge;
+  input.image = &img;
+  input.catalog = &cat;
+  input.options = rules::LoaderOptions(img, cat, rules::DlopenRules(knowledge.files()));
+  input.consumers = rules::LoadConsumers(img, cat, input.options);
+
+  probe::RunOptions run;
+  run.executable = probe::ProbeExecutable();
+  run.libcuda = args.libcuda;
+  run.wall_seconds = args.timeout;
+  run.cpu_seconds = args.timeout;
+  probe::Session session = probe::RunSession(args.image.reference, ToLoadOptions(args.image), input, run);
+  std::cout << probe::Format(session, args.format) << std::flush;
+  return probe::ExitCode(session, *fail_on);
+}
+
+}  // namespace
+
 Runner DefineProbe(CLI::App& sub) {
-  sub.allow_extras();
-  return [] () -> int { throw util::Fatal("'probe' is not implemented yet"); };
+  auto args = std::make_shared<ProbeArgs>();
+  AddImageArgs(sub, args->image);
+  sub.add_option("-f,--format", args->format, "text or json")->capture_default_str();
+  sub.add_option("--fail-on", args->fail_on,
+                 "exit 1 when a probe finding is at or above: none|info|warning|error")
+      ->capture_default_str();
+  sub.add_option("--rules", args->rules_dirs, "directory of rule files that add to or override rules/")
+      ->check(CLI::ExistingDirectory);
+  sub.add_option("--timeout", args->timeout, "seconds before the probe process is killed")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  // For tests only: a fake driver library stands in for the host's libcuda.so.1.
+  sub.add_option("--test-libcuda", args->libcuda)->group("");
+  return [args]() -> int { return Probe(*args); };
 }
 
 }  // namespace imgcheck::cli

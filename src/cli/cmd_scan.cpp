@@ -11,6 +11,7 @@
 
 #include "catalog/catalog.h"
 #include "cli/commands.h"
+#include "probe/session.h"
 #include "report/report.h"
 #include "rules/config.h"
 #include "rules/scan.h"
@@ -32,6 +33,7 @@ struct ScanArgs {
   std::vector<std::string> rules_dirs;
   std::string driver, gpu;
   bool host = false;
+  bool probe = false;  ///< --probe: also run the GPU probe (src/probe)
 };
 
 std::string ReadText(const std::string& path) {
@@ -139,8 +141,18 @@ int Scan(const ScanArgs& args) {
   report::Report rep;
   rep.image = {img.reference, img.transport, img.manifest_digest, img.config_digest, args.image.platform};
   rep.findings = rules::RunChecks(input);
+  std::string probe_note;
+  if (args.probe) {  // the GPU probe's findings join the scan's; without a GPU only a note
+    probe::RunOptions run;
+    run.executable = probe::ProbeExecutable();
+    probe::Session ps = probe::RunSession(args.image.reference, ToLoadOptions(args.image), input, run);
+    if (ps.no_gpu) probe_note = "--probe: no GPU: probe skipped (" + ps.skip_reason + ")";
+    if (ps.nothing_to_load) probe_note = "--probe: " + ps.skip_reason;
+    rep.findings.insert(rep.findings.end(), ps.findings.begin(), ps.findings.end());
+  }
   rep.suppressed = rules::ApplyConfig(config, rep.findings);
   rep.notes = input.target.notes;
+  if (!probe_note.empty()) rep.notes.push_back(probe_note);
   rep.diagnostics = img.diagnostics;
   rep.diagnostics.insert(rep.diagnostics.end(), cat.diagnostics.begin(), cat.diagnostics.end());
   rep.knowledge = &knowledge;
@@ -178,6 +190,8 @@ Runner DefineScan(CLI::App& sub) {
   sub.add_option("--driver", args->driver, "target host driver version (e.g. 535.104.05)");
   sub.add_option("--gpu", args->gpu, "target GPU: sm_XY, X.Y or a name (A100, RTX 4090)");
   sub.add_flag("--host", args->host, "use this host's driver and GPU as the target");
+  sub.add_flag("--probe", args->probe,
+               "also run the image's cuDNN stack on this host's GPU (runs image code; see probe)");
   return [args]() -> int { return Scan(*args); };
 }
 

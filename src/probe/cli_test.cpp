@@ -1,0 +1,86 @@
+// `imgcheck probe` end to end: an image built from the fake CUDA stack, the static scan's plan,
+// staging, imgcheck-probe with a fake driver, the report and the exit status.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "image_writer.h"
+#include "probe/fake_stack.h"
+#include "support.h"
+
+namespace imgcheck::probe {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace imgcheck::testing;
+using probe::testing::Build;
+using probe::testing::FakeStack;
+
+struct Image {
+  TempDir dir;
+  std::string reference;
+  fs::path libcuda;
+};
+
+// The stack's libraries under /opt/cuda/lib, found through the image's LD_LIBRARY_PATH.
+void Write(const FakeStack& stack, Image& img) {
+  auto built = Build(stack, img.dir / "stack");
+  img.libcuda = built.libcuda;
+  LayerRecipe layer;
+  layer.entries = {Dir("opt"), Dir("opt/cuda"), Dir("opt/cuda/lib")};
+  for (const auto& [role, path] : built.libraries)
+    layer.entries.push_back(FileFrom("opt/cuda/lib/" + fs::path(path).filename().string(), path));
+  layer.created_by = "COPY cuda /opt/cuda";
+  ImageRecipe r;
+  r.env = {"LD_LIBRARY_PATH=/opt/cuda/lib"};
+  r.layers.push_back(layer);
+  WriteOciLayout(img.dir / "layout", r);
+  img.reference = "oci:" + (img.dir / "layout").string() + ":latest";
+}
+
+CommandResult Probe(const Image& img, const std::string& extra) {
+  return Run("'" + (BinaryDir() / "imgcheck").string() + "' probe '" + img.reference + "' " + extra +
+             " 2>/dev/null");
+}
+
+TEST_CASE("imgcheck probe: a consistent image runs clean, exit 0") {
+  Image img;
+  Write(FakeStack{}, img);
+  auto r = Probe(img, "--format json --test-libcuda '" + img.libcuda.string() + "'");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  auto j = nlohmann::json::parse(r.output);
+  CHECK(j["status"] == "ran");
+  CHECK(j["runs_image_code"] == true);
+  CHECK(j["findings"].empty());
+  std::set<std::string> sonames;
+  for (const auto& l : j["libraries"]) sonames.insert(l["soname"].get<std::string>());
+  CHECK(sonames.count("libcudnn.so.9"));
+  CHECK(sonames.count("libcudart.so.12"));
+  CHECK(sonames.count("libcudnn_ops.so.9"));
+  CHECK(j["probe"]["convolution"]["passed"] == true);
+}
+
+TEST_CASE("imgcheck probe: a skewed sub-library in the image is IC072, exit 1") {
+  Image img;
+  FakeStack s;
+  s.sublibrary_versions["cnn"] = 91800;
+  Write(s, img);
+  auto r = Probe(img, "--test-libcuda '" + img.libcuda.string() + "'");
+  INFO(r.output);
+  CHECK(r.status == 1);
+  CHECK_THAT(r.output, Catch::Contains("IC072") && Catch::Contains("/opt/cuda/lib/libcudnn_cnn.so.9"));
+  CHECK_THAT(r.output, Catch::Contains("untrusted code"));
+}
+
+TEST_CASE("imgcheck probe: no driver is 'no GPU: probe skipped', exit 3") {
+  Image img;
+  Write(FakeStack{}, img);
+  auto r = Probe(img, "--test-libcuda '" + (img.dir / "none/libcuda.so.1").string() + "'");
+  INFO(r.output);
+  CHECK(r.status == 3);
+  CHECK_THAT(r.output, Catch::Contains("no GPU: probe skipped"));
+}
+
+}  // namespace
+}  // namespace imgcheck::probe
