@@ -1,12 +1,75 @@
+// imgcheck why IMAGE SONAME|PATH: how the loader resolves one library for every consumer.
+#include <iostream>
+#include <memory>
+
+#include "catalog/catalog.h"
 #include "cli/commands.h"
+#include "loader/why.h"
+#include "rules/data.h"
+#include "rules/scan.h"
 #include "util/error.h"
 
 namespace imgcheck::cli {
+namespace {
 
-// Placeholder until the why stage lands.
+struct WhyArgs {
+  ImageArgs image;
+  std::string target;
+  std::vector<std::string> consumers;
+  std::optional<std::string> ld_library_path;
+};
+
+int RunWhy(const WhyArgs& args) {
+  image::LoadOptions load = ToLoadOptions(args.image);
+  load.capture = catalog::CapturePolicy();
+  load.capture_id = catalog::kCapturePolicyId;
+  image::Image img = image::Load(args.image.reference, load);
+  catalog::Catalog cat = catalog::Build(img);
+
+  std::vector<rules::DataFile> files = rules::LoadDataFiles({IMGCHECK_RULES_DIR});
+  loader::Options options = rules::LoaderOptions(img, cat, rules::DlopenRules(files));
+  if (args.ld_library_path) options.ld_library_path = *args.ld_library_path;
+
+  std::vector<rules::Consumer> consumers;
+  if (args.consumers.empty()) {
+    consumers = rules::LoadConsumers(img, cat, options);
+  } else {
+    for (const std::string& c : args.consumers) {
+      auto resolved = img.tree.Resolve(c);
+      if (!resolved || cat.Elf(resolved->path) == nullptr)
+        throw util::Fatal("--consumer: " + c + " is not an ELF file in the image");
+      consumers.push_back({resolved->path, "--consumer",
+                           loader::Load(img.tree,
+                                        [&](std::string_view p) { return cat.Elf(p); },
+                                        resolved->path, options)});
+    }
+  }
+  std::vector<loader::Root> roots;
+  for (const rules::Consumer& c : consumers) roots.push_back({c.path, c.role, &c.graph});
+  std::vector<loader::WhyEntry> entries = loader::FindWhy(img.tree, roots, args.target);
+  std::cout << loader::ExplainWhy(img.tree, args.target, entries) << std::flush;
+  bool all_found = !entries.empty();
+  for (const loader::WhyEntry& e : entries) all_found &= e.resolution.found();
+  return all_found ? 0 : 1;
+}
+
+}  // namespace
+
 Runner DefineWhy(CLI::App& sub) {
-  sub.allow_extras();
-  return [] () -> int { throw util::Fatal("'why' is not implemented yet"); };
+  auto args = std::make_shared<WhyArgs>();
+  AddImageArgs(sub, args->image);
+  sub.add_option("target", args->target,
+                 "a soname as consumers request it (libcudnn.so.9) or a path in the image")
+      ->required();
+  sub.add_option("--consumer", args->consumers,
+                 "load only this object (a path in the image) instead of every framework "
+                 "extension, CUDA library and CUDA executable");
+  sub.add_option("--ld-library-path", args->ld_library_path,
+                 "use this LD_LIBRARY_PATH instead of the image's Env");
+  sub.footer(
+      "Exit status: 0 when every consumer finds it, 1 when one does not (or none requests it), "
+      "2 when the image cannot be read.");
+  return [args]() -> int { return RunWhy(*args); };
 }
 
 }  // namespace imgcheck::cli
