@@ -39,7 +39,7 @@ int List(const RulesArgs& args) {
   }
   for (const auto& r : k.rules()) {
     std::string severity(rules::SeverityName(r.severity));
-    std::printf("%-6s %-26s %-8s %s%s\n", r.id.c_str(), r.name.c_str(), severity.c_str(), r.summary.c_str(),
+    std::printf("%-6s %-30s %-8s %s%s\n", r.id.c_str(), r.name.c_str(), severity.c_str(), r.summary.c_str(),
                 r.needs_target.empty() ? "" : (" [needs --" + r.needs_target + "]").c_str());
   }
   return 0;

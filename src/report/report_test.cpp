@@ -18,7 +18,7 @@ namespace {
 
 const rules::Knowledge& SmallTable() {
   static const rules::Knowledge k = [] {
-    auto file = rules::ParseDataFile("rules.json", R"({"rules": {"rows": [
+    auto file = rules::ParseDataFile("rules.json", R"json({"rules": {"rows": [
       {"id": "IC001", "name": "cudnn-version-mismatch", "severity": "error",
        "summary": "A framework's compiled cuDNN is not accepted by the cuDNN it loads.",
        "breaks": "The framework checks the loaded cuDNN at the first DNN op.",
@@ -30,7 +30,7 @@ const rules::Knowledge& SmallTable() {
       {"id": "IC060", "name": "unsafe-library-path", "severity": "warning",
        "summary": "LD_LIBRARY_PATH has empty, relative or missing entries.", "breaks": "Searches the cwd.",
        "errors": ["(none)"], "remediation": "Use absolute directories.", "source": "test"}
-    ]}})");
+    ]}})json");
     std::vector<rules::DataFile> files;
     files.push_back(std::move(*file));
     return rules::Knowledge::FromFiles(std::move(files));

@@ -180,6 +180,13 @@ const RuleInfo* Knowledge::Rule(std::string_view id) const {
 
 std::string Knowledge::SuggestRule(std::string_view word) const {
   std::string want = Lower(word);
+  // "IC0051", "51", "ic-51": the same number as a rule is the likeliest meaning.
+  std::string digits;
+  for (char c : want)
+    if (c >= '0' && c <= '9') digits += c;
+  if (!digits.empty() && digits.size() <= 6)
+    for (const auto& r : rules_)
+      if (std::stoi(digits) == std::stoi(r.id.substr(2))) return r.id + " (" + r.name + ")";
   std::string best;
   size_t best_distance = 3;  // further than two edits is not a typo
   for (const auto& r : rules_) {

@@ -6,10 +6,12 @@ namespace imgcheck::rules {
 
 std::optional<Version> Version::Parse(std::string_view text) {
   size_t i = 0;
+  size_t start = 0;
   while (i < text.size() && (text[i] == ' ' || text[i] == '>' || text[i] == '<' ||
                              text[i] == '=' || text[i] == '~'))
     ++i;
   if (i < text.size() && (text[i] == 'v' || text[i] == 'V')) ++i;
+  start = i;
   std::vector<int> parts;
   while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
     long value = 0;
@@ -26,7 +28,9 @@ std::optional<Version> Version::Parse(std::string_view text) {
       break;
   }
   if (parts.empty()) return std::nullopt;
-  return Version(std::move(parts));
+  Version v(std::move(parts));
+  v.text_ = std::string(text.substr(start, i - start));
+  return v;
 }
 
 Version Version::Prefix(size_t n) const {
@@ -34,6 +38,7 @@ Version Version::Prefix(size_t n) const {
 }
 
 std::string Version::str() const {
+  if (!text_.empty()) return text_;
   std::string out;
   for (size_t i = 0; i < parts_.size(); ++i) {
     if (i) out += '.';

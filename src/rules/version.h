@@ -29,7 +29,7 @@ class Version {
   int patch() const { return at(2); }
   /// The first `n` components (fewer when it has fewer).
   Version Prefix(size_t n) const;
-  /// "8.9.2"; "" when empty.
+  /// As written when parsed ("580.65.06", leading zeros kept), else the components joined.
   std::string str() const;
 
   /// Component-wise numeric order; missing components count as 0 (12.0 == 12).
@@ -38,6 +38,7 @@ class Version {
 
  private:
   std::vector<int> parts_;
+  std::string text_;  ///< the parsed text, when this came from Parse
 };
 
 /// True when `v` lies in [from, to] (inclusive, padded with zeros).
