@@ -69,6 +69,8 @@ int main(int argc, char** argv) {
           FileFrom("usr/local/cuda-8.0/lib64/libcudart.so.8.0.61", cudart),
           Symlink("usr/local/cuda-8.0/lib64/libcudart.so.8.0", "libcudart.so.8.0.61"),
           FileFrom("usr/local/cuda-8.0/lib64/stubs/libcuda.so", stub),
+          // What `ldconfig` leaves when the stubs directory is on its path.
+          Symlink("usr/local/cuda-8.0/lib64/stubs/libcuda.so.1", "libcuda.so"),
           FileFrom("usr/lib/x86_64-linux-gnu/libcudnn.so.5.1.10", cudnn51),
           Symlink("usr/lib/x86_64-linux-gnu/libcudnn.so.5", "libcudnn.so.5.1.10"),
           File("var/lib/dpkg/status",
