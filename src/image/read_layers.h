@@ -43,10 +43,11 @@ using TrackBlob = std::function<std::unique_ptr<BlobReader>(std::unique_ptr<Blob
 /// For each job: the cached reading when there is one, else `read(job, track)`, which opens the
 /// blob through `track`, reads and fully verifies it (only what it returns is cached, so it
 /// must have the key's digest and diff_id); then `merge(job, contents)`, on the calling thread,
-/// in job order. Up to `jobs` threads read; at most `jobs` layers are read or waiting to be
-/// merged at any time, so memory stays bounded whatever the number of layers. `read` runs on
-/// worker threads and must be thread-safe. The first failure in job order is rethrown once
-/// every thread has stopped.
+/// in job order. Up to `jobs` threads read, biggest layer first; memory stays bounded whatever
+/// the size of the image: a thread holds its buffers (a few MiB), and a reading that waits its
+/// turn to be merged holds only what the merged tree will hold anyway (entries and captured
+/// parts). `read` runs on worker threads and must be thread-safe. The first failure in job
+/// order is rethrown once every thread has stopped; layers above a failure are not started.
 void ReadLayers(const std::vector<LayerJob>& jobs, const ReadLayersOptions& options,
                 const std::function<LayerContents(const LayerJob&, const TrackBlob&)>& read,
                 const std::function<void(const LayerJob&, LayerContents&)>& merge);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "image/progress.h"
@@ -68,7 +69,8 @@ TEST_CASE("layers are read in parallel, at most `jobs` at once, and merged in or
   for (int jobs : {1, 2, 3, 8}) {
     INFO("jobs " << jobs);
     std::mutex mu;
-    int in_flight = 0, max_in_flight = 0;  // read or waiting to be merged
+    int reading = 0, max_reading = 0;
+    std::vector<int> started;
     std::vector<int> merged;
     ReadLayersOptions o;
     o.jobs = jobs;
@@ -77,22 +79,53 @@ TEST_CASE("layers are read in parallel, at most `jobs` at once, and merged in or
         [&](const LayerJob& j, const TrackBlob& track) {
           {
             std::lock_guard lock(mu);
-            max_in_flight = std::max(max_in_flight, ++in_flight);
+            max_reading = std::max(max_reading, ++reading);
+            started.push_back(j.index);
           }
           // Lower layers are slower, so that later ones finish first and must wait.
-          return Reading(j, track, (7 - j.index) * 3);
+          LayerContents c = Reading(j, track, (7 - j.index) * 3);
+          std::lock_guard lock(mu);
+          --reading;
+          return c;
         },
         [&](const LayerJob& j, LayerContents& c) {
           std::lock_guard lock(mu);
-          --in_flight;
           REQUIRE(c.entries.size() == 1);
           CHECK(c.entries[0].path == "/layer" + std::to_string(j.index));
           merged.push_back(j.index);
         });
     CHECK(merged == std::vector<int>{0, 1, 2, 3, 4, 5, 6});
-    CHECK(max_in_flight <= jobs);
-    if (jobs > 1) CHECK(max_in_flight > 1);
+    CHECK(max_reading <= jobs);
+    if (jobs > 1) CHECK(max_reading > 1);
+    if (jobs == 1) CHECK(started == merged);
   }
+}
+
+TEST_CASE("the biggest layers are started first", "[read_layers]") {
+  std::vector<LayerJob> jobs = Jobs(4);
+  jobs[0].stored_size = 5;
+  jobs[1].stored_size = 500;
+  jobs[2].stored_size = 50;
+  jobs[3].stored_size = 5000;
+  std::mutex mu;
+  std::vector<int> started, merged;
+  ReadLayersOptions o;
+  o.jobs = 2;
+  ReadLayers(
+      jobs, o,
+      [&](const LayerJob& j, const TrackBlob& track) {
+        {
+          std::lock_guard lock(mu);
+          started.push_back(j.index);
+        }
+        return Reading(j, track, 20);
+      },
+      [&](const LayerJob& j, LayerContents&) { merged.push_back(j.index); });
+  REQUIRE(started.size() == 4);
+  // Two threads: 3 and 1 start together, then 2 and 0 as they finish.
+  CHECK(std::set<int>(started.begin(), started.begin() + 2) == std::set<int>{1, 3});
+  CHECK(std::set<int>(started.begin() + 2, started.end()) == std::set<int>{0, 2});
+  CHECK(merged == std::vector<int>{0, 1, 2, 3});
 }
 
 TEST_CASE("the lowest failing layer is the one reported, and the rest stop", "[read_layers]") {
@@ -121,8 +154,29 @@ TEST_CASE("the lowest failing layer is the one reported, and the rest stop", "[r
       CHECK(std::string(e.what()) == "layer 3 is corrupt");
     }
     CHECK(merged == std::vector<int>{0, 1, 2});
-    CHECK(reads.load() <= 3 + 1 + jobs);  // layers above the failure are not all read
+    if (jobs == 1) CHECK(reads.load() == 4);  // nothing above the failure is started
   }
+}
+
+TEST_CASE("a reading above a failure is stopped, not waited for", "[read_layers]") {
+  ReadLayersOptions o;
+  o.jobs = 2;
+  // Layer 1's blob never ends: only the cancellation can stop its reading.
+  CHECK_THROWS_WITH(ReadLayers(
+                        Jobs(2), o,
+                        [&](const LayerJob& j, const TrackBlob& track) -> LayerContents {
+                          if (j.index == 0) {
+                            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                            throw util::Fatal("layer 0 is corrupt");
+                          }
+                          std::unique_ptr<BlobReader> blob = track(std::make_unique<FakeBlob>(SIZE_MAX));
+                          char buf[4096];
+                          while (blob->Read(buf, sizeof buf) > 0) {
+                          }
+                          return {};
+                        },
+                        [&](const LayerJob&, LayerContents&) {}),
+                    "layer 0 is corrupt");
 }
 
 TEST_CASE("a failure while merging stops the readers", "[read_layers]") {
