@@ -40,6 +40,9 @@ fs::path So(const std::string& soname, const std::vector<std::string>& needed = 
   so.runpath = runpath;
   so.version_script = version_script;
   if (!source.empty()) so.source = source;
+  // The fixtures call nothing in what they need: keep the DT_NEEDED entries anyway (the
+  // flag goes first on the link line; Compile quotes it like a path, cc still reads it).
+  if (!needed.empty()) so.needed.push_back("-Wl,--no-as-needed");
   for (const auto& n : needed) so.needed.push_back(So(n).string());
   fs::path out = Cache() / std::to_string(done.size()) / soname;
   Compile(so, out);
@@ -349,7 +352,7 @@ TEST_CASE("a symbol version the resolved library lacks (IC013)", "[scan]") {
   Result bad = Scan(image(old));
   INFO(Messages(bad));
   REQUIRE(bad.Count("IC013") == 1);
-  CHECK(bad.Of("IC013")[0]["message"].get<std::string>().find("version `libcudart.so.12'") != std::string::npos);
+  CHECK(bad.Of("IC013")[0]["message"].get<std::string>().find("cudaFancy@libcudart.so.12") != std::string::npos);
   CHECK(Scan(image(good)).Count("IC013") == 0);
 }
 
@@ -568,7 +571,7 @@ TEST_CASE("every format renders a scan, --output writes it", "[scan]") {
   auto junit = Run("'" + Imgcheck() + "' " + ref + " --format junit");
   CHECK(junit.output.find("<testcase classname=\"imgcheck.IC001\" name=\"IC001 cudnn-version-mismatch\">") != std::string::npos);
   auto text = Run("NO_COLOR=1 '" + Imgcheck() + "' " + ref);
-  CHECK(text.output.find("Errors (") != std::string::npos);
+  CHECK(text.output.find("Error (1)") != std::string::npos);
   CHECK(text.output.find("\033[") == std::string::npos);  // not a terminal: no colour
   auto unknown = Run("'" + Imgcheck() + "' " + ref + " --format yaml 2>&1");
   CHECK(unknown.status == 2);

@@ -132,7 +132,7 @@ void CheckCudaRuntime(Context& ctx) {
 // a dpkg version "8.9.7.29-1+cuda12.2", or (cuDNN 8) the cuBLAS major it links.
 std::optional<Known> CudnnCudaMajor(const Context& ctx, const Component& c) {
   auto number_after = [](std::string_view s, std::string_view marker) -> std::optional<int> {
-    size_t at = s.find(marker);
+    size_t at = s.rfind(marker);  // "nvidia-cudnn-cu12": the last "-cu"
     if (at == std::string_view::npos) return std::nullopt;
     auto v = Version::Parse(s.substr(at + marker.size()));
     if (!v) return std::nullopt;
