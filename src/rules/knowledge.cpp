@@ -314,15 +314,25 @@ std::optional<int> Knowledge::GpuSm(std::string_view gpu) const {
   // A product name: the longest table name contained in it, ignoring a leading "nvidia ".
   if (g.rfind("nvidia ", 0) == 0) g.erase(0, 7);
   const GpuRow* best = nullptr;
+  size_t best_size = 0;
   for (const auto& r : gpus_) {
-    std::string name = Lower(r.name);
-    size_t at = g.find(name);
-    if (at == std::string::npos) continue;
-    // Whole words only: "a10" must not match inside "a100".
-    size_t end = at + name.size();
-    bool left_ok = at == 0 || !std::isalnum(static_cast<unsigned char>(g[at - 1]));
-    bool right_ok = end == g.size() || !std::isalnum(static_cast<unsigned char>(g[end]));
-    if (left_ok && right_ok && (!best || name.size() > best->name.size())) best = &r;
+    // "GeForce RTX 4090" also answers to "RTX 4090": the brand word is optional.
+    std::string full = Lower(r.name);
+    std::vector<std::string> names = {full};
+    for (std::string_view brand : {"geforce ", "tesla ", "quadro "})
+      if (full.rfind(brand, 0) == 0) names.push_back(full.substr(brand.size()));
+    for (const auto& name : names) {
+      size_t at = g.find(name);
+      if (at == std::string::npos) continue;
+      // Whole words only: "a10" must not match inside "a100".
+      size_t end = at + name.size();
+      bool left_ok = at == 0 || !std::isalnum(static_cast<unsigned char>(g[at - 1]));
+      bool right_ok = end == g.size() || !std::isalnum(static_cast<unsigned char>(g[end]));
+      if (left_ok && right_ok && name.size() > best_size) {
+        best = &r;
+        best_size = name.size();
+      }
+    }
   }
   if (!best) return std::nullopt;
   return best->sm;
