@@ -53,8 +53,8 @@ struct LoadOptions {
   bool use_cache = false;                ///< read and store layer readings in the layer cache
   std::string cache_dir;                 ///< the cache's directory; empty: DefaultCacheDir()
   uint64_t cache_max_bytes = uint64_t{1} << 30;  ///< bound of the cache; LRU entries pruned
-  /// Identity of `capture` (part of each cache key): change it whenever what the policy keeps
-  /// changes. With a capture policy but no identity, the cache is not used.
+  /// Identity of `capture` (part of each cache key; ignored without a capture policy): change
+  /// it whenever what the policy keeps changes. With a policy but no identity, no cache is used.
   std::string capture_id;
   bool progress = false;                 ///< progress line on stderr when it is a terminal
 };
