@@ -19,24 +19,43 @@ bool IsCudnnShim(std::string_view soname, int* major) {
   return true;
 }
 
+// The dlopen rules as they apply to objects of one framework build: a name with "{cudnn_major}"
+// (TensorFlow's dso_loader opens libcudnn.so.<the major it was built with>) gets the major from
+// the framework's build facts; without such facts (or outside a framework) the name is dropped.
+std::vector<loader::DlopenRule> ForBuild(const std::vector<loader::DlopenRule>& rules,
+                                         const catalog::BuildFacts* facts) {
+  constexpr std::string_view kCudnnMajor = "{cudnn_major}";
+  std::optional<Version> cudnn;
+  if (facts != nullptr)
+    for (const char* key : {"cudnn_version", "cudnn"})
+      if (auto it = facts->find(key); it != facts->end() && !cudnn) cudnn = Version::Parse(it->second);
+  std::vector<loader::DlopenRule> out;
+  for (loader::DlopenRule rule : rules) {
+    std::vector<std::string> names;
+    for (std::string& name : rule.names) {
+      size_t at = name.find(kCudnnMajor);
+      if (at == std::string::npos) {
+        names.push_back(std::move(name));
+      } else if (cudnn) {
+        names.push_back(name.replace(at, kCudnnMajor.size(), std::to_string(cudnn->major())));
+      }
+    }
+    rule.names = std::move(names);
+    out.push_back(std::move(rule));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<loader::DlopenRule> DlopenRules(const std::vector<DataFile>& files) {
   std::vector<loader::DlopenRule> out;
-  for (const auto& f : files) {
-    if (f.name != "dlopen.json") continue;
-    for (const auto& [key, value] : f.json.items()) {
-      if (!value.is_object() || !value.contains("rows")) continue;
-      for (const Row& row : TableRows({f}, key)) {
-        if (!row.Has("caller")) continue;
-        // TableRows copies nothing but points into `f`, which outlives this loop.
-        loader::DlopenRule r;
-        r.caller = row.String("caller");
-        r.names = row.Strings("names");
-        r.source = row.String("source");
-        out.push_back(std::move(r));
-      }
-    }
+  for (const Row& row : TableRows(files, "dlopen")) {
+    loader::DlopenRule r;
+    r.caller = row.String("caller");
+    r.names = row.Strings("names");
+    r.source = row.String("source");
+    out.push_back(std::move(r));
   }
   return out;
 }
@@ -64,10 +83,14 @@ std::string FrameworkPackageDir(const catalog::Component& fw) {
 
 std::vector<Consumer> LoadConsumers(const image::Image& image, const catalog::Catalog& catalog,
                                     const loader::Options& options, size_t limit) {
-  std::vector<std::pair<std::string, std::string>> roots;  // path, role
+  struct Root {
+    std::string path, role;
+    const catalog::Component* framework;
+  };
+  std::vector<Root> roots;
   std::set<std::string> seen;
-  auto add = [&](const std::string& path, std::string role) {
-    if (roots.size() < limit && seen.insert(path).second) roots.emplace_back(path, std::move(role));
+  auto add = [&](const std::string& path, std::string role, const catalog::Component* fw) {
+    if (roots.size() < limit && seen.insert(path).second) roots.push_back({path, std::move(role), fw});
   };
   for (const catalog::Component* fw : catalog.Find(catalog::ComponentKind::kFramework)) {
     if (fw->deleted) continue;
@@ -75,22 +98,30 @@ std::vector<Consumer> LoadConsumers(const image::Image& image, const catalog::Ca
     for (auto it = catalog.elves().lower_bound(dir + "/");
          it != catalog.elves().end() && it->first.compare(0, dir.size() + 1, dir + "/") == 0; ++it)
       if (it->first.find(".so") != std::string::npos && it->second.type == 3)
-        add(it->first, "framework " + fw->name);
+        add(it->first, "framework " + fw->name, fw);
   }
   for (const auto& c : catalog.components)
     if (c.kind == catalog::ComponentKind::kCudaLibrary && !c.deleted && catalog.Elf(c.path))
-      add(c.path, "cuda-library " + c.family);
+      add(c.path, "cuda-library " + c.family, nullptr);
   for (const auto& [path, elf] : catalog.elves()) {
     if (elf.interpreter.empty()) continue;
     bool cuda = std::any_of(elf.needed.begin(), elf.needed.end(), [](const std::string& n) {
       return n.rfind("libcu", 0) == 0 || n.rfind("libnv", 0) == 0 || n.rfind("libnccl", 0) == 0;
     });
-    if (cuda) add(path, "executable");
+    if (cuda) add(path, "executable", nullptr);
   }
   auto lookup = [&catalog](std::string_view p) { return catalog.Elf(p); };
+  loader::Options plain = options;
+  plain.dlopen = ForBuild(options.dlopen, nullptr);
   std::vector<Consumer> out;
-  for (auto& [path, role] : roots) {
-    Consumer c{path, role, loader::Load(image.tree, lookup, path, options)};
+  for (auto& root : roots) {
+    loader::Options built;
+    if (root.framework) {
+      built = options;
+      built.dlopen = ForBuild(options.dlopen, &root.framework->build);
+    }
+    Consumer c{root.path, root.role,
+               loader::Load(image.tree, lookup, root.path, root.framework ? built : plain)};
     if (!c.graph.objects.empty()) out.push_back(std::move(c));
   }
   return out;
