@@ -63,8 +63,8 @@ class ElfCapturer : public image::Capturer {
 
   util::SparseFile Finish(uint64_t size) override {
     util::SparseFile all(size);
-    for (const auto& r : ranges_) all.Add(r.begin, r.bytes);
-    for (const auto& r : done_) all.Add(r.begin, r.bytes);
+    for (auto& r : ranges_) all.Take(r.begin, std::move(r.bytes));
+    for (auto& r : done_) all.Take(r.begin, std::move(r.bytes));
     ranges_.clear();
     done_.clear();
     if (all.captured_bytes() <= kTrimThreshold) return all;
@@ -119,6 +119,7 @@ class ElfCapturer : public image::Capturer {
     if (begin >= end || prefill.size() > end - begin) return;
     reserved_ += end - begin;
     ranges_.push_back({begin, end, role, limit, std::string(prefill)});
+    ranges_.back().bytes.reserve(end - begin);  // exact: no doubling while the stream passes
   }
 
   /// Runs when a range with a role has been captured whole.

@@ -15,27 +15,61 @@ bool SparseFile::complete() const {
   return extents_.size() == 1 && extents_[0].offset == 0 && extents_[0].bytes.size() == size_;
 }
 
+namespace {
+
+// The extents overlapping or touching [offset, end), as [first, last).
+template <class It>
+std::pair<It, It> Touching(It begin, It end_it, uint64_t offset, uint64_t end) {
+  auto first = std::lower_bound(begin, end_it, offset, [](const SparseFile::Extent& e, uint64_t off) {
+    return e.offset + e.bytes.size() < off;
+  });
+  auto last = first;
+  while (last != end_it && last->offset <= end) ++last;
+  return {first, last};
+}
+
+}  // namespace
+
 void SparseFile::Add(uint64_t offset, std::string_view bytes) {
   if (bytes.empty()) return;
   uint64_t end = offset + bytes.size();
-  // Find the extents that overlap or touch [offset, end) and fold them into one.
-  auto first = std::lower_bound(extents_.begin(), extents_.end(), offset,
-                                [](const Extent& e, uint64_t off) {
-                                  return e.offset + e.bytes.size() < off;
-                                });
-  auto last = first;
-  while (last != extents_.end() && last->offset <= end) ++last;
+  auto [first, last] = Touching(extents_.begin(), extents_.end(), offset, end);
   if (first == last) {
     extents_.insert(first, Extent{offset, std::string(bytes)});
     return;
   }
+  // One extent that starts at or before `offset`: extend it in place, so a capturer adding
+  // consecutive chunks costs linear, not quadratic, copying.
+  if (last - first == 1 && first->offset <= offset) {
+    std::string& b = first->bytes;
+    uint64_t at = offset - first->offset;
+    if (at + bytes.size() > b.size()) b.resize(at + bytes.size());
+    b.replace(at, bytes.size(), bytes);
+    return;
+  }
   uint64_t new_start = std::min(offset, first->offset);
   uint64_t new_end = std::max(end, (last - 1)->offset + (last - 1)->bytes.size());
-  std::string merged(new_end - new_start, '\0');
-  for (auto it = first; it != last; ++it) merged.replace(it->offset - new_start, it->bytes.size(), it->bytes);
+  std::string merged;
+  merged.reserve(new_end - new_start);
+  for (auto it = first; it != last; ++it) {
+    // Gaps between kept extents lie inside [offset, end) and are filled by `bytes` below.
+    merged.resize(it->offset - new_start);
+    merged += it->bytes;
+  }
+  if (merged.size() < new_end - new_start) merged.resize(new_end - new_start);
   merged.replace(offset - new_start, bytes.size(), bytes);
   auto pos = extents_.erase(first, last);
   extents_.insert(pos, Extent{new_start, std::move(merged)});
+}
+
+void SparseFile::Take(uint64_t offset, std::string&& bytes) {
+  if (bytes.empty()) return;
+  auto [first, last] = Touching(extents_.begin(), extents_.end(), offset, offset + bytes.size());
+  if (first == last) {
+    extents_.insert(first, Extent{offset, std::move(bytes)});
+    return;
+  }
+  Add(offset, std::string_view(bytes));
 }
 
 std::optional<std::string_view> SparseFile::ViewFrom(uint64_t offset) const {

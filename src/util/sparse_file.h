@@ -29,6 +29,8 @@ class SparseFile {
   bool complete() const;
   /// Keeps bytes at `offset`; overlapping or adjacent extents are merged.
   void Add(uint64_t offset, std::string_view bytes);
+  /// The same, taking the buffer over when it does not touch a kept extent.
+  void Take(uint64_t offset, std::string&& bytes);
   /// [offset, offset+len) if that whole range was captured, else nullopt.
   std::optional<std::string_view> View(uint64_t offset, uint64_t len) const;
   /// The captured extent containing `offset`, from `offset` to that extent's end.

@@ -51,6 +51,24 @@ TEST_CASE("SparseFile merges extents and answers only captured ranges") {
   CHECK(SparseFile::Whole("hello").complete());
 }
 
+TEST_CASE("SparseFile grows an extent in place and keeps ranges exact in any order") {
+  std::string whole;
+  for (int i = 0; i < 5000; ++i) whole += static_cast<char>('a' + i % 26);
+  SparseFile in_order(whole.size());
+  for (size_t at = 0; at < whole.size(); at += 7) in_order.Add(at, std::string_view(whole).substr(at, 7));
+  REQUIRE(in_order.extents().size() == 1);
+  CHECK(in_order.extents()[0].bytes == whole);
+
+  SparseFile scattered(whole.size());
+  scattered.Take(4000, whole.substr(4000, 500));  // taken over
+  scattered.Add(100, whole.substr(100, 50));
+  scattered.Add(3000, whole.substr(3000, 10));
+  scattered.Add(120, whole.substr(120, 3900));  // spans 100.., 3000.. and touches 4000
+  REQUIRE(scattered.extents().size() == 1);
+  CHECK(scattered.View(100, 4400) == std::string_view(whole).substr(100, 4400));
+  CHECK_FALSE(scattered.View(99, 2).has_value());
+}
+
 TEST_CASE("Sha256 matches the known digest of 'abc'") {
   CHECK(Sha256Digest("abc") ==
         "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
