@@ -35,13 +35,13 @@ int Probe(const ProbeArgs& args) {
                "code, in a separate process with time limits)\n";
 
   // The static scan's inputs, as `scan` builds them: the probe checks its predictions.
-  std::vector<std::string> dirs = {IMGCHECK_RULES_DIR};
+  std::vector<std::string> dirs = {RulesDir()};
   dirs.insert(dirs.end(), args.rules_dirs.begin(), args.rules_dirs.end());
   rules::Knowledge knowledge = rules::Knowledge::Load(dirs);
   image::LoadOptions load = ToLoadOptions(args.image);
   load.capture = catalog::CapturePolicy();
   image::Image img = image::Load(args.image.reference, load);
-  std::string library_dir = IMGCHECK_RULES_DIR;
+  std::string library_dir = RulesDir();
   for (const auto& d : args.rules_dirs)
     if (std::filesystem::exists(std::filesystem::path(d) / "libraries.json")) library_dir = d;
   catalog::Catalog cat = catalog::Build(img, library_dir);

@@ -18,7 +18,7 @@ struct RulesArgs {
 };
 
 rules::Knowledge LoadKnowledge(const std::vector<std::string>& extra) {
-  std::vector<std::string> dirs = {IMGCHECK_RULES_DIR};
+  std::vector<std::string> dirs = {RulesDir()};
   dirs.insert(dirs.end(), extra.begin(), extra.end());
   return rules::Knowledge::Load(dirs);
 }

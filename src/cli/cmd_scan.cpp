@@ -105,7 +105,7 @@ rules::Config LoadConfig(const ScanArgs& args, const rules::Knowledge& k) {
 int Scan(const ScanArgs& args) {
   auto format = report::ParseFormat(args.format);
   if (!format) throw util::Fatal("--format: unknown format '" + args.format + "' (" + report::FormatNames() + ")");
-  std::vector<std::string> dirs = {IMGCHECK_RULES_DIR};
+  std::vector<std::string> dirs = {RulesDir()};
   dirs.insert(dirs.end(), args.rules_dirs.begin(), args.rules_dirs.end());
   rules::Knowledge knowledge = rules::Knowledge::Load(dirs);
   rules::Config config = LoadConfig(args, knowledge);
@@ -128,7 +128,7 @@ int Scan(const ScanArgs& args) {
   load.capture = catalog::CapturePolicy();
   image::Image img = image::Load(args.image.reference, load);
   // The catalog classifies with libraries.json: the last --rules dir that overrides it wins.
-  std::string library_dir = IMGCHECK_RULES_DIR;
+  std::string library_dir = RulesDir();
   for (const auto& d : args.rules_dirs)
     if (std::filesystem::exists(std::filesystem::path(d) / "libraries.json")) library_dir = d;
   catalog::Catalog cat = catalog::Build(img, library_dir);

@@ -26,7 +26,7 @@ int RunWhy(const WhyArgs& args) {
   image::Image img = image::Load(args.image.reference, load);
   catalog::Catalog cat = catalog::Build(img);
 
-  std::vector<rules::DataFile> files = rules::LoadDataFiles({IMGCHECK_RULES_DIR});
+  std::vector<rules::DataFile> files = rules::LoadDataFiles({RulesDir()});
   loader::Options options = rules::LoaderOptions(img, cat, rules::DlopenRules(files));
   if (args.ld_library_path) options.ld_library_path = *args.ld_library_path;
 

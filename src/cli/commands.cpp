@@ -1,6 +1,8 @@
 #include "cli/commands.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <thread>
 
@@ -64,6 +66,17 @@ image::LoadOptions ToLoadOptions(const ImageArgs& args) {
   o.progress = !args.quiet;
   o.capture_id = kCapturePolicyId;
   return o;
+}
+
+std::string RulesDir() {
+  if (const char* env = std::getenv("IMGCHECK_RULES_DIR"); env != nullptr && *env != '\0') return env;
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    std::filesystem::path installed = exe.parent_path() / "../share/imgcheck/rules";
+    if (std::filesystem::is_directory(installed, ec)) return installed.lexically_normal().string();
+  }
+  return IMGCHECK_RULES_DIR;
 }
 
 namespace {

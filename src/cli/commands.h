@@ -49,6 +49,10 @@ Runner DefineWhy(CLI::App& sub);
 Runner DefineRules(CLI::App& sub);
 Runner DefineProbe(CLI::App& sub);
 
+/// Where the built-in rule data lives: $IMGCHECK_RULES_DIR, else ../share/imgcheck/rules beside
+/// the executable (an installed copy), else the source tree's rules/ the build was made from.
+std::string RulesDir();
+
 /// The whole command line; main() only calls this.
 int Main(int argc, char** argv);
 

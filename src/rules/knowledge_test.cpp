@@ -138,7 +138,7 @@ TEST_CASE("malformed rule files are rejected with file:line") {
   CHECK(m == (dir / "badfield" / "gpus.json").string() + ":3: field \"sm\" must be an integer");
 }
 
-TEST_CASE("--rules directories add rows that win lookups and replace files by name") {
+TEST_CASE("Rule directories given with --rules add rows that win lookups and replace files by name") {
   TempDir dir;
   WriteFile(dir / "extra.json",
             "{\"gpu_names\": {\"rows\": [{\"name\": \"Future GPU 9000\", \"sm\": 130, \"source\": \"test\"}]}}\n");

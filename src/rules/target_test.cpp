@@ -5,7 +5,7 @@
 
 using namespace imgcheck::rules;
 
-TEST_CASE("--host: the driver from /proc/driver/nvidia/version") {
+TEST_CASE("Host target: the driver from /proc/driver/nvidia/version") {
   CHECK(ParseProcDriverVersion("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 "
                                "01:15:15 UTC 2023\nGCC version:  gcc version 12.2.0\n")
             ->str() == "535.104.05");
@@ -15,7 +15,7 @@ TEST_CASE("--host: the driver from /proc/driver/nvidia/version") {
   CHECK_FALSE(ParseProcDriverVersion(""));
 }
 
-TEST_CASE("--host: the GPU from nvidia-smi's CSV") {
+TEST_CASE("Host target: the GPU from nvidia-smi's CSV") {
   auto g = ParseNvidiaSmi("NVIDIA A100-SXM4-80GB, 8.0, 535.104.05\nNVIDIA A100-SXM4-80GB, 8.0, 535.104.05\n");
   REQUIRE(g);
   CHECK(g->name == "NVIDIA A100-SXM4-80GB");
@@ -24,7 +24,7 @@ TEST_CASE("--host: the GPU from nvidia-smi's CSV") {
   CHECK_FALSE(ParseNvidiaSmi(""));
 }
 
-TEST_CASE("--driver and --gpu, and the notes when they are missing") {
+TEST_CASE("Target from --driver and --gpu, and the notes when they are missing") {
   const Knowledge k = Knowledge::Load({IMGCHECK_RULES_DIR});
   Target t;
   NoteMissingTarget(t, k);
