@@ -20,8 +20,6 @@ int RunCatalog(const CatalogArgs& args) {
   std::optional<report::CatalogFormat> format = report::ParseCatalogFormat(args.format);
   if (!format) throw util::Fatal("--format: unknown format '" + args.format + "'");
   image::LoadOptions load = ToLoadOptions(args.image);
-  load.capture = catalog::CapturePolicy();
-  load.capture_id = catalog::kCapturePolicyId;
   image::Image img = image::Load(args.image.reference, load);
   catalog::Catalog cat = catalog::Build(img);
   cat.diagnostics.insert(cat.diagnostics.begin(), img.diagnostics.begin(), img.diagnostics.end());

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "catalog/catalog.h"
+#include "cli/analysis.h"
 #include "cli/commands.h"
 #include "probe/session.h"
 #include "rules/config.h"
@@ -35,22 +36,12 @@ int Probe(const ProbeArgs& args) {
                "code, in a separate process with time limits)\n";
 
   // The static scan's inputs, as `scan` builds them: the probe checks its predictions.
-  std::vector<std::string> dirs = {RulesDir()};
-  dirs.insert(dirs.end(), args.rules_dirs.begin(), args.rules_dirs.end());
-  rules::Knowledge knowledge = rules::Knowledge::Load(dirs);
-  image::LoadOptions load = ToLoadOptions(args.image);
-  load.capture = catalog::CapturePolicy();
-  image::Image img = image::Load(args.image.reference, load);
-  std::string library_dir = RulesDir();
-  for (const auto& d : args.rules_dirs)
-    if (std::filesystem::exists(std::filesystem::path(d) / "libraries.json")) library_dir = d;
-  catalog::Catalog cat = catalog::Build(img, library_dir);
+  rules::Knowledge knowledge = LoadKnowledge(args.rules_dirs);
   rules::ScanInput input;
   input.knowledge = &knowledge;
-  input.image = &img;
-  input.catalog = &cat;
-  input.options = rules::LoaderOptions(img, cat, rules::DlopenRules(knowledge.files()));
-  input.consumers = rules::LoadConsumers(img, cat, input.options);
+  image::Image img;
+  catalog::Catalog cat;
+  Analyze(args.image, args.rules_dirs, img, cat, input);
 
   probe::RunOptions run;
   run.executable = probe::ProbeExecutable();

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "catalog/catalog.h"
+#include "cli/analysis.h"
 #include "cli/commands.h"
 #include "probe/session.h"
 #include "report/report.h"
@@ -105,9 +106,7 @@ rules::Config LoadConfig(const ScanArgs& args, const rules::Knowledge& k) {
 int Scan(const ScanArgs& args) {
   auto format = report::ParseFormat(args.format);
   if (!format) throw util::Fatal("--format: unknown format '" + args.format + "' (" + report::FormatNames() + ")");
-  std::vector<std::string> dirs = {RulesDir()};
-  dirs.insert(dirs.end(), args.rules_dirs.begin(), args.rules_dirs.end());
-  rules::Knowledge knowledge = rules::Knowledge::Load(dirs);
+  rules::Knowledge knowledge = LoadKnowledge(args.rules_dirs);
   rules::Config config = LoadConfig(args, knowledge);
   rules::FailOn fail_on{rules::Severity::kError};
   if (config.fail_on) fail_on = *config.fail_on;
@@ -124,19 +123,9 @@ int Scan(const ScanArgs& args) {
   if (args.host) ReadHost(input.target, knowledge);
   rules::NoteMissingTarget(input.target, knowledge);
 
-  image::LoadOptions load = ToLoadOptions(args.image);
-  load.capture = catalog::CapturePolicy();
-  image::Image img = image::Load(args.image.reference, load);
-  // The catalog classifies with libraries.json: the last --rules dir that overrides it wins.
-  std::string library_dir = RulesDir();
-  for (const auto& d : args.rules_dirs)
-    if (std::filesystem::exists(std::filesystem::path(d) / "libraries.json")) library_dir = d;
-  catalog::Catalog cat = catalog::Build(img, library_dir);
-
-  input.image = &img;
-  input.catalog = &cat;
-  input.options = rules::LoaderOptions(img, cat, rules::DlopenRules(knowledge.files()));
-  input.consumers = rules::LoadConsumers(img, cat, input.options);
+  image::Image img;
+  catalog::Catalog cat;
+  Analyze(args.image, args.rules_dirs, img, cat, input);
 
   report::Report rep;
   rep.image = {img.reference, img.transport, img.manifest_digest, img.config_digest, args.image.platform};

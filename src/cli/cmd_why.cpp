@@ -21,8 +21,6 @@ struct WhyArgs {
 
 int RunWhy(const WhyArgs& args) {
   image::LoadOptions load = ToLoadOptions(args.image);
-  load.capture = catalog::CapturePolicy();
-  load.capture_id = catalog::kCapturePolicyId;
   image::Image img = image::Load(args.image.reference, load);
   catalog::Catalog cat = catalog::Build(img);
 

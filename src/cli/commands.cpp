@@ -6,6 +6,7 @@
 #include <iostream>
 #include <thread>
 
+#include "catalog/catalog.h"
 #include "util/error.h"
 #include "util/text.h"
 
@@ -47,11 +48,6 @@ void AddImageArgs(CLI::App& sub, ImageArgs& args) {
   sub.add_flag("-q,--quiet", args.quiet, "no progress line on stderr");
 }
 
-// Identity of catalog::CapturePolicy(), the only capture policy the subcommands use: part of
-// every layer cache key, so it must change whenever what that policy keeps changes. Used only
-// when a subcommand sets a capture policy. TODO(catalog): move beside CapturePolicy().
-constexpr const char* kCapturePolicyId = "catalog-capture-1";
-
 image::LoadOptions ToLoadOptions(const ImageArgs& args) {
   image::LoadOptions o;
   o.platform = args.platform;
@@ -64,7 +60,9 @@ image::LoadOptions ToLoadOptions(const ImageArgs& args) {
   o.cache_dir = args.cache_dir;
   o.cache_max_bytes = std::min<uint64_t>(args.cache_max_mb, uint64_t{1} << 40) << 20;
   o.progress = !args.quiet;
-  o.capture_id = kCapturePolicyId;
+  // Every subcommand captures what the catalog needs, so cached layers serve them all alike.
+  o.capture = catalog::CapturePolicy();
+  o.capture_id = catalog::kCapturePolicyId;
   return o;
 }
 

@@ -39,6 +39,7 @@ struct ImageArgs {
   bool quiet = false;       ///< --quiet: no progress line
 };
 void AddImageArgs(CLI::App& sub, ImageArgs& args);
+/// Load options from the shared flags, with the catalog's capture policy (and its cache identity).
 image::LoadOptions ToLoadOptions(const ImageArgs& args);
 
 // One function per subcommand, each in its own cmd_*.cpp.
