@@ -1,0 +1,52 @@
+// The README's demo image (testdata/demo) through the built binary: the failure it was made to
+// show is found, and `why` explains it the way libtree would.
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "support.h"
+
+using namespace imgcheck::testing;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// `imgcheck COMMAND DEMO-IMAGE ARGS`
+std::string Imgcheck(const std::string& command, const std::string& args = "") {
+  return "'" + (BinaryDir() / "imgcheck").string() + "' " + command + " --quiet --no-cache oci:'" +
+         (BinaryDir() / "demo/image").string() + ":latest' " + args;
+}
+
+}  // namespace
+
+TEST_CASE("the demo image reports the shadowing cuDNN and the driver stub", "[cli][demo]") {
+  CommandResult r = Run(Imgcheck("scan", "--format json"));
+  INFO(r.output);
+  CHECK(r.status == 1);
+  auto report = nlohmann::json::parse(r.output.substr(0, r.output.rfind('}') + 1));
+  std::vector<std::string> rules;
+  for (const auto& f : report["findings"]) rules.push_back(f["rule"]);
+  CHECK(std::count(rules.begin(), rules.end(), "IC001") == 1);
+  CHECK(std::count(rules.begin(), rules.end(), "IC020") == 1);
+  for (const auto& f : report["findings"])
+    if (f["rule"] == "IC001") {
+      CHECK_THAT(f["message"].get<std::string>(), Contains("5005 (compatibility version 5000)"));
+      CHECK(f["paths"][0] == "/opt/cudnn/lib64/libcudnn.so.5.0.5");
+      CHECK(f["layer"]["created_by"] == "COPY cudnn-5.0.5/lib64 /opt/cudnn/lib64");
+    }
+}
+
+TEST_CASE("why explains the dlopen that LD_LIBRARY_PATH sends to the old cuDNN", "[cli][why]") {
+  CommandResult found = Run(Imgcheck("why", "libcudnn.so.5"));
+  INFO(found.output);
+  CHECK(found.status == 0);
+  CHECK_THAT(found.output, Contains("dlopen by /usr/local/lib/python3.5/dist-packages/tensorflow"));
+  CHECK_THAT(found.output, Contains("=> /opt/cudnn/lib64/libcudnn.so.5"));
+  CHECK_THAT(found.output, Contains("LD_LIBRARY_PATH element \"/opt/cudnn/lib64\""));
+  CHECK_THAT(found.output, Contains("real file /opt/cudnn/lib64/libcudnn.so.5.0.5"));
+
+  CommandResult nobody = Run(Imgcheck("why", "libcudnn.so.8"));
+  INFO(nobody.output);
+  CHECK(nobody.status == 1);
+  CHECK_THAT(nobody.output, Contains("no object in the image's link maps requests it"));
+}
