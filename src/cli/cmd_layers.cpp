@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "util/error.h"
+#include "util/text.h"
 
 namespace imgcheck::cli {
 namespace {
@@ -20,19 +21,6 @@ struct LayersFormat {
   std::string_view name, summary;
   std::string (*render)(const image::Image&);
 };
-
-std::string HumanSize(uint64_t bytes) {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1000 && u < 4) {
-    v /= 1000;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-  return buf;
-}
 
 // A history line on one line: whitespace runs collapsed, long ones cut.
 std::string OneLine(const std::string& s, size_t max) {
@@ -58,8 +46,8 @@ std::string RenderText(const image::Image& img) {
   for (const image::Layer& l : img.layers) {
     std::string digest = l.digest.empty() ? "-" : l.digest.substr(0, 19);
     std::snprintf(line, sizeof line, "%3d  %-19s  %10s  %10s  %7d  %7d  %7d  ", l.index, digest.c_str(),
-                  l.digest.empty() && l.compressed_size == 0 ? "-" : HumanSize(l.compressed_size).c_str(),
-                  HumanSize(l.size).c_str(), l.added, l.changed, l.deleted);
+                  l.digest.empty() && l.compressed_size == 0 ? "-" : util::HumanBytes(static_cast<double>(l.compressed_size)).c_str(),
+                  util::HumanBytes(static_cast<double>(l.size)).c_str(), l.added, l.changed, l.deleted);
     out += line + OneLine(l.created_by, 100) + "\n";
   }
   if (!img.diagnostics.empty()) {

@@ -5,25 +5,14 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "util/text.h"
+
 namespace imgcheck::image {
 
 namespace {
 
 constexpr auto kRedrawInterval = std::chrono::milliseconds(100);
 constexpr std::string_view kClearLine = "\r\x1b[K";
-
-// "1.23 GB", "456.0 MB", "12.0 kB": decimal units, as the sizes of registries and docker.
-std::string Bytes(double b) {
-  const char* units[] = {"B", "kB", "MB", "GB", "TB"};
-  int u = 0;
-  while (b >= 1000 && u < 4) {
-    b /= 1000;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
-  return buf;
-}
 
 void WriteAll(int fd, std::string_view s) {
   while (!s.empty()) {
@@ -105,10 +94,10 @@ std::string Progress::LineLocked(std::chrono::steady_clock::time_point now) cons
   }
   uint64_t read = bytes_.load(std::memory_order_relaxed);
   uint64_t shown = read + skipped_.load(std::memory_order_relaxed);
-  line += " | " + Bytes(static_cast<double>(shown));
-  if (total_bytes_ > 0) line += " / " + Bytes(static_cast<double>(total_bytes_));
+  line += " | " + util::HumanBytes(static_cast<double>(shown));
+  if (total_bytes_ > 0) line += " / " + util::HumanBytes(static_cast<double>(total_bytes_));
   double seconds = std::chrono::duration<double>(now - start_).count();
-  if (seconds > 0.2) line += " | " + Bytes(static_cast<double>(read) / seconds) + "/s";
+  if (seconds > 0.2) line += " | " + util::HumanBytes(static_cast<double>(read) / seconds) + "/s";
   return line;
 }
 

@@ -1,7 +1,9 @@
-// Small text helpers shared by the stages that match what a user typed against a table.
+// Small text helpers shared by the stages: "did you mean" distances, sizes for people.
 #pragma once
 
 #include <algorithm>
+#include <cstdio>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -21,6 +23,19 @@ inline size_t EditDistance(std::string_view a, std::string_view b) {
     }
   }
   return row[b.size()];
+}
+
+/// "1.2 GB", "456.0 MB", "12 B": decimal units, as registries and docker print sizes.
+inline std::string HumanBytes(double bytes) {
+  const char* units[] = {"B", "kB", "MB", "GB", "TB"};
+  int u = 0;
+  while (bytes >= 1000 && u < 4) {
+    bytes /= 1000;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  return buf;
 }
 
 }  // namespace imgcheck::util
