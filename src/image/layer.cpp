@@ -24,16 +24,17 @@ constexpr std::string_view kOpaqueName = ".wh..wh..opq";
 
 // libarchive is C: an exception must not cross it. The callback parks it here instead.
 struct ReadState {
-  BlobReader* in = nullptr;
-  std::unique_ptr<char[]> buf = std::make_unique<char[]>(kReadBuffer);
+  ChunkReader* in = nullptr;
   std::exception_ptr error;
 };
 
+// libarchive reads the chunks in place: a chunk outlives the next callback, as it requires.
 la_ssize_t ReadCallback(struct archive*, void* client, const void** out) {
   auto* st = static_cast<ReadState*>(client);
   try {
-    *out = st->buf.get();
-    return static_cast<la_ssize_t>(st->in->Read(st->buf.get(), kReadBuffer));
+    std::string_view chunk = st->in->Next();
+    *out = chunk.data();
+    return static_cast<la_ssize_t>(chunk.size());
   } catch (...) {
     st->error = std::current_exception();
     return -1;
@@ -120,7 +121,7 @@ bool ClassifyWhiteout(LayerEntry& e, int layer, std::vector<util::Diagnostic>& d
 
 }  // namespace
 
-LayerContents ReadLayer(BlobReader& blob, int layer, const CapturePolicy& capture) {
+LayerContents ReadLayer(ChunkReader& blob, int layer, const CapturePolicy& capture) {
   LayerContents out;
   Decompressor plain(blob);
   HashingReader tar_stream(plain);

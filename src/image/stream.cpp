@@ -10,24 +10,44 @@
 namespace imgcheck::image {
 
 namespace {
-constexpr size_t kInputBuffer = 1 << 20;
+constexpr size_t kChunk = 1 << 20;
+constexpr size_t kMaxCarry = 4 << 20;  // the most input inflate may want in one piece
 }  // namespace
 
-size_t HashingReader::Read(char* buf, size_t n) {
-  size_t got = in_.Read(buf, n);
-  sha_.Update(std::string_view(buf, got));
-  count_ += got;
-  return got;
+HashingReader::HashingReader(BlobReader& in) : in_(in) {
+  for (auto& slot : slots_) slot = std::make_unique<char[]>(kChunk);
+}
+
+HashingReader::~HashingReader() = default;
+
+std::string_view HashingReader::Next() {
+  if (eof_) return {};
+  int k = next_;
+  next_ = (next_ + 1) % kSlots;
+  sha_.Wait(tickets_[k]);  // the hasher is done with this slot (the consumer long since)
+  char* buf = slots_[k].get();
+  size_t len = 0;
+  while (len < kChunk) {
+    size_t got = in_.Read(buf + len, kChunk - len);
+    if (got == 0) {
+      eof_ = true;
+      break;
+    }
+    len += got;
+  }
+  if (len == 0) return {};
+  tickets_[k] = sha_.Add(std::string_view(buf, len));
+  count_ += len;
+  return {buf, len};
 }
 
 std::string HashingReader::Finish() {
-  if (!done_) {
-    auto buf = std::make_unique<char[]>(kInputBuffer);
-    while (Read(buf.get(), kInputBuffer) > 0) {
+  if (digest_.empty()) {
+    while (!Next().empty()) {
     }
-    done_ = true;
+    digest_ = "sha256:" + sha_.HexDigest();
   }
-  return "sha256:" + sha_.HexDigest();
+  return digest_;
 }
 
 const char* CompressionName(Compression c) {
@@ -58,12 +78,10 @@ struct Decompressor::Zstd {
   ~Zstd() { ZSTD_freeDCtx(ctx); }
 };
 
-Decompressor::Decompressor(BlobReader& in) : in_(in), in_buf_(std::make_unique<char[]>(kInputBuffer)) {
-  // Gather enough bytes to recognise the format (a short first read is allowed).
-  while (in_len_ < 6 && !in_eof_) FillInput();
-  auto starts = [&](std::string_view magic) {
-    return in_len_ >= magic.size() && std::memcmp(in_buf_.get(), magic.data(), magic.size()) == 0;
-  };
+Decompressor::Decompressor(ChunkReader& in) : in_(in) {
+  size_t have = Peek(6);  // a shorter stream is not compressed
+  std::string_view head = Input().substr(0, have);
+  auto starts = [&](std::string_view magic) { return head.substr(0, magic.size()) == magic; };
   if (starts("\x1f\x8b")) {
     compression_ = Compression::kGzip;
     gzip_ = std::make_unique<Gzip>();
@@ -84,20 +102,51 @@ Decompressor::Decompressor(BlobReader& in) : in_(in), in_buf_(std::make_unique<c
 
 Decompressor::~Decompressor() = default;
 
-// Moves unread input to the front and appends what `in_` gives. False when nothing was added
-// (the end of input, or a full buffer).
-bool Decompressor::FillInput() {
-  if (in_eof_) return false;
-  if (in_pos_ > 0) {
-    std::memmove(in_buf_.get(), in_buf_.get() + in_pos_, in_len_ - in_pos_);
-    in_len_ -= in_pos_;
-    in_pos_ = 0;
+void Decompressor::Consume(size_t n) {
+  if (!carry_.empty()) carry_.erase(0, n);
+  else chunk_.remove_prefix(n);
+}
+
+// Makes sure there is unread input, taking the next chunk when needed. False at the end.
+bool Decompressor::Pull() {
+  while (Input().empty()) {
+    if (in_eof_) return false;
+    chunk_ = in_.Next();
+    if (chunk_.empty()) in_eof_ = true;
   }
-  if (in_len_ == kInputBuffer) return false;
-  size_t got = in_.Read(in_buf_.get() + in_len_, kInputBuffer - in_len_);
-  if (got == 0) in_eof_ = true;
-  in_len_ += got;
-  return got > 0;
+  return true;
+}
+
+// Makes the next `n` unread bytes contiguous in Input(), copying into carry_ only when they
+// straddle two chunks. Returns how many there are (fewer than `n` at the end of the stream).
+size_t Decompressor::Peek(size_t n) {
+  if (!Pull()) return 0;
+  if (carry_.empty() && chunk_.size() >= n) return n;
+  if (carry_.empty()) {
+    carry_.assign(chunk_);
+    chunk_ = {};
+  }
+  while (carry_.size() < n) {
+    if (chunk_.empty()) {
+      if (in_eof_) break;
+      chunk_ = in_.Next();  // the previous chunk stays valid, but its bytes are all in carry_
+      if (chunk_.empty()) {
+        in_eof_ = true;
+        break;
+      }
+    }
+    size_t k = std::min(n - carry_.size(), chunk_.size());
+    carry_.append(chunk_.substr(0, k));
+    chunk_.remove_prefix(k);
+  }
+  return std::min(n, carry_.size());
+}
+
+// Lengthens the contiguous unread input, for an inflate that cannot go on with what it has.
+// False at the end of the stream, or when it already has more than any valid stream needs.
+bool Decompressor::Grow() {
+  size_t have = Input().size();
+  return have < kMaxCarry && Peek(have + 4096) > have;
 }
 
 size_t Decompressor::Read(char* buf, size_t n) {
@@ -107,69 +156,65 @@ size_t Decompressor::Read(char* buf, size_t n) {
     case Compression::kZstd: return ReadZstd(buf, n);
     case Compression::kNone: break;
   }
-  if (in_pos_ < in_len_) {
-    size_t k = std::min(n, in_len_ - in_pos_);
-    std::memcpy(buf, in_buf_.get() + in_pos_, k);
-    in_pos_ += k;
-    return k;
-  }
-  return in_eof_ ? 0 : in_.Read(buf, n);
+  if (!Pull()) return 0;
+  size_t k = std::min(n, Input().size());
+  std::memcpy(buf, Input().data(), k);
+  Consume(k);
+  return k;
 }
 
 size_t Decompressor::ReadGzip(char* buf, size_t n) {
   inflate_state& s = gzip_->state;
   while (true) {
+    if (finished_) return 0;
     if (stream_end_) {
       // A member ended. Another member may follow (gzip allows concatenation); anything else
       // after the last member is ignored, as gzip(1) does.
-      if (in_len_ - in_pos_ < 2 && !in_eof_) {
-        FillInput();
-        continue;
-      }
-      if (in_len_ - in_pos_ >= 2 && std::memcmp(in_buf_.get() + in_pos_, "\x1f\x8b", 2) == 0) {
-        isal_inflate_reset(&s);
-        s.crc_flag = ISAL_GZIP;
-        stream_end_ = false;
-      } else {
-        in_pos_ = in_len_;
+      if (Peek(2) < 2 || Input().substr(0, 2) != "\x1f\x8b") {
+        finished_ = true;
         return 0;
       }
+      isal_inflate_reset(&s);
+      s.crc_flag = ISAL_GZIP;
+      stream_end_ = false;
     }
-    if (in_pos_ == in_len_ && !FillInput()) throw util::Fatal("truncated gzip stream");
-    size_t before = in_pos_;
-    s.next_in = reinterpret_cast<uint8_t*>(in_buf_.get() + in_pos_);
-    s.avail_in = static_cast<uint32_t>(in_len_ - in_pos_);
+    Pull();  // none left is fine while inflate still holds decoded bytes
+    std::string_view in = Input();
+    uint32_t avail = static_cast<uint32_t>(std::min<size_t>(in.size(), UINT32_MAX));
+    uint32_t room = static_cast<uint32_t>(std::min<size_t>(n, UINT32_MAX));
+    s.next_in = reinterpret_cast<uint8_t*>(const_cast<char*>(in.data()));
+    s.avail_in = avail;
     s.next_out = reinterpret_cast<uint8_t*>(buf);
-    s.avail_out = static_cast<uint32_t>(std::min<size_t>(n, UINT32_MAX));
+    s.avail_out = room;
     int rc = isal_inflate(&s);
-    in_pos_ = in_len_ - s.avail_in;
-    size_t produced = std::min<size_t>(n, UINT32_MAX) - s.avail_out;
+    size_t used = avail - s.avail_in;
+    Consume(used);
     if (rc < 0) {
       throw util::Fatal(rc == ISAL_INCORRECT_CHECKSUM ? "corrupt gzip stream (checksum mismatch)"
                         : rc == ISAL_INVALID_WRAPPER  ? "corrupt gzip stream (bad header)"
                                                       : "corrupt gzip stream (invalid deflate data)");
     }
     if (s.block_state == ISAL_BLOCK_FINISH) stream_end_ = true;
-    if (produced > 0) return produced;
-    // No output yet: inflate needs more input than the buffer holds now.
-    if (!stream_end_ && in_pos_ == before && !FillInput())
+    if (room > s.avail_out) return room - s.avail_out;
+    // No output: inflate needs more input than it was given.
+    if (!stream_end_ && used == 0 && !Grow())
       throw util::Fatal(in_eof_ ? "truncated gzip stream" : "corrupt gzip stream (no progress)");
   }
 }
 
 size_t Decompressor::ReadZstd(char* buf, size_t n) {
   while (true) {
-    if (in_pos_ == in_len_ && !FillInput()) {
-      if (zstd_->last != 0) throw util::Fatal("truncated zstd stream");
-      return 0;
-    }
-    ZSTD_inBuffer in{in_buf_.get(), in_len_, in_pos_};
+    bool have = Pull();
+    if (!have && zstd_->last == 0) return 0;  // every frame is complete
+    std::string_view in = Input();
+    ZSTD_inBuffer zin{in.data(), in.size(), 0};
     ZSTD_outBuffer out{buf, n, 0};
-    size_t rc = ZSTD_decompressStream(zstd_->ctx, &out, &in);
+    size_t rc = ZSTD_decompressStream(zstd_->ctx, &out, &zin);
     if (ZSTD_isError(rc)) throw util::Fatal(std::string("corrupt zstd stream (") + ZSTD_getErrorName(rc) + ")");
-    in_pos_ = in.pos;
+    Consume(zin.pos);
     zstd_->last = rc;
     if (out.pos > 0) return out.pos;
+    if (!have) throw util::Fatal("truncated zstd stream");
   }
 }
 

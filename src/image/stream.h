@@ -4,53 +4,76 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "image/source.h"
 #include "util/sha256.h"
 
 namespace imgcheck::image {
 
-/// Passes bytes through from `in`, hashing and counting them.
-class HashingReader : public BlobReader {
+/// A stream handed out in chunks, without copying: a chunk stays valid until the second
+/// following call of Next(), so a consumer may still hold the previous one.
+class ChunkReader {
  public:
-  explicit HashingReader(BlobReader& in) : in_(in) {}
-  size_t Read(char* buf, size_t n) override;
+  virtual ~ChunkReader() = default;
+  /// The next chunk; empty at the end. Throws util::Fatal on failure.
+  virtual std::string_view Next() = 0;
+};
+
+/// Reads `in` in chunks of 1 MiB (the last may be shorter), counting them and hashing them on a
+/// thread of its own while the consumer works on them (two buffers, used in turn).
+class HashingReader : public ChunkReader {
+ public:
+  explicit HashingReader(BlobReader& in);
+  ~HashingReader() override;
+  std::string_view Next() override;
   uint64_t count() const { return count_; }
-  /// Reads what is left of the stream (hashed) and returns "sha256:<hex>" of everything read.
+  /// Reads what is left of the stream and returns "sha256:<hex>" of everything read.
   std::string Finish();
 
  private:
+  static constexpr int kSlots = 2;
   BlobReader& in_;
-  util::Sha256 sha_;
+  std::unique_ptr<char[]> slots_[kSlots];
+  uint64_t tickets_[kSlots] = {};
+  int next_ = 0;
   uint64_t count_ = 0;
-  bool done_ = false;
+  bool eof_ = false;
+  std::string digest_;
+  util::AsyncSha256 sha_;  // declared last, joined first: it may be reading a slot
 };
 
 enum class Compression { kNone, kGzip, kZstd };
 const char* CompressionName(Compression c);
 
-/// The uncompressed bytes of `in`. The compression is detected from the first bytes (gzip,
+/// The uncompressed bytes of the chunks of `in`. The compression is detected from the first bytes (gzip,
 /// zstd, or none); bzip2 and xz are recognised and refused. Gzip goes through ISA-L (multi-member
 /// streams included), zstd through ZSTD_decompressStream. A stream that ends early, or a
 /// corrupt one, throws util::Fatal with the reason.
 class Decompressor : public BlobReader {
  public:
-  explicit Decompressor(BlobReader& in);
+  explicit Decompressor(ChunkReader& in);
   ~Decompressor() override;
   size_t Read(char* buf, size_t n) override;
   Compression compression() const { return compression_; }
 
  private:
-  bool FillInput();
+  // The unread input: bytes carried over from an earlier chunk first, then the current chunk's.
+  std::string_view Input() const { return carry_.empty() ? chunk_ : std::string_view(carry_); }
+  void Consume(size_t n);
+  bool Pull();
+  size_t Peek(size_t n);
+  bool Grow();
   size_t ReadGzip(char* buf, size_t n);
   size_t ReadZstd(char* buf, size_t n);
 
-  BlobReader& in_;
+  ChunkReader& in_;
   Compression compression_ = Compression::kNone;
-  std::unique_ptr<char[]> in_buf_;
-  size_t in_pos_ = 0, in_len_ = 0;
+  std::string_view chunk_;
+  std::string carry_;  // a look-ahead that straddled two chunks; a few bytes
   bool in_eof_ = false;
-  bool stream_end_ = false;  // the (last) compressed member or frame has ended
+  bool stream_end_ = false;  // the current gzip member has ended
+  bool finished_ = false;    // the last gzip member has ended
   struct Gzip;
   std::unique_ptr<Gzip> gzip_;
   struct Zstd;

@@ -36,6 +36,59 @@ std::string Sha256::HexDigest() {
   return out;
 }
 
+AsyncSha256::AsyncSha256() : thread_([this] { Run(); }) {}
+
+AsyncSha256::~AsyncSha256() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+    queue_.clear();
+  }
+  work_.notify_one();
+  thread_.join();
+}
+
+void AsyncSha256::Run() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    work_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (stop_) return;
+    std::string_view span = queue_.front();
+    queue_.pop_front();
+    lock.unlock();
+    sha_.Update(span);
+    lock.lock();
+    ++hashed_;
+    done_.notify_all();
+  }
+}
+
+uint64_t AsyncSha256::Add(std::string_view bytes) {
+  uint64_t ticket;
+  {
+    std::lock_guard lock(mu_);
+    queue_.push_back(bytes);
+    ticket = ++added_;
+  }
+  work_.notify_one();
+  return ticket;
+}
+
+void AsyncSha256::Wait(uint64_t ticket) {
+  std::unique_lock lock(mu_);
+  done_.wait(lock, [&] { return hashed_ >= ticket; });
+}
+
+std::string AsyncSha256::HexDigest() {
+  uint64_t last;
+  {
+    std::lock_guard lock(mu_);
+    last = added_;
+  }
+  Wait(last);
+  return sha_.HexDigest();
+}
+
 std::string Sha256Digest(std::string_view bytes) {
   Sha256 h;
   h.Update(bytes);

@@ -73,3 +73,33 @@ TEST_CASE("Sha256 matches the known digest of 'abc'") {
   CHECK(Sha256Digest("abc") ==
         "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
+
+TEST_CASE("AsyncSha256 hashes the spans it is given, in order, as Sha256 does") {
+  std::string whole;
+  for (int i = 0; whole.size() < (3 << 20); ++i) whole += std::to_string(i * 7919) + ",";
+  // Two buffers reused in turn, each overwritten only after Wait() on its last span: the
+  // pattern of the layer readers.
+  std::string slots[2];
+  uint64_t tickets[2] = {0, 0};
+  AsyncSha256 async;
+  size_t at = 0;
+  for (int k = 0; at < whole.size(); ++k) {
+    size_t n = std::min<size_t>(whole.size() - at, 1 + (k * 65537) % 300000);
+    std::string& slot = slots[k % 2];
+    async.Wait(tickets[k % 2]);
+    slot.assign(whole, at, n);
+    tickets[k % 2] = async.Add(slot);
+    at += n;
+  }
+  CHECK("sha256:" + async.HexDigest() == Sha256Digest(whole));
+}
+
+TEST_CASE("AsyncSha256 can be abandoned with spans still queued") {
+  std::string big(8 << 20, 'x');
+  {
+    AsyncSha256 async;
+    for (int i = 0; i < 64; ++i) async.Add(big);
+  }  // joins without hashing the rest
+  AsyncSha256 empty;
+  CHECK("sha256:" + empty.HexDigest() == Sha256Digest(""));
+}
