@@ -22,6 +22,11 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::string_view kMagic = "imgcLYR\n";
+
+// Whether `c` is the reading of exactly the blob and tar `key` names.
+bool Matches(const LayerKey& key, const LayerContents& c) {
+  return (key.digest.empty() || c.digest == key.digest) && c.diff_id == key.diff_id;
+}
 constexpr size_t kDigestHex = 64;
 constexpr size_t kHeaderSize = kMagic.size() + 4 + 4 + 8 + kDigestHex;
 constexpr std::string_view kTempPrefix = ".tmp-";
@@ -258,8 +263,7 @@ std::optional<LayerContents> LayerCache::Lookup(const LayerKey& key, int layer) 
   std::optional<std::string> data = ReadSmallFile(fd, max_bytes_);
   std::optional<LayerContents> c;
   if (data) c = ParseLayer(*data, layer);
-  // The entry must be the reading of exactly the blob and tar the key names.
-  if (c && (c->digest != key.digest || c->diff_id != key.diff_id)) c.reset();
+  if (c && !Matches(key, *c)) c.reset();
   if (c) futimens(fd, nullptr);  // most recently used now, for Prune
   close(fd);
   if (!c) unlink(path.c_str());  // corrupt or foreign: the caller reads the layer and stores anew
@@ -267,7 +271,7 @@ std::optional<LayerContents> LayerCache::Lookup(const LayerKey& key, int layer) 
 }
 
 void LayerCache::Store(const LayerKey& key, const LayerContents& contents, int layer) const {
-  if (!enabled_ || contents.digest != key.digest || contents.diff_id != key.diff_id) return;
+  if (!enabled_ || !Matches(key, contents)) return;
   std::string data = SerializeLayer(contents, layer);
   if (data.size() > max_bytes_) return;
   std::string tmp = (dir_ / (std::string(kTempPrefix) + "XXXXXX")).string();

@@ -33,7 +33,8 @@ std::filesystem::path DefaultCacheDir();
 
 /// What a layer's reading depends on, like Trivy's cache key.
 struct LayerKey {
-  std::string digest;      ///< the blob digest the manifest names
+  std::string digest;      ///< the blob digest the manifest names; empty for a blob without one
+                           ///< (a legacy docker-archive's layer.tar): the diff_id names it
   std::string diff_id;     ///< the diff_id the config names for it
   std::string capture_id;  ///< identity of the capture policy (changes when what it keeps does)
   /// Hex SHA-256 over kLayerCacheVersion and the fields above: the entry's file name.

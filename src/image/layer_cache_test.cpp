@@ -445,6 +445,31 @@ TEST_CASE("a new image sharing base layers reads only its new layers", "[layer_c
   CHECK(img.layers.size() == 3);
 }
 
+TEST_CASE("legacy docker-archive layers, which have no digest, are cached by diff_id", "[layer_cache][load]") {
+  TempDir tmp;
+  testing::ImageRecipe r = BaseRecipe();
+  testing::WrittenImage written = testing::WriteDockerArchive(tmp / "a.tar", r);
+  std::string ref = "docker-archive:" + (tmp / "a.tar").string();
+  Image plain = Load(ref, Options(tmp / "cache", false, 1));
+  Image cold = Load(ref, Options(tmp / "cache", true, 2));
+  RequireSameImage(plain, cold);
+  LayerCache cache(tmp / "cache");
+  for (const testing::WrittenLayer& l : written.layers)
+    CHECK(fs::exists(cache.EntryPath({"", l.diff_id, "prefix-64"})));
+
+  // The same config (so the same diff_ids) over layers of garbage: only cache hits can read it.
+  testing::ImageRecipe fake = r;
+  for (size_t i = 0; i < fake.layers.size(); ++i) {
+    fake.layers[i].raw = "garbage";
+    fake.layers[i].raw_diff_id = written.layers[i].diff_id;
+  }
+  testing::WrittenImage fake_written = testing::WriteDockerArchive(tmp / "b.tar", fake);
+  REQUIRE(fake_written.config_digest == written.config_digest);
+  std::string fake_ref = "docker-archive:" + (tmp / "b.tar").string();
+  CHECK_THROWS_AS(Load(fake_ref, Options(tmp / "cache", false, 1)), util::Fatal);
+  RequireSameImage(plain, Load(fake_ref, Options(tmp / "cache", true, 1)));
+}
+
 TEST_CASE("a capture policy without an identity is never cached", "[layer_cache][load]") {
   TempDir tmp;
   testing::WriteOciLayout(tmp / "layout", BaseRecipe());

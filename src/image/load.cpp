@@ -104,6 +104,8 @@ void LoadFromSource(Source& src, const std::string& transport, const LoadOptions
                                            " non-empty entries for " + std::to_string(m.layers.size()) +
                                            " layers; created_by may be misattributed"});
   std::vector<LayerJob> jobs;
+  // A digestless layer is cached by its diff_id, which only a verified config vouches for.
+  bool trusted_diff_ids = !m.config.digest.empty();
   for (size_t i = 0; i < m.layers.size(); ++i) {
     Layer layer;
     layer.index = static_cast<int>(i);
@@ -111,7 +113,8 @@ void LoadFromSource(Source& src, const std::string& transport, const LoadOptions
     layer.diff_id = pc.diff_ids[i];
     layer.media_type = m.layers[i].media_type;
     if (i < pc.layer_history.size()) layer.created_by = pc.layer_history[i];
-    jobs.push_back({layer.index, {layer.digest, layer.diff_id, options.capture ? options.capture_id : ""},
+    std::string cache_diff_id = layer.digest.empty() && !trusted_diff_ids ? "" : layer.diff_id;
+    jobs.push_back({layer.index, {layer.digest, cache_diff_id, options.capture ? options.capture_id : ""},
                     static_cast<uint64_t>(std::max<int64_t>(0, m.layers[i].size))});
     img.layers.push_back(std::move(layer));
   }

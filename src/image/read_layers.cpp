@@ -56,7 +56,7 @@ class Pipeline {
   // One layer's reading: from the cache, or read (and then stored). Thread-safe.
   LayerContents Produce(size_t i) {
     const LayerJob& job = jobs_[i];
-    bool cacheable = options_.cache != nullptr && !job.key.digest.empty();
+    bool cacheable = options_.cache != nullptr && !job.key.diff_id.empty();
     if (cacheable) {
       if (std::optional<LayerContents> hit = options_.cache->Lookup(job.key, job.index)) {
         progress_.FinishLayer(job.index, job.stored_size);

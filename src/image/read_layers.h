@@ -18,7 +18,7 @@ namespace imgcheck::image {
 /// One layer to read.
 struct LayerJob {
   int index = 0;             ///< the layer's index in the image (diagnostics carry it)
-  LayerKey key;              ///< its cache key; an empty digest means "never cached"
+  LayerKey key;              ///< its cache key; an empty diff_id means "never cached"
   uint64_t stored_size = 0;  ///< the blob's size, for the progress line; 0 when unknown
 };
 

@@ -197,7 +197,7 @@ TEST_CASE("cached layers are not read again; uncacheable ones always are", "[rea
   o.jobs = 2;
   o.cache = &cache;
   std::vector<LayerJob> jobs = Jobs(4);
-  jobs[2].key.digest.clear();  // e.g. a legacy docker-archive layer without a digest
+  jobs[2].key.diff_id.clear();  // names no content
   std::atomic<int> reads{0};
   auto read = [&](const LayerJob& j, const TrackBlob& track) {
     ++reads;
