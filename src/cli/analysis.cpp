@@ -23,4 +23,21 @@ void Analyze(const ImageArgs& args, const std::vector<std::string>& rules_dirs,
   input.consumers = rules::LoadConsumers(image, catalog, input.options);
 }
 
+void AddProbeRunArgs(CLI::App& sub, ProbeRunArgs& args, const std::string& timeout_flag) {
+  sub.add_option(timeout_flag, args.timeout, "seconds before the probe process is killed")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  // For tests only: a fake driver library stands in for the host's libcuda.so.1.
+  sub.add_option("--test-libcuda", args.libcuda)->group("");
+}
+
+probe::RunOptions ToRunOptions(const ProbeRunArgs& args) {
+  probe::RunOptions run;
+  run.executable = probe::ProbeExecutable();
+  run.libcuda = args.libcuda;
+  run.wall_seconds = args.timeout;
+  run.cpu_seconds = args.timeout;
+  return run;
+}
+
 }  // namespace imgcheck::cli

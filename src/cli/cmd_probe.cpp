@@ -23,8 +23,7 @@ struct ProbeArgs {
   std::string format = "text";
   std::string fail_on = "error";
   std::vector<std::string> rules_dirs;
-  int timeout = 120;
-  std::string libcuda;  // test-only: a driver library instead of the host's libcuda.so.1
+  ProbeRunArgs run;
 };
 
 int Probe(const ProbeArgs& args) {
@@ -32,8 +31,7 @@ int Probe(const ProbeArgs& args) {
     throw util::Fatal("--format: unknown format '" + args.format + "' (text, json)");
   auto fail_on = rules::ParseFailOn(args.fail_on);
   if (!fail_on) throw util::Fatal("--fail-on: '" + args.fail_on + "' is not none, info, warning or error");
-  std::cerr << "imgcheck probe: running the image's own CUDA libraries on this host (untrusted "
-               "code, in a separate process with time limits)\n";
+  std::cerr << kProbeNotice;
 
   // The static scan's inputs, as `scan` builds them: the probe checks its predictions.
   rules::Knowledge knowledge = LoadKnowledge(args.rules_dirs);
@@ -43,12 +41,8 @@ int Probe(const ProbeArgs& args) {
   catalog::Catalog cat;
   Analyze(args.image, args.rules_dirs, img, cat, input);
 
-  probe::RunOptions run;
-  run.executable = probe::ProbeExecutable();
-  run.libcuda = args.libcuda;
-  run.wall_seconds = args.timeout;
-  run.cpu_seconds = args.timeout;
-  probe::Session session = probe::RunSession(args.image.reference, ToLoadOptions(args.image), input, run);
+  probe::Session session =
+      probe::RunSession(args.image.reference, ToLoadOptions(args.image), input, ToRunOptions(args.run));
   std::cout << probe::Format(session, args.format) << std::flush;
   return probe::ExitCode(session, *fail_on);
 }
@@ -64,11 +58,7 @@ Runner DefineProbe(CLI::App& sub) {
       ->capture_default_str();
   sub.add_option("--rules", args->rules_dirs, "directory of rule files that add to or override rules/")
       ->check(CLI::ExistingDirectory);
-  sub.add_option("--timeout", args->timeout, "seconds before the probe process is killed")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  // For tests only: a fake driver library stands in for the host's libcuda.so.1.
-  sub.add_option("--test-libcuda", args->libcuda)->group("");
+  AddProbeRunArgs(sub, args->run, "--timeout");
   return [args]() -> int { return Probe(*args); };
 }
 

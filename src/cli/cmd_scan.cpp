@@ -35,6 +35,7 @@ struct ScanArgs {
   std::string driver, gpu;
   bool host = false;
   bool probe = false;  ///< --probe: also run the GPU probe (src/probe)
+  ProbeRunArgs probe_run;
 };
 
 std::string ReadText(const std::string& path) {
@@ -132,9 +133,9 @@ int Scan(const ScanArgs& args) {
   rep.findings = rules::RunChecks(input);
   std::string probe_note;
   if (args.probe) {  // the GPU probe's findings join the scan's; without a GPU only a note
-    probe::RunOptions run;
-    run.executable = probe::ProbeExecutable();
-    probe::Session ps = probe::RunSession(args.image.reference, ToLoadOptions(args.image), input, run);
+    std::cerr << kProbeNotice;
+    probe::Session ps =
+        probe::RunSession(args.image.reference, ToLoadOptions(args.image), input, ToRunOptions(args.probe_run));
     if (ps.no_gpu) probe_note = "--probe: no GPU: probe skipped (" + ps.skip_reason + ")";
     if (ps.nothing_to_load) probe_note = "--probe: " + ps.skip_reason;
     rep.findings.insert(rep.findings.end(), ps.findings.begin(), ps.findings.end());
@@ -181,6 +182,7 @@ Runner DefineScan(CLI::App& sub) {
   sub.add_flag("--host", args->host, "use this host's driver and GPU as the target");
   sub.add_flag("--probe", args->probe,
                "also run the image's cuDNN stack on this host's GPU (runs image code; see probe)");
+  AddProbeRunArgs(sub, args->probe_run, "--probe-timeout");
   return [args]() -> int { return Scan(*args); };
 }
 

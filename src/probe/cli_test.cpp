@@ -38,11 +38,13 @@ void Write(const FakeStack& stack, Image& img) {
   img.reference = "oci:" + (img.dir / "layout").string() + ":latest";
 }
 
-CommandResult Probe(const Image& img, const std::string& extra) {
-  // A subshell, so that stderr (the "runs image code" notice) stays out of the captured output.
-  return Run("('" + (BinaryDir() / "imgcheck").string() + "' probe '" + img.reference + "' " +
+// `imgcheck SUBCOMMAND IMAGE EXTRA`, stdout only: stderr has the "runs image code" notice.
+CommandResult Imgcheck(const std::string& subcommand, const Image& img, const std::string& extra) {
+  return Run("('" + (BinaryDir() / "imgcheck").string() + "' " + subcommand + " '" + img.reference + "' " +
              extra + " 2>/dev/null)");
 }
+
+CommandResult Probe(const Image& img, const std::string& extra) { return Imgcheck("probe", img, extra); }
 
 TEST_CASE("imgcheck probe: a consistent image runs clean, exit 0") {
   Image img;
@@ -81,6 +83,46 @@ TEST_CASE("imgcheck probe: no driver is 'no GPU: probe skipped', exit 3") {
   INFO(r.output);
   CHECK(r.status == 3);
   CHECK_THAT(r.output, Catch::Contains("no GPU: probe skipped"));
+}
+
+TEST_CASE("imgcheck scan --probe: the probe's findings join the scan's, and decide the exit") {
+  Image img;
+  FakeStack s;
+  s.sublibrary_versions["cnn"] = 91800;
+  Write(s, img);
+  std::string driver = "--test-libcuda '" + img.libcuda.string() + "'";
+  // The fake stack links no libcublas and is vendored (IC012, IC051): ignored, so that the scan
+  // alone passes and only the probe, which sees the skew, fails it.
+  auto without = Imgcheck("scan", img, "--format json --ignore IC012,IC051");
+  INFO(without.output);
+  REQUIRE(without.status == 0);
+  auto with = Imgcheck("scan", img, "--format json --ignore IC012,IC051 --probe " + driver);
+  INFO(with.output);
+  REQUIRE(with.status == 1);
+  auto rules = [](const std::string& report) {
+    std::set<std::string> out;
+    nlohmann::json j = nlohmann::json::parse(report);
+    for (const auto& f : j["findings"]) out.insert(f["rule"].get<std::string>());
+    return out;
+  };
+  CHECK(rules(with.output).count("IC072"));
+  CHECK_FALSE(rules(without.output).count("IC072"));
+  auto notice = Run("('" + (BinaryDir() / "imgcheck").string() + "' scan '" + img.reference +
+                    "' --probe " + driver + " 2>&1 >/dev/null)");  // stderr only
+  CHECK_THAT(notice.output, Catch::Contains("untrusted code"));
+}
+
+TEST_CASE("imgcheck scan --probe without a GPU: a note, and the static result stands") {
+  Image img;
+  Write(FakeStack{}, img);
+  auto r = Imgcheck("scan", img, "--format json --ignore IC012,IC051 --probe --test-libcuda '" +
+                                     (img.dir / "none/libcuda.so.1").string() + "'");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  auto j = nlohmann::json::parse(r.output);
+  CHECK(j["findings"].empty());
+  std::string notes = j["notes"].dump();
+  CHECK_THAT(notes, Catch::Contains("--probe: no GPU: probe skipped"));
 }
 
 }  // namespace
