@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -57,6 +58,11 @@ struct LoadOptions {
   /// it whenever what the policy keeps changes. With a policy but no identity, no cache is used.
   std::string capture_id;
   bool progress = false;                 ///< progress line on stderr when it is a terminal
+  /// Null: every layer. Otherwise the layers (by index) to read: the others are neither read
+  /// nor merged, so the tree has only the accepted layers' files. For a caller after the files
+  /// of some layers only (the probe, extracting libraries the full tree says those layers hold).
+  /// A dir: image's one layer is always read.
+  std::function<bool(int layer)> read_layer;
 };
 
 /// Reads, verifies and merges an image named like skopeo does ("oci:PATH[:REF]", "dir:PATH", ...).

@@ -410,6 +410,24 @@ TEST_CASE("GNU long names, PAX names and multi-member gzip are read", "[load]") 
   CHECK(Content(img, "/b") == "2");
 }
 
+TEST_CASE("read_layer: the layers it refuses are neither read nor merged", "[load]") {
+  TempDir tmp;
+  ImageRecipe r;
+  r.layers.push_back(Layer({Dir("a"), File("a/one", "1")}, Compression::kGzip, "one"));
+  r.layers.push_back(Layer({File("a/two", "2")}, Compression::kZstd, "two"));
+  r.layers.push_back(Layer({File("a/three", "3"), Whiteout("a/one")}, Compression::kGzip, "three"));
+  WrittenImage written = WriteOciLayout(tmp / "layout", r);
+  WriteFile(BlobPath(tmp / "layout", written.layers[1].digest), "garbage");  // unreadable now
+  LoadOptions o = CaptureAll();
+  o.read_layer = [](int layer) { return layer != 1; };
+  Image img = Load("oci:" + (tmp / "layout").string(), o);
+  CHECK(img.layers.size() == 3);
+  CHECK_FALSE(img.tree.Find("/a/one"));  // layer 2's whiteout still applies
+  CHECK_FALSE(img.tree.Find("/a/two"));
+  CHECK(Content(img, "/a/three") == "3");
+  CHECK(img.tree.Find("/a/three")->layer == 2);
+}
+
 TEST_CASE("capture keeps prefixes, never whole large files", "[load]") {
   TempDir tmp;
   ImageRecipe r;

@@ -85,6 +85,38 @@ TEST_CASE("imgcheck probe: no driver is 'no GPU: probe skipped', exit 3") {
   CHECK_THAT(r.output, Catch::Contains("no GPU: probe skipped"));
 }
 
+TEST_CASE("imgcheck probe: libraries whose layer alone would not place them are still extracted") {
+  // cudart in layer 0, which also makes /opt/cuda/lib2 a link; layer 1 makes it a directory
+  // again; cuDNN in layer 2, under lib2. Reading only the layers that wrote the libraries (0 and
+  // 2) leaves lib2 a link, so the probe must read every layer to find cuDNN.
+  Image img;
+  auto built = Build(FakeStack{}, img.dir / "stack");
+  img.libcuda = built.libcuda;
+  LayerRecipe base, fix, cudnn;
+  base.entries = {Dir("opt"), Dir("opt/cuda"), Dir("opt/cuda/lib"), Symlink("opt/cuda/lib2", "lib")};
+  fix.entries = {Dir("opt/cuda/lib2")};
+  cudnn.entries = {};
+  for (const auto& [role, path] : built.libraries) {
+    std::string name = fs::path(path).filename().string();
+    if (name.rfind("libcudart", 0) == 0) base.entries.push_back(FileFrom("opt/cuda/lib/" + name, path));
+    else cudnn.entries.push_back(FileFrom("opt/cuda/lib2/" + name, path));
+  }
+  ImageRecipe r;
+  r.env = {"LD_LIBRARY_PATH=/opt/cuda/lib:/opt/cuda/lib2"};
+  r.layers = {base, fix, cudnn};
+  WriteOciLayout(img.dir / "layout", r);
+  img.reference = "oci:" + (img.dir / "layout").string() + ":latest";
+  auto p = Probe(img, "--format json --test-libcuda '" + img.libcuda.string() + "'");
+  INFO(p.output);
+  REQUIRE(p.status == 0);
+  auto j = nlohmann::json::parse(p.output);
+  CHECK(j["status"] == "ran");
+  std::set<std::string> paths;
+  for (const auto& l : j["libraries"]) paths.insert(l["path"].get<std::string>());
+  CHECK(paths.count("/opt/cuda/lib2/libcudnn.so.9"));
+  CHECK(paths.count("/opt/cuda/lib/libcudart.so.12"));
+}
+
 TEST_CASE("imgcheck scan --probe: the probe's findings join the scan's, and decide the exit") {
   Image img;
   FakeStack s;

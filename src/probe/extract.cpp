@@ -89,11 +89,12 @@ bool SameBytes(const fs::path& a, const fs::path& b) {
 std::map<std::string, fs::path> ExtractFiles(const std::string& reference,
                                              const image::LoadOptions& options,
                                              const std::set<std::string>& paths,
-                                             const fs::path& dir) {
+                                             const fs::path& dir, const std::set<int>& layers) {
   Copies copies(dir);
   image::LoadOptions o = options;
-  o.use_cache = false;  // the cache keeps readings, not bytes: every layer must stream
+  o.use_cache = false;  // the cache keeps readings, not bytes: every layer read must stream
   o.capture_id.clear();
+  if (!layers.empty()) o.read_layer = [&layers](int layer) { return layers.count(layer) > 0; };
   o.capture = [&copies, &paths](std::string_view path,
                                 uint64_t size) -> std::unique_ptr<image::Capturer> {
     if (!paths.count(std::string(path))) return nullptr;

@@ -29,7 +29,13 @@ Session RunSession(const std::string& reference, const image::LoadOptions& load,
   PrivateDir dir;
   std::set<std::string> paths;
   for (const auto& lib : s.plan.libraries) paths.insert(lib.image_path);
-  auto extracted = ExtractFiles(reference, load, paths, dir.path());
+  // Only the layers that last wrote the libraries are read again; should a lower layer have
+  // mattered after all (a parent directory it made a link), every layer is.
+  std::set<int> layers;
+  for (const auto& path : paths)
+    if (const image::Node* node = scan.image->tree.Find(path)) layers.insert(node->layer);
+  auto extracted = ExtractFiles(reference, load, paths, dir.path(), layers);
+  if (extracted.size() < paths.size()) extracted = ExtractFiles(reference, load, paths, dir.path());
   s.staged = Materialise(s.plan.libraries, dir.path(), extracted);
   std::vector<std::pair<std::string, std::string>> libs;
   for (const auto& st : s.staged) libs.emplace_back(st.planned.role, st.local_path);

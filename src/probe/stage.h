@@ -30,12 +30,15 @@ class PrivateDir {
 /// Reads `reference` again and streams the regular files at exactly `paths` (merged-tree paths,
 /// no link following) to files under `dir`, as their layers stream past: memory stays bounded
 /// whatever their size. Returns image path -> local file for each path the final image has as a
-/// regular file; a path written by several layers gets the copy the merged tree kept. Uses only
-/// the image stage's public API (Load with a capture policy).
+/// regular file; a path written by several layers gets the copy the merged tree kept. Only the
+/// layers in `layers` are read when it is not empty (those the full tree says last wrote the
+/// paths; the tree of just those layers then keeps the same copies). Uses only the image
+/// stage's public API (Load with a capture policy).
 std::map<std::string, std::filesystem::path> ExtractFiles(const std::string& reference,
                                                           const image::LoadOptions& options,
                                                           const std::set<std::string>& paths,
-                                                          const std::filesystem::path& dir);
+                                                          const std::filesystem::path& dir,
+                                                          const std::set<int>& layers = {});
 
 /// Places each library of `ordered` (load order) into `dir`: its bytes (`extracted`, image path
 /// -> local file) as the image's file name, and the soname link beside it when the names

@@ -51,10 +51,31 @@ TEST_CASE("extract streams the merged tree's copy of each file, whichever layer 
   REQUIRE(got.size() == 1);
   CHECK(ReadFile(got.at("/usr/lib/libcudnn.so.9.1.0")) == "new cudnn");
 
-  // Same size, same first 4 KiB, different bytes: the two copies cannot be told apart.
+  // Same size, same first 4 KiB, different bytes: the two copies cannot be told apart...
   CHECK_THROWS_AS(ExtractFiles("oci:" + (dir / "layout").string() + ":latest", o,
                                {"/usr/lib/libcudart.so.12.8.90"}, out.path()),
                   util::Fatal);
+  // ...unless only the layer that last wrote the file is read, as the probe does.
+  auto top = ExtractFiles("oci:" + (dir / "layout").string() + ":latest", o,
+                          {"/usr/lib/libcudart.so.12.8.90"}, out.path(), {1});
+  REQUIRE(top.size() == 1);
+  CHECK(ReadFile(top.at("/usr/lib/libcudart.so.12.8.90")) == big.substr(0, big.size() - 1) + "Z");
+}
+
+TEST_CASE("extract reads only the layers it is given") {
+  TempDir dir;
+  ImageRecipe r;
+  r.layers.push_back({{Dir("opt"), File("opt/base.txt", "base")}, Compression::kGzip, "base"});
+  r.layers.push_back({{File("opt/libcudnn.so.9", "cudnn")}, Compression::kGzip, "cudnn"});
+  WrittenImage written = WriteOciLayout(dir / "layout", r);
+  // The base layer's blob is garbage now: reading it would fail the digest check.
+  WriteFile(BlobPath(dir / "layout", written.layers[0].digest), "garbage");
+  std::string ref = "oci:" + (dir / "layout").string() + ":latest";
+  PrivateDir out;
+  auto got = ExtractFiles(ref, image::LoadOptions{}, {"/opt/libcudnn.so.9"}, out.path(), {1});
+  REQUIRE(got.size() == 1);
+  CHECK(ReadFile(got.at("/opt/libcudnn.so.9")) == "cudnn");
+  CHECK_THROWS_AS(ExtractFiles(ref, image::LoadOptions{}, {"/opt/libcudnn.so.9"}, out.path()), util::Fatal);
 }
 
 TEST_CASE("a large file is extracted whole") {
