@@ -15,21 +15,15 @@ std::string Imgcheck(const std::string& args) {
   return "'" + (BinaryDir() / "imgcheck").string() + "' " + args;
 }
 
-LayerRecipe Layer(std::vector<Entry> entries, Compression c, std::string created_by) {
-  LayerRecipe l;
-  l.entries = std::move(entries);
-  l.compression = c;
-  l.created_by = std::move(created_by);
-  return l;
-}
-
 ImageRecipe Recipe() {
   ImageRecipe r;
-  r.layers.push_back(Layer({Dir("etc"), File("etc/a", "a"), File("etc/b", "b"), Dir("opt"), File("opt/x", "x")},
-                           Compression::kGzip, "ADD base.tar /"));
+  r.layers.push_back(MakeLayer(
+      {Dir("etc"), File("etc/a", "a"), File("etc/b", "b"), Dir("opt"), File("opt/x", "x")},
+      Compression::kGzip, "ADD base.tar /"));
   r.layers.push_back(EmptyLayer("ENV A=1"));
-  r.layers.push_back(Layer({File("etc/a", "a2"), Whiteout("etc/b"), Opaque("opt"), File("new", "n")},
-                           Compression::kZstd, "RUN   change \n  things"));
+  r.layers.push_back(
+      MakeLayer({File("etc/a", "a2"), Whiteout("etc/b"), Opaque("opt"), File("new", "n")},
+                Compression::kZstd, "RUN   change \n  things"));
   return r;
 }
 

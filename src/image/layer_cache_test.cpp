@@ -348,25 +348,18 @@ void RequireSameImage(const Image& a, const Image& b) {
   }
 }
 
-testing::LayerRecipe MakeLayer(std::vector<testing::Entry> entries, testing::Compression compression,
-                               std::string created_by) {
-  testing::LayerRecipe l;
-  l.entries = std::move(entries);
-  l.compression = compression;
-  l.created_by = std::move(created_by);
-  return l;
-}
-
 testing::ImageRecipe BaseRecipe() {
   using namespace testing;
   ImageRecipe r;
-  r.layers.push_back(MakeLayer({Dir("usr"), Dir("usr/lib"), File("usr/lib/libcudnn.so.9", std::string(5000, 'c'), 0755),
-                       Symlink("usr/lib/libcudnn.so", "libcudnn.so.9"), File("etc/os-release", "ID=debian\n"),
-                       File("../escape", "climbs")},
-                      Compression::kGzip, "base"));
-  r.layers.push_back(MakeLayer({File("usr/lib/libcublas.so.13", std::string(3000, 'b')),
-                       Hardlink("usr/lib/libcublas.so", "usr/lib/libcublas.so.13"), Whiteout("etc/os-release")},
-                      Compression::kZstd, "cublas"));
+  r.layers.push_back(testing::MakeLayer(
+      {Dir("usr"), Dir("usr/lib"), File("usr/lib/libcudnn.so.9", std::string(5000, 'c'), 0755),
+       Symlink("usr/lib/libcudnn.so", "libcudnn.so.9"), File("etc/os-release", "ID=debian\n"),
+       File("../escape", "climbs")},
+      Compression::kGzip, "base"));
+  r.layers.push_back(testing::MakeLayer(
+      {File("usr/lib/libcublas.so.13", std::string(3000, 'b')),
+       Hardlink("usr/lib/libcublas.so", "usr/lib/libcublas.so.13"), Whiteout("etc/os-release")},
+      Compression::kZstd, "cublas"));
   return r;
 }
 
@@ -433,7 +426,8 @@ TEST_CASE("a new image sharing base layers reads only its new layers", "[layer_c
   Load("oci:" + (tmp / "base").string(), Options(tmp / "cache", true, 1));
 
   testing::ImageRecipe derived = BaseRecipe();
-  derived.layers.push_back(MakeLayer({testing::File("app/main.py", "print(1)\n")}, testing::Compression::kGzip, "app"));
+  derived.layers.push_back(testing::MakeLayer({testing::File("app/main.py", "print(1)\n")},
+                                              testing::Compression::kGzip, "app"));
   testing::WrittenImage written = testing::WriteOciLayout(tmp / "derived", derived);
   REQUIRE(written.layers[0].digest == base_written.layers[0].digest);
   // The shared layers' blobs are damaged: only the new one may be read.

@@ -16,28 +16,21 @@ namespace fs = std::filesystem;
 using namespace imgcheck::testing;
 using Catch::Matchers::Contains;
 
-LayerRecipe Layer(std::vector<Entry> entries, Compression c, std::string created_by) {
-  LayerRecipe l;
-  l.entries = std::move(entries);
-  l.compression = c;
-  l.created_by = std::move(created_by);
-  return l;
-}
-
 ImageRecipe Sample() {
   ImageRecipe r;
   r.env = {"PATH=/usr/local/nvidia/bin:/usr/bin", "CUDA_VERSION=12.1.1"};
   r.labels = {{"maintainer", "NVIDIA CORPORATION"}};
   r.cmd = {"bash"};
-  r.layers.push_back(Layer({Dir("usr"), Dir("usr/lib"), File("usr/lib/libcudart.so.12", "cudart"),
-                            Symlink("usr/lib/libcudart.so", "libcudart.so.12"), Dir("etc"),
-                            File("etc/os-release", "ID=ubuntu\n")},
-                           Compression::kGzip, "ADD rootfs.tar /"));
+  r.layers.push_back(
+      MakeLayer({Dir("usr"), Dir("usr/lib"), File("usr/lib/libcudart.so.12", "cudart"),
+                 Symlink("usr/lib/libcudart.so", "libcudart.so.12"), Dir("etc"),
+                 File("etc/os-release", "ID=ubuntu\n")},
+                Compression::kGzip, "ADD rootfs.tar /"));
   r.layers.push_back(EmptyLayer("ENV CUDA_VERSION=12.1.1"));
-  r.layers.push_back(Layer({File("usr/lib/libcudnn.so.8", "cudnn"), Whiteout("etc/os-release")},
-                           Compression::kZstd, "RUN apt-get install libcudnn8"));
+  r.layers.push_back(MakeLayer({File("usr/lib/libcudnn.so.8", "cudnn"), Whiteout("etc/os-release")},
+                               Compression::kZstd, "RUN apt-get install libcudnn8"));
   r.layers.push_back(EmptyLayer("CMD [\"bash\"]"));
-  r.layers.push_back(Layer({File("app.py", "print()")}, Compression::kNone, "COPY app.py /"));
+  r.layers.push_back(MakeLayer({File("app.py", "print()")}, Compression::kNone, "COPY app.py /"));
   return r;
 }
 
@@ -352,12 +345,13 @@ TEST_CASE("malformed, huge and unknown JSON documents", "[load][bad]") {
 TEST_CASE("hostile entries are clamped or recorded, never fatal", "[load][bad]") {
   TempDir tmp;
   ImageRecipe r;
-  r.layers.push_back(Layer({Dir("etc"), File("../../etc/climbed", "up"), File("/abs/file", "abs"),
-                            Symlink("loop", "loop"), Symlink("out", "../../../../host"),
-                            Hardlink("hl", "missing/target"), CharDevice("dev/nvidia0", 195, 0),
-                            BlockDevice("dev/sda", 8, 0), Fifo("run/fifo"), File("dup", "one"),
-                            File("dup", "two"), File("loop/under", "x")},
-                           Compression::kGzip, "hostile"));
+  r.layers.push_back(
+      MakeLayer({Dir("etc"), File("../../etc/climbed", "up"), File("/abs/file", "abs"),
+                 Symlink("loop", "loop"), Symlink("out", "../../../../host"),
+                 Hardlink("hl", "missing/target"), CharDevice("dev/nvidia0", 195, 0),
+                 BlockDevice("dev/sda", 8, 0), Fifo("run/fifo"), File("dup", "one"),
+                 File("dup", "two"), File("loop/under", "x")},
+                Compression::kGzip, "hostile"));
   WriteOciLayout(tmp / "layout", r);
   Image img = Load("oci:" + (tmp / "layout").string(), CaptureAll());
   CHECK(Content(img, "/etc/climbed") == "up");
@@ -386,10 +380,12 @@ TEST_CASE("GNU long names, PAX names and multi-member gzip are read", "[load]") 
   TempDir tmp;
   std::string long_name = "opt/" + std::string(150, 'n') + "/libcudnn_ops.so.9";
   ImageRecipe r;
-  LayerRecipe gnu = Layer({File(long_name, "gnu"), Symlink("opt/short", std::string(120, 't'))}, Compression::kGzip, "gnu");
+  LayerRecipe gnu = MakeLayer({File(long_name, "gnu"), Symlink("opt/short", std::string(120, 't'))},
+                              Compression::kGzip, "gnu");
   gnu.format = TarFormat::kGnu;
   r.layers.push_back(gnu);
-  r.layers.push_back(Layer({File("pax/" + std::string(200, 'p'), "pax")}, Compression::kNone, "pax"));
+  r.layers.push_back(
+      MakeLayer({File("pax/" + std::string(200, 'p'), "pax")}, Compression::kNone, "pax"));
   // Two gzip members, concatenated: one stream (as pigz and some registries write).
   std::string diff_id;
   std::string tar = Compressed({File("a", "1"), File("b", "2")}, Compression::kNone, tmp.path(), &diff_id);
@@ -413,9 +409,10 @@ TEST_CASE("GNU long names, PAX names and multi-member gzip are read", "[load]") 
 TEST_CASE("read_layer: the layers it refuses are neither read nor merged", "[load]") {
   TempDir tmp;
   ImageRecipe r;
-  r.layers.push_back(Layer({Dir("a"), File("a/one", "1")}, Compression::kGzip, "one"));
-  r.layers.push_back(Layer({File("a/two", "2")}, Compression::kZstd, "two"));
-  r.layers.push_back(Layer({File("a/three", "3"), Whiteout("a/one")}, Compression::kGzip, "three"));
+  r.layers.push_back(MakeLayer({Dir("a"), File("a/one", "1")}, Compression::kGzip, "one"));
+  r.layers.push_back(MakeLayer({File("a/two", "2")}, Compression::kZstd, "two"));
+  r.layers.push_back(
+      MakeLayer({File("a/three", "3"), Whiteout("a/one")}, Compression::kGzip, "three"));
   WrittenImage written = WriteOciLayout(tmp / "layout", r);
   WriteFile(BlobPath(tmp / "layout", written.layers[1].digest), "garbage");  // unreadable now
   LoadOptions o = CaptureAll();
@@ -431,7 +428,8 @@ TEST_CASE("read_layer: the layers it refuses are neither read nor merged", "[loa
 TEST_CASE("capture keeps prefixes, never whole large files", "[load]") {
   TempDir tmp;
   ImageRecipe r;
-  r.layers.push_back(Layer({File("big", std::string(3 << 20, 'B')), File("small", "s")}, Compression::kGzip, "x"));
+  r.layers.push_back(MakeLayer({File("big", std::string(3 << 20, 'B')), File("small", "s")},
+                               Compression::kGzip, "x"));
   WriteOciLayout(tmp / "layout", r);
   LoadOptions o;
   o.capture = [](std::string_view path, uint64_t) { return path == "/big" ? CapturePrefix(4096) : nullptr; };

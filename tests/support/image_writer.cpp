@@ -200,6 +200,14 @@ Entry Fifo(std::string path) {
   return e;
 }
 
+LayerRecipe MakeLayer(std::vector<Entry> entries, Compression c, std::string created_by) {
+  LayerRecipe l;
+  l.entries = std::move(entries);
+  l.compression = c;
+  l.created_by = std::move(created_by);
+  return l;
+}
+
 LayerRecipe EmptyLayer(std::string created_by) {
   LayerRecipe l;
   l.created_by = std::move(created_by);

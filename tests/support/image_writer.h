@@ -71,6 +71,8 @@ struct LayerRecipe {
   std::optional<std::string> raw_diff_id = std::nullopt;
 };
 
+/// A layer of `entries`, compressed with `c`, made by the history line `created_by`.
+LayerRecipe MakeLayer(std::vector<Entry> entries, Compression c, std::string created_by);
 LayerRecipe EmptyLayer(std::string created_by);
 
 struct ImageRecipe {
