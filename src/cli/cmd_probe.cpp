@@ -41,8 +41,8 @@ int Probe(const ProbeArgs& args) {
   catalog::Catalog cat;
   Analyze(args.image, args.rules_dirs, img, cat, input);
 
-  probe::Session session =
-      probe::RunSession(args.image.reference, ToLoadOptions(args.image), input, ToRunOptions(args.run));
+  probe::Session session = probe::RunSession(args.image.reference, ToLoadOptions(args.image), input,
+                                             ToRunOptions(args.run));
   std::cout << probe::Format(session, args.format) << std::flush;
   return probe::ExitCode(session, *fail_on);
 }

@@ -134,8 +134,8 @@ int Scan(const ScanArgs& args) {
   std::string probe_note;
   if (args.probe) {  // the GPU probe's findings join the scan's; without a GPU only a note
     std::cerr << kProbeNotice;
-    probe::Session ps =
-        probe::RunSession(args.image.reference, ToLoadOptions(args.image), input, ToRunOptions(args.probe_run));
+    probe::Session ps = probe::RunSession(args.image.reference, ToLoadOptions(args.image), input,
+                                          ToRunOptions(args.probe_run));
     if (ps.no_gpu) probe_note = "--probe: no GPU: probe skipped (" + ps.skip_reason + ")";
     if (ps.nothing_to_load) probe_note = "--probe: " + ps.skip_reason;
     rep.findings.insert(rep.findings.end(), ps.findings.begin(), ps.findings.end());

@@ -45,9 +45,10 @@ struct LayerContents {
 class ChunkReader;
 
 /// Reads one layer blob (gzip, zstd or plain tar, detected by magic bytes) from `blob`, hashing
-/// the uncompressed stream (diff_id; the caller hashes the stored one as it hands it over). The caller compares digest/diff_id with what
-/// the manifest and config promise. `layer` is the index diagnostics carry. Throws util::Fatal
-/// (message without location; the caller adds it) on corrupt compression or a corrupt tar.
+/// the uncompressed stream (diff_id; the caller hashes the stored one as it hands it over). The
+/// caller compares digest/diff_id with what the manifest and config promise. `layer` is the index
+/// diagnostics carry. Throws util::Fatal (message without location; the caller adds it) on corrupt
+/// compression or a corrupt tar.
 LayerContents ReadLayer(ChunkReader& blob, int layer, const CapturePolicy& capture);
 
 /// An unpacked root file system on the host as a single layer (the dir: transport). Symlinks

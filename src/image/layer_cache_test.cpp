@@ -439,7 +439,8 @@ TEST_CASE("a new image sharing base layers reads only its new layers", "[layer_c
   CHECK(img.layers.size() == 3);
 }
 
-TEST_CASE("legacy docker-archive layers, which have no digest, are cached by diff_id", "[layer_cache][load]") {
+TEST_CASE("legacy docker-archive layers, which have no digest, are cached by diff_id",
+          "[layer_cache][load]") {
   TempDir tmp;
   testing::ImageRecipe r = BaseRecipe();
   testing::WrittenImage written = testing::WriteDockerArchive(tmp / "a.tar", r);

@@ -115,7 +115,8 @@ void LoadFromSource(Source& src, const std::string& transport, const LoadOptions
     if (i < pc.layer_history.size()) layer.created_by = pc.layer_history[i];
     std::string cache_diff_id = layer.digest.empty() && !trusted_diff_ids ? "" : layer.diff_id;
     if (!options.read_layer || options.read_layer(layer.index))
-      jobs.push_back({layer.index, {layer.digest, cache_diff_id, options.capture ? options.capture_id : ""},
+      jobs.push_back({layer.index,
+                      {layer.digest, cache_diff_id, options.capture ? options.capture_id : ""},
                       static_cast<uint64_t>(std::max<int64_t>(0, m.layers[i].size))});
     img.layers.push_back(std::move(layer));
   }

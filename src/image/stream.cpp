@@ -103,8 +103,10 @@ Decompressor::Decompressor(ChunkReader& in) : in_(in) {
 Decompressor::~Decompressor() = default;
 
 void Decompressor::Consume(size_t n) {
-  if (!carry_.empty()) carry_.erase(0, n);
-  else chunk_.remove_prefix(n);
+  if (!carry_.empty())
+    carry_.erase(0, n);
+  else
+    chunk_.remove_prefix(n);
 }
 
 // Makes sure there is unread input, taking the next chunk when needed. False at the end.

@@ -46,10 +46,10 @@ class HashingReader : public ChunkReader {
 enum class Compression { kNone, kGzip, kZstd };
 const char* CompressionName(Compression c);
 
-/// The uncompressed bytes of the chunks of `in`. The compression is detected from the first bytes (gzip,
-/// zstd, or none); bzip2 and xz are recognised and refused. Gzip goes through ISA-L (multi-member
-/// streams included), zstd through ZSTD_decompressStream. A stream that ends early, or a
-/// corrupt one, throws util::Fatal with the reason.
+/// The uncompressed bytes of the chunks of `in`. The compression is detected from the first bytes
+/// (gzip, zstd, or none); bzip2 and xz are recognised and refused. Gzip goes through ISA-L
+/// (multi-member streams included), zstd through ZSTD_decompressStream. A stream that ends early,
+/// or a corrupt one, throws util::Fatal with the reason.
 class Decompressor : public BlobReader {
  public:
   explicit Decompressor(ChunkReader& in);

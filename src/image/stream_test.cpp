@@ -1,11 +1,11 @@
 // The layer byte streams: HashingReader's chunks and digest, and the Decompressor fed chunks of
 // every size, whose look-aheads (magic bytes, the next gzip member) straddle chunk boundaries.
-#include <catch2/catch.hpp>
+#include "image/stream.h"
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <random>
 
-#include "image/stream.h"
 #include "image_writer.h"
 #include "support.h"
 #include "util/error.h"
@@ -54,8 +54,10 @@ std::string Sample(size_t n) {
   std::mt19937 rng(7);
   std::string s;
   while (s.size() < n) {
-    if (rng() % 2) s.append(300, static_cast<char>('a' + rng() % 26));
-    else for (int i = 0; i < 300; ++i) s.push_back(static_cast<char>(rng()));
+    if (rng() % 2)
+      s.append(300, static_cast<char>('a' + rng() % 26));
+    else
+      for (int i = 0; i < 300; ++i) s.push_back(static_cast<char>(rng()));
   }
   s.resize(n);
   return s;
@@ -126,7 +128,8 @@ TEST_CASE("the Decompressor reads chunks of any size", "[stream]") {
   }
 }
 
-TEST_CASE("the Decompressor refuses truncated and corrupt streams at any chunk size", "[stream][bad]") {
+TEST_CASE("the Decompressor refuses truncated and corrupt streams at any chunk size",
+          "[stream][bad]") {
   TempDir tmp;
   std::string plain = Sample(200000);
   std::string gz = Compress(plain, testing::Compression::kGzip, tmp.path());
@@ -142,12 +145,20 @@ TEST_CASE("the Decompressor refuses truncated and corrupt streams at any chunk s
                {"gzip checksum", flipped, "corrupt gzip stream (checksum mismatch)"},
                {"zstd cut", zst.substr(0, zst.size() - 10), "truncated zstd stream"},
                {"bzip2", "BZh91AY&SY", "bzip2-compressed layers are not supported"},
-               {"xz", std::string("\xfd" "7zXZ\0\0", 8), "xz-compressed layers are not supported"}};
+               {"xz",
+                std::string("\xfd"
+                            "7zXZ\0\0",
+                            8),
+                "xz-compressed layers are not supported"}};
   for (const Case& c : cases) {
     for (size_t chunk : {size_t{1}, size_t{3}, size_t{1} << 20}) {
       INFO(c.name << ", chunks of " << chunk);
       PoisoningChunks in(c.stored, chunk);
-      CHECK_THROWS_WITH(([&] { Decompressor d(in); ReadAll(d); }()), Contains(c.message));
+      CHECK_THROWS_WITH(([&] {
+                          Decompressor d(in);
+                          ReadAll(d);
+                        }()),
+                        Contains(c.message));
     }
   }
 }

@@ -40,11 +40,13 @@ void Write(const FakeStack& stack, Image& img) {
 
 // `imgcheck SUBCOMMAND IMAGE EXTRA`, stdout only: stderr has the "runs image code" notice.
 CommandResult Imgcheck(const std::string& subcommand, const Image& img, const std::string& extra) {
-  return Run("('" + (BinaryDir() / "imgcheck").string() + "' " + subcommand + " '" + img.reference + "' " +
-             extra + " 2>/dev/null)");
+  return Run("('" + (BinaryDir() / "imgcheck").string() + "' " + subcommand + " '" + img.reference +
+             "' " + extra + " 2>/dev/null)");
 }
 
-CommandResult Probe(const Image& img, const std::string& extra) { return Imgcheck("probe", img, extra); }
+CommandResult Probe(const Image& img, const std::string& extra) {
+  return Imgcheck("probe", img, extra);
+}
 
 TEST_CASE("imgcheck probe: a consistent image runs clean, exit 0") {
   Image img;
@@ -93,13 +95,16 @@ TEST_CASE("imgcheck probe: libraries whose layer alone would not place them are 
   auto built = Build(FakeStack{}, img.dir / "stack");
   img.libcuda = built.libcuda;
   LayerRecipe base, fix, cudnn;
-  base.entries = {Dir("opt"), Dir("opt/cuda"), Dir("opt/cuda/lib"), Symlink("opt/cuda/lib2", "lib")};
+  base.entries = {Dir("opt"), Dir("opt/cuda"), Dir("opt/cuda/lib"),
+                  Symlink("opt/cuda/lib2", "lib")};
   fix.entries = {Dir("opt/cuda/lib2")};
   cudnn.entries = {};
   for (const auto& [role, path] : built.libraries) {
     std::string name = fs::path(path).filename().string();
-    if (name.rfind("libcudart", 0) == 0) base.entries.push_back(FileFrom("opt/cuda/lib/" + name, path));
-    else cudnn.entries.push_back(FileFrom("opt/cuda/lib2/" + name, path));
+    if (name.rfind("libcudart", 0) == 0)
+      base.entries.push_back(FileFrom("opt/cuda/lib/" + name, path));
+    else
+      cudnn.entries.push_back(FileFrom("opt/cuda/lib2/" + name, path));
   }
   ImageRecipe r;
   r.env = {"LD_LIBRARY_PATH=/opt/cuda/lib:/opt/cuda/lib2"};
@@ -147,8 +152,9 @@ TEST_CASE("imgcheck scan --probe: the probe's findings join the scan's, and deci
 TEST_CASE("imgcheck scan --probe without a GPU: a note, and the static result stands") {
   Image img;
   Write(FakeStack{}, img);
-  auto r = Imgcheck("scan", img, "--format json --ignore IC012,IC051 --probe --test-libcuda '" +
-                                     (img.dir / "none/libcuda.so.1").string() + "'");
+  auto r = Imgcheck("scan", img,
+                    "--format json --ignore IC012,IC051 --probe --test-libcuda '" +
+                        (img.dir / "none/libcuda.so.1").string() + "'");
   INFO(r.output);
   CHECK(r.status == 0);
   auto j = nlohmann::json::parse(r.output);

@@ -75,7 +75,8 @@ TEST_CASE("extract reads only the layers it is given") {
   auto got = ExtractFiles(ref, image::LoadOptions{}, {"/opt/libcudnn.so.9"}, out.path(), {1});
   REQUIRE(got.size() == 1);
   CHECK(ReadFile(got.at("/opt/libcudnn.so.9")) == "cudnn");
-  CHECK_THROWS_AS(ExtractFiles(ref, image::LoadOptions{}, {"/opt/libcudnn.so.9"}, out.path()), util::Fatal);
+  CHECK_THROWS_AS(ExtractFiles(ref, image::LoadOptions{}, {"/opt/libcudnn.so.9"}, out.path()),
+                  util::Fatal);
 }
 
 TEST_CASE("a large file is extracted whole") {
