@@ -241,10 +241,14 @@ class Builder {
       cat_.mutable_elves().emplace(path, std::move(**parsed));
       return;
     }
-    if (path == "/var/lib/dpkg/status") {
-      dpkg_status_ = &node;
-    } else if (dir == "/var/lib/dpkg/info" && EndsWith(name, ".list")) {
-      std::string package(name.substr(0, name.size() - 5));
+    // dpkg's database: the status file, or distroless's status.d (a record per package, its
+    // files in <package>.md5sums); which files a package owns in info/<package>.list.
+    bool status_d = dir == "/var/lib/dpkg/status.d";
+    if (path == "/var/lib/dpkg/status" || (status_d && !EndsWith(name, ".md5sums"))) {
+      dpkg_databases_.push_back(path);
+    } else if ((dir == "/var/lib/dpkg/info" && EndsWith(name, ".list")) ||
+               (status_d && EndsWith(name, ".md5sums"))) {
+      std::string package(name.substr(0, name.rfind('.')));
       package = package.substr(0, package.find(':'));  // "libfoo:amd64.list"
       dpkg_lists_.emplace_back(package, path);
     } else if (EndsWith(dir, ".dist-info") || EndsWith(dir, ".egg-info")) {
@@ -288,29 +292,32 @@ class Builder {
   }
 
   void ReadDpkg() {
-    if (dpkg_status_ == nullptr) return;
-    const std::string status_path = "/var/lib/dpkg/status";
-    std::optional<std::string_view> text = Text(status_path, *dpkg_status_);
-    if (!text) return;
     std::map<std::string, DpkgPackage> packages;
-    for (DpkgPackage& p : ParseDpkgStatus(*text)) {
-      // "install ok installed", "hold ok installed": the last word is the state.
-      if (!EndsWith(p.status, " installed")) continue;
-      std::string name = p.name;
-      if (CudaPackage(PackageManager::kDpkg, name)) {
-        Component c;
-        c.kind = ComponentKind::kOsPackage;
-        c.name = name;
-        if (const Family* f = rules_.ByPackage(PackageManager::kDpkg, name)) c.family = f->family;
-        c.path = status_path;
-        c.layer = dpkg_status_->layer;
-        c.status = p.status;
-        c.held = StartsWith(p.status, "hold ");
-        c.versions.push_back({UpstreamVersion(p.version), VersionSource::kDpkg, status_path,
-                              dpkg_status_->layer, p.version});
-        cat_.components.push_back(std::move(c));
+    for (const std::string& db : dpkg_databases_) {
+      const Node* node = tree_.Find(db);
+      std::optional<std::string_view> text = Text(db, *node);
+      if (!text) continue;
+      bool status_d = db != "/var/lib/dpkg/status";
+      for (DpkgPackage& p : ParseDpkgStatus(*text)) {
+        // "install ok installed", "hold ok installed": the last word is the state. status.d
+        // records carry no Status: the package is installed.
+        if (!EndsWith(p.status, " installed") && !(status_d && p.status.empty())) continue;
+        std::string name = p.name;
+        if (CudaPackage(PackageManager::kDpkg, name)) {
+          Component c;
+          c.kind = ComponentKind::kOsPackage;
+          c.name = name;
+          if (const Family* f = rules_.ByPackage(PackageManager::kDpkg, name)) c.family = f->family;
+          c.path = db;
+          c.layer = node->layer;
+          c.status = p.status;
+          c.held = StartsWith(p.status, "hold ");
+          c.versions.push_back(
+              {UpstreamVersion(p.version), VersionSource::kDpkg, db, node->layer, p.version});
+          cat_.components.push_back(std::move(c));
+        }
+        packages.emplace(name, std::move(p));
       }
-      packages.emplace(name, std::move(p));
     }
     for (const auto& [package, list_path] : dpkg_lists_) {
       auto it = packages.find(package);
@@ -320,7 +327,12 @@ class Builder {
       if (!text) continue;
       PackageRef owner{PackageManager::kDpkg, package, it->second.version, list_path, node->layer};
       for (const std::string& line : util::Split(*text, '\n')) {
-        if (!line.empty() && line.front() == '/') Own(line, owner);
+        std::string file;
+        if (!line.empty() && line.front() == '/')
+          file = line;  // info/*.list: "/usr/lib/x"
+        else if (size_t sep = line.find("  "); sep != std::string::npos)
+          file = "/" + line.substr(sep + 2);  // status.d/*.md5sums: "<md5>  usr/lib/x"
+        if (!file.empty() && file != "/.") Own(file, owner);
       }
     }
   }
@@ -675,8 +687,8 @@ class Builder {
   const LibraryRules& rules_;
   Catalog& cat_;
 
-  const Node* dpkg_status_ = nullptr;
-  std::vector<std::pair<std::string, std::string>> dpkg_lists_;  // package, list path
+  std::vector<std::string> dpkg_databases_;                      // status, status.d/*
+  std::vector<std::pair<std::string, std::string>> dpkg_lists_;  // package, list/md5sums path
   std::map<std::string, DistInfo> dists_;
   std::vector<std::string> conda_, headers_, version_files_, frameworks_;
   std::map<std::string, PackageRef> owners_;     // canonical path -> owning package

@@ -225,6 +225,32 @@ TEST_CASE("cuDNN 8 from dpkg, cudart from the toolkit, driver files", "[catalog]
   }
 }
 
+TEST_CASE("distroless: dpkg records in status.d, files in their md5sums", "[catalog]") {
+  std::string lib = kLib;
+  FakeImage f(2);
+  // As distroless writes them: no Status field, paths relative to the root.
+  f.File("/var/lib/dpkg/status.d/libcudnn9-cuda-12",
+         "Package: libcudnn9-cuda-12\nVersion: 9.1.0.70-1\nArchitecture: amd64\n");
+  f.File("/var/lib/dpkg/status.d/libcudnn9-cuda-12.md5sums",
+         "0123456789abcdef0123456789abcdef  usr/lib/x86_64-linux-gnu/libcudnn.so.9.1.0\n");
+  f.File("/var/lib/dpkg/status.d/libc6", "Package: libc6\nVersion: 2.36-9\n", 1);
+  f.Library(lib + "/libcudnn.so.9.1.0", "libcudnn.so.9");
+  f.Library(lib + "/libcudnn_ops.so.9.1.0", "libcudnn_ops.so.9");  // in no md5sums
+  Catalog cat = Build(f.image());
+
+  const Component& p = Named(cat, ComponentKind::kOsPackage, "libcudnn9-cuda-12");
+  CHECK(p.version == "9.1.0.70");
+  CHECK(p.path == "/var/lib/dpkg/status.d/libcudnn9-cuda-12");
+  CHECK(cat.Find(ComponentKind::kOsPackage, "libc6").empty());  // not a CUDA package
+  const Component& shim = One(cat, ComponentKind::kCudaLibrary, lib + "/libcudnn.so.9.1.0");
+  REQUIRE(shim.owner);
+  CHECK(shim.owner->name == "libcudnn9-cuda-12");
+  CHECK(shim.owner->metadata == "/var/lib/dpkg/status.d/libcudnn9-cuda-12.md5sums");
+  REQUIRE(Evidence(shim, VersionSource::kDpkg) != nullptr);
+  CHECK(Evidence(shim, VersionSource::kDpkg)->value == "9.1.0.70");
+  CHECK_FALSE(One(cat, ComponentKind::kCudaLibrary, lib + "/libcudnn_ops.so.9.1.0").owner);
+}
+
 TEST_CASE("pip wheels, frameworks and conda", "[catalog]") {
   const std::string site = "/usr/local/lib/python3.10/dist-packages";
   const std::string cudnn_info = site + "/nvidia_cudnn_cu12-9.1.0.70.dist-info";
