@@ -330,6 +330,24 @@ TEST_CASE("a CUDA library that cannot be resolved (IC012)", "[scan]") {
   CHECK(Scan(image(true)).Count("IC012") == 0);
 }
 
+TEST_CASE("an application's own executable, wherever it lies, is a consumer (IC012)", "[scan]") {
+  SharedObject app;
+  app.executable = true;
+  app.source = "int main(void) { return 0; }\n";
+  app.needed = {"-Wl,--no-as-needed", So("libcublas.so.12").string()};
+  fs::path server = Cache() / "app" / "server";
+  Compile(app, server);
+  ImageRecipe r = Base();
+  r.layers.push_back(
+      Layer({Dir("app"), FileFrom("app/server", server, 0755)}, "COPY server /app/"));
+  Result bad = Scan(r);
+  INFO(Messages(bad));
+  REQUIRE(bad.Count("IC012") == 1);
+  std::string message = bad.Of("IC012")[0]["message"].get<std::string>();
+  CHECK(message.find("libcublas.so.12") != std::string::npos);
+  CHECK(message.find("/app/server") != std::string::npos);
+}
+
 TEST_CASE("a symbol version the resolved library lacks (IC013)", "[scan]") {
   const std::string fn = "int cudaFancy(void) { return 1; }\n";
   fs::path good = So("libcudart.so.12", {}, "", fn, "libcudart.so.12 { global: cudaFancy; local: *; };");

@@ -97,11 +97,12 @@ uint64_t MetadataLimit(std::string_view path) {
   return 0;
 }
 
-/// Shared objects (".so" in the name) and anything in a bin/sbin/libexec directory.
-bool LikelyElf(std::string_view path, uint64_t size) {
+/// Shared objects (".so" in the name), executables (any x bit) and anything in a
+/// bin/sbin/libexec directory.
+bool LikelyElf(std::string_view path, uint64_t size, uint32_t mode) {
   if (size < 52) return false;  // smaller than the smallest ELF header
   std::string_view name = util::BaseName(path);
-  if (name.find(".so") != std::string_view::npos) return true;
+  if (name.find(".so") != std::string_view::npos || (mode & 0111) != 0) return true;
   static const std::vector<std::string> kExecDirs = {"bin", "sbin", "libexec"};
   return HasDirComponent(path, kExecDirs);
 }
@@ -698,11 +699,12 @@ class Builder {
 }  // namespace
 
 image::CapturePolicy CapturePolicy() {
-  return [](std::string_view path, uint64_t size) -> std::unique_ptr<image::Capturer> {
-    if (uint64_t limit = MetadataLimit(path)) return image::CapturePrefix(limit);
-    if (LikelyElf(path, size)) return elf::MakeCapturer();
-    return nullptr;
-  };
+  return
+      [](std::string_view path, uint64_t size, uint32_t mode) -> std::unique_ptr<image::Capturer> {
+        if (uint64_t limit = MetadataLimit(path)) return image::CapturePrefix(limit);
+        if (LikelyElf(path, size, mode)) return elf::MakeCapturer();
+        return nullptr;
+      };
 }
 
 Catalog Build(const image::Image& image, const std::string& rules_dir) {

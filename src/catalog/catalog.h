@@ -185,7 +185,7 @@ class Catalog {
 image::CapturePolicy CapturePolicy();
 /// Identity of CapturePolicy() for the layer cache (LoadOptions::capture_id): changes whenever
 /// what the policy keeps changes.
-inline constexpr const char* kCapturePolicyId = "catalog-capture-1";
+inline constexpr const char* kCapturePolicyId = "catalog-capture-2";
 
 /// Catalogues the merged tree of `image` (with the classification data in rules/libraries.json
 /// under `rules_dir`). Problems inside the image become diagnostics; a missing or malformed

@@ -391,16 +391,20 @@ TEST_CASE("a corrupt ELF is a diagnostic and the scan goes on", "[catalog]") {
 
 TEST_CASE("capture policy: ELF capturer for libraries, prefixes for metadata", "[catalog]") {
   image::CapturePolicy policy = CapturePolicy();
-  CHECK(policy("/usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.2", 1 << 20) != nullptr);
-  CHECK(policy("/usr/local/bin/python3", 1 << 20) != nullptr);
-  CHECK(policy("/var/lib/dpkg/status", 1000) != nullptr);
-  CHECK(policy("/x/site-packages/torch-2.1.0.dist-info/RECORD", 1000) != nullptr);
-  CHECK(policy("/x/site-packages/torch/version.py", 100) != nullptr);
-  CHECK(policy("/etc/ld.so.conf.d/nvidia.conf", 100) != nullptr);
-  CHECK(policy("/usr/share/doc/readme.txt", 100) == nullptr);
-  CHECK(policy("/x/site-packages/torch/functional.py", 100) == nullptr);
+  CHECK(policy("/usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.2", 1 << 20, 0644) != nullptr);
+  CHECK(policy("/usr/local/bin/python3", 1 << 20, 0644) != nullptr);
+  CHECK(policy("/var/lib/dpkg/status", 1000, 0644) != nullptr);
+  CHECK(policy("/x/site-packages/torch-2.1.0.dist-info/RECORD", 1000, 0644) != nullptr);
+  CHECK(policy("/x/site-packages/torch/version.py", 100, 0644) != nullptr);
+  CHECK(policy("/etc/ld.so.conf.d/nvidia.conf", 100, 0644) != nullptr);
+  CHECK(policy("/usr/share/doc/readme.txt", 100, 0644) == nullptr);
+  CHECK(policy("/x/site-packages/torch/functional.py", 100, 0644) == nullptr);
+  // Executables anywhere: an application's own binary may link CUDA libraries.
+  CHECK(policy("/app/server", 1 << 20, 0755) != nullptr);
+  CHECK(policy("/app/model.bin", 1 << 20, 0644) == nullptr);
+  CHECK(policy("/app/tiny", 10, 0755) == nullptr);  // smaller than an ELF header
   // A prefix capture keeps at most its limit of a huge metadata file.
-  std::unique_ptr<image::Capturer> cap = policy("/var/lib/dpkg/status", uint64_t{1} << 40);
+  std::unique_ptr<image::Capturer> cap = policy("/var/lib/dpkg/status", uint64_t{1} << 40, 0644);
   std::string chunk(1 << 20, 'x');
   int fed = 0;
   while (cap->Feed(chunk) && fed < 200) ++fed;

@@ -23,9 +23,10 @@ class Capturer {
 };
 
 /// Chooses per regular file whether (non-null) and how its bytes are captured. Called from the
-/// threads that read layers, so it must be thread-safe. `path` is normalised and absolute.
+/// threads that read layers, so it must be thread-safe. `path` is normalised and absolute;
+/// `mode` holds the permission bits (07777).
 using CapturePolicy =
-    std::function<std::unique_ptr<Capturer>(std::string_view path, uint64_t size)>;
+    std::function<std::unique_ptr<Capturer>(std::string_view path, uint64_t size, uint32_t mode)>;
 
 /// Keeps the first `limit` bytes (the whole file when it is no longer): for small metadata files.
 std::unique_ptr<Capturer> CapturePrefix(uint64_t limit);

@@ -180,7 +180,7 @@ LayerContents ReadLayer(ChunkReader& blob, int layer, const CapturePolicy& captu
       if (e.kind == EntryKind::kFile) {
         e.size = static_cast<uint64_t>(std::max<la_int64_t>(0, archive_entry_size(ae)));
         if (capture) {
-          if (std::unique_ptr<Capturer> c = capture(e.path, e.size)) {
+          if (std::unique_ptr<Capturer> c = capture(e.path, e.size, e.mode)) {
             CaptureData(a.get(), *c, st);
             e.content = Finish(*c, e.size);
           }
@@ -236,7 +236,7 @@ LayerContents ReadDirectory(const fs::path& root, const CapturePolicy& capture) 
     if (e.kind == EntryKind::kFile) {
       e.size = fs::file_size(host, ec);
       out.size += e.size;
-      std::unique_ptr<Capturer> c = capture ? capture(e.path, e.size) : nullptr;
+      std::unique_ptr<Capturer> c = capture ? capture(e.path, e.size, e.mode) : nullptr;
       if (c) {
         // O_NOFOLLOW: the path was a regular file a moment ago; never follow a swapped-in link.
         int fd = open(host.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);

@@ -366,7 +366,7 @@ testing::ImageRecipe BaseRecipe() {
 // Captures the first bytes of every regular file: enough to tell cached content from none.
 LoadOptions Options(const fs::path& cache_dir, bool use_cache, int jobs) {
   LoadOptions o;
-  o.capture = [](std::string_view, uint64_t) { return CapturePrefix(64); };
+  o.capture = [](std::string_view, uint64_t, uint32_t) { return CapturePrefix(64); };
   o.capture_id = "prefix-64";
   o.use_cache = use_cache;
   o.cache_dir = cache_dir.string();

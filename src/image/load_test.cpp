@@ -36,7 +36,7 @@ ImageRecipe Sample() {
 
 LoadOptions CaptureAll() {
   LoadOptions o;
-  o.capture = [](std::string_view, uint64_t) { return CapturePrefix(1 << 20); };
+  o.capture = [](std::string_view, uint64_t, uint32_t) { return CapturePrefix(1 << 20); };
   return o;
 }
 
@@ -432,7 +432,9 @@ TEST_CASE("capture keeps prefixes, never whole large files", "[load]") {
                                Compression::kGzip, "x"));
   WriteOciLayout(tmp / "layout", r);
   LoadOptions o;
-  o.capture = [](std::string_view path, uint64_t) { return path == "/big" ? CapturePrefix(4096) : nullptr; };
+  o.capture = [](std::string_view path, uint64_t, uint32_t) {
+    return path == "/big" ? CapturePrefix(4096) : nullptr;
+  };
   Image img = Load("oci:" + (tmp / "layout").string(), o);
   const Node* big = img.tree.Find("/big");
   REQUIRE(big->content);

@@ -119,7 +119,7 @@ TEST_CASE("the merged tree equals umoci's unpacked rootfs", "[oracle][umoci]") {
     return;
   }
   LoadOptions capture_all;
-  capture_all.capture = [](std::string_view, uint64_t) { return CapturePrefix(1 << 20); };
+  capture_all.capture = [](std::string_view, uint64_t, uint32_t) { return CapturePrefix(1 << 20); };
   for (const auto& [name, recipe] : Stacks()) {
     INFO("stack: " << name);
     TempDir tmp;
@@ -148,7 +148,7 @@ TEST_CASE("images converted by skopeo read back identically", "[oracle][skopeo]"
     return;
   }
   LoadOptions capture_all;
-  capture_all.capture = [](std::string_view, uint64_t) { return CapturePrefix(1 << 20); };
+  capture_all.capture = [](std::string_view, uint64_t, uint32_t) { return CapturePrefix(1 << 20); };
   TempDir tmp;
   ImageRecipe recipe = Stacks()[2].second;
   recipe.env = {"CUDA_VERSION=12.1.1"};

@@ -95,8 +95,8 @@ std::map<std::string, fs::path> ExtractFiles(const std::string& reference,
   o.use_cache = false;  // the cache keeps readings, not bytes: every layer read must stream
   o.capture_id.clear();
   if (!layers.empty()) o.read_layer = [&layers](int layer) { return layers.count(layer) > 0; };
-  o.capture = [&copies, &paths](std::string_view path,
-                                uint64_t size) -> std::unique_ptr<image::Capturer> {
+  o.capture = [&copies, &paths](std::string_view path, uint64_t size,
+                                uint32_t) -> std::unique_ptr<image::Capturer> {
     if (!paths.count(std::string(path))) return nullptr;
     return std::make_unique<DiskCapturer>(copies, copies.Start(path, size));
   };

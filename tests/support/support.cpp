@@ -59,7 +59,8 @@ void Compile(const SharedObject& so, const std::filesystem::path& out) {
   std::filesystem::create_directories(out.parent_path());
   std::filesystem::path src = out.string() + ".c";
   WriteFile(src, so.source);
-  std::string cmd = "cc -shared -fPIC -o '" + out.string() + "' '" + src.string() + "'";
+  std::string cmd = std::string(so.executable ? "cc" : "cc -shared -fPIC") + " -o '" +
+                    out.string() + "' '" + src.string() + "'";
   if (!so.soname.empty()) cmd += " -Wl,-soname," + so.soname;
   if (!so.rpath.empty()) cmd += " -Wl,--disable-new-dtags -Wl,-rpath,'" + so.rpath + "'";
   if (!so.runpath.empty()) cmd += " -Wl,--enable-new-dtags -Wl,-rpath,'" + so.runpath + "'";

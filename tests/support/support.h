@@ -42,9 +42,10 @@ struct SharedObject {
   std::string runpath;               ///< DT_RUNPATH
   std::string version_script;        ///< content of a linker version script, if any
   std::vector<std::string> extra_flags;
+  bool executable = false;  ///< a program (with an interpreter; `source` has main)
 };
-/// Compiles `so` to `out` (creating parent dirs); throws std::runtime_error with the compiler's
-/// output if it fails.
+/// Compiles `so` to `out` (creating parent dirs; a program when so.executable); throws
+/// std::runtime_error with the compiler's output if it fails.
 void Compile(const SharedObject& so, const std::filesystem::path& out);
 
 /// Directory holding the built imgcheck binaries (set by CMake).
