@@ -22,11 +22,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::string_view kMagic = "imgcLYR\n";
-
-// Whether `c` is the reading of exactly the blob and tar `key` names.
-bool Matches(const LayerKey& key, const LayerContents& c) {
-  return (key.digest.empty() || c.digest == key.digest) && c.diff_id == key.diff_id;
-}
 constexpr size_t kDigestHex = 64;
 constexpr size_t kHeaderSize = kMagic.size() + 4 + 4 + 8 + kDigestHex;
 constexpr std::string_view kTempPrefix = ".tmp-";
@@ -34,6 +29,11 @@ constexpr int64_t kAbandonedTempSeconds = 3600;
 // The least bytes an entry or a diagnostic takes in the payload: bounds a count before reserve().
 constexpr size_t kMinEntryBytes = 1 + 4 + 8 + 4 + 4 + 1;
 constexpr size_t kMinDiagnosticBytes = 4 + 1 + 4;
+
+// Whether `c` is the reading of exactly the blob and tar `key` names.
+bool Matches(const LayerKey& key, const LayerContents& c) {
+  return (key.digest.empty() || c.digest == key.digest) && c.diff_id == key.diff_id;
+}
 
 class Writer {
  public:
