@@ -121,10 +121,12 @@ bool ClassifyWhiteout(LayerEntry& e, int layer, std::vector<util::Diagnostic>& d
 
 }  // namespace
 
-LayerContents ReadLayer(ChunkReader& blob, int layer, const CapturePolicy& capture) {
+LayerContents ReadLayer(HashingReader& blob, int layer, const CapturePolicy& capture) {
   LayerContents out;
   Decompressor plain(blob);
-  HashingReader tar_stream(plain);
+  // An uncompressed blob is the tar itself (docker save's layers): its digest is the diff_id.
+  bool stored_is_tar = plain.compression() == Compression::kNone;
+  HashingReader tar_stream(plain, /*hash=*/!stored_is_tar);
   ReadState st;
   st.in = &tar_stream;
   std::unique_ptr<struct archive, decltype(&archive_read_free)> a(archive_read_new(),
@@ -190,6 +192,7 @@ LayerContents ReadLayer(ChunkReader& blob, int layer, const CapturePolicy& captu
     }
   }
   out.diff_id = tar_stream.Finish();  // the tar's end padding counts too
+  if (stored_is_tar) out.diff_id = blob.Finish();
   out.size = tar_stream.count();
   return out;
 }

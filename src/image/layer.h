@@ -42,14 +42,15 @@ struct LayerContents {
   std::string diff_id;           ///< "sha256:..." of the uncompressed tar as read
 };
 
-class ChunkReader;
+class HashingReader;
 
 /// Reads one layer blob (gzip, zstd or plain tar, detected by magic bytes) from `blob`, hashing
-/// the uncompressed stream (diff_id; the caller hashes the stored one as it hands it over). The
-/// caller compares digest/diff_id with what the manifest and config promise. `layer` is the index
-/// diagnostics carry. Throws util::Fatal (message without location; the caller adds it) on corrupt
-/// compression or a corrupt tar.
-LayerContents ReadLayer(ChunkReader& blob, int layer, const CapturePolicy& capture);
+/// the uncompressed stream for the diff_id (`blob` hashes the stored bytes; for a plain tar that
+/// digest is the diff_id, and nothing is hashed twice). The caller compares digest/diff_id with
+/// what the manifest and config promise. `layer` is the index diagnostics carry. Throws
+/// util::Fatal (message without location; the caller adds it) on corrupt compression or a
+/// corrupt tar.
+LayerContents ReadLayer(HashingReader& blob, int layer, const CapturePolicy& capture);
 
 /// An unpacked root file system on the host as a single layer (the dir: transport). Symlinks
 /// are recorded, never followed; nothing outside `root` is read.

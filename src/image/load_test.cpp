@@ -272,6 +272,18 @@ TEST_CASE("digest and diff_id mismatches, missing blobs", "[load][bad]") {
                Contains("layer 1 " + b.layers[1].digest + ": diff_id mismatch: config says sha256:000") &&
                    Contains("uncompressed content is " + b.layers[1].diff_id));
   }
+  SECTION("a config whose diff_id does not match an uncompressed layer (hashed once)") {
+    ImageRecipe bad = r;
+    bad.edit_config = [](nlohmann::json& c) {
+      c["rootfs"]["diff_ids"][2] = "sha256:" + std::string(64, '1');
+    };
+    WrittenImage b = WriteOciLayout(tmp / "diffid", bad);
+    REQUIRE(b.layers[2].digest == b.layers[2].diff_id);
+    CHECK_THAT(
+        LoadError(tmp / "diffid"),
+        Contains("layer 2 " + b.layers[2].digest + ": diff_id mismatch: config says sha256:111") &&
+            Contains("uncompressed content is " + b.layers[2].diff_id));
+  }
   SECTION("a missing layer blob") {
     fs::remove(BlobPath(tmp / "layout", w.layers[1].digest));
     CHECK_THAT(LoadError(tmp / "layout"), Contains(w.layers[1].digest.substr(7) + ": missing"));

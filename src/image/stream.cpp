@@ -14,8 +14,9 @@ constexpr size_t kChunk = 1 << 20;
 constexpr size_t kMaxCarry = 4 << 20;  // the most input inflate may want in one piece
 }  // namespace
 
-HashingReader::HashingReader(BlobReader& in) : in_(in) {
+HashingReader::HashingReader(BlobReader& in, bool hash) : in_(in) {
   for (auto& slot : slots_) slot = std::make_unique<char[]>(kChunk);
+  if (hash) sha_.emplace();
 }
 
 HashingReader::~HashingReader() = default;
@@ -24,7 +25,7 @@ std::string_view HashingReader::Next() {
   if (eof_) return {};
   int k = next_;
   next_ = (next_ + 1) % kSlots;
-  sha_.Wait(tickets_[k]);  // the hasher is done with this slot (the consumer long since)
+  if (sha_) sha_->Wait(tickets_[k]);  // the hasher is done with this slot (the consumer long since)
   char* buf = slots_[k].get();
   size_t len = 0;
   while (len < kChunk) {
@@ -36,16 +37,17 @@ std::string_view HashingReader::Next() {
     len += got;
   }
   if (len == 0) return {};
-  tickets_[k] = sha_.Add(std::string_view(buf, len));
+  if (sha_) tickets_[k] = sha_->Add(std::string_view(buf, len));
   count_ += len;
   return {buf, len};
 }
 
 std::string HashingReader::Finish() {
-  if (digest_.empty()) {
+  if (!finished_) {
     while (!Next().empty()) {
     }
-    digest_ = "sha256:" + sha_.HexDigest();
+    if (sha_) digest_ = "sha256:" + sha_->HexDigest();
+    finished_ = true;
   }
   return digest_;
 }

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,15 +21,17 @@ class ChunkReader {
   virtual std::string_view Next() = 0;
 };
 
-/// Reads `in` in chunks of 1 MiB (the last may be shorter), counting them and hashing them on a
-/// thread of its own while the consumer works on them (two buffers, used in turn).
+/// Reads `in` in chunks of 1 MiB (the last may be shorter), counting them and (unless `hash` is
+/// false) hashing them on a thread of its own while the consumer works on them (two buffers,
+/// used in turn).
 class HashingReader : public ChunkReader {
  public:
-  explicit HashingReader(BlobReader& in);
+  explicit HashingReader(BlobReader& in, bool hash = true);
   ~HashingReader() override;
   std::string_view Next() override;
   uint64_t count() const { return count_; }
-  /// Reads what is left of the stream and returns "sha256:<hex>" of everything read.
+  /// Reads what is left of the stream and returns "sha256:<hex>" of everything read ("" when
+  /// not hashing).
   std::string Finish();
 
  private:
@@ -39,8 +42,9 @@ class HashingReader : public ChunkReader {
   int next_ = 0;
   uint64_t count_ = 0;
   bool eof_ = false;
+  bool finished_ = false;
   std::string digest_;
-  util::AsyncSha256 sha_;  // declared last, joined first: it may be reading a slot
+  std::optional<util::AsyncSha256> sha_;  // declared last, joined first: it may read a slot
 };
 
 enum class Compression { kNone, kGzip, kZstd };
