@@ -1,7 +1,7 @@
 // The README's demo image (testdata/demo) through the built binary: the failure it was made to
 // show is found, and `why` explains it the way libtree would.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "support.h"

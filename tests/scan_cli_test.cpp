@@ -1,13 +1,11 @@
 // Black-box tests of `imgcheck scan` and `imgcheck rules`: images generated from recipes (tiny
 // shared objects with real SONAMEs, pip dist-info, framework build files), scanned by the
 // built binary. Each rule has a scenario that fires it and its nearest innocent neighbour.
-#include <catch2/catch.hpp>
-
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <map>
-
 #include <nlohmann/json.hpp>
 
 #include "elf/elf_builder.h"
@@ -50,8 +48,8 @@ fs::path So(const std::string& soname, const std::vector<std::string>& needed = 
 }
 
 // `dir/file` from `so`, plus the soname link `dir/soname -> file` when they differ.
-void AddLib(std::vector<Entry>& e, const std::string& dir, const std::string& file, const fs::path& so,
-            const std::string& soname) {
+void AddLib(std::vector<Entry>& e, const std::string& dir, const std::string& file,
+            const fs::path& so, const std::string& soname) {
   e.push_back(FileFrom(dir + "/" + file, so));
   if (file != soname) e.push_back(Symlink(dir + "/" + soname, file));
 }
@@ -78,11 +76,16 @@ struct TorchStack {
   bool pin = true;
 };
 
-const std::vector<std::string> kCudnn8Subs = {"libcudnn_ops_infer", "libcudnn_ops_train", "libcudnn_cnn_infer",
-                                              "libcudnn_cnn_train", "libcudnn_adv_infer", "libcudnn_adv_train"};
-const std::vector<std::string> kCudnn9Subs = {"libcudnn_graph",     "libcudnn_engines_precompiled",
-                                              "libcudnn_engines_runtime_compiled", "libcudnn_heuristic",
-                                              "libcudnn_ops",       "libcudnn_cnn", "libcudnn_adv"};
+const std::vector<std::string> kCudnn8Subs = {"libcudnn_ops_infer", "libcudnn_ops_train",
+                                              "libcudnn_cnn_infer", "libcudnn_cnn_train",
+                                              "libcudnn_adv_infer", "libcudnn_adv_train"};
+const std::vector<std::string> kCudnn9Subs = {"libcudnn_graph",
+                                              "libcudnn_engines_precompiled",
+                                              "libcudnn_engines_runtime_compiled",
+                                              "libcudnn_heuristic",
+                                              "libcudnn_ops",
+                                              "libcudnn_cnn",
+                                              "libcudnn_adv"};
 
 // PyTorch as its wheels lay it out: torch/lib/libtorch_cuda.so with a RUNPATH into the nvidia-*
 // wheels, which pin cuDNN and the CUDA runtime.
@@ -90,14 +93,16 @@ LayerRecipe TorchLayer(const TorchStack& s) {
   std::vector<Entry> e;
   int major = std::stoi(s.cudnn.substr(0, s.cudnn.find('.')));
   std::string shim = "libcudnn.so." + std::to_string(major);
-  e.push_back(File(kSite + "torch/version.py", "__version__ = '" + s.torch + "+cu" + s.cuda.substr(0, 2) +
-                                                   s.cuda.substr(3) + "'\ndebug = False\ncuda = '" + s.cuda +
+  e.push_back(File(kSite + "torch/version.py", "__version__ = '" + s.torch + "+cu" +
+                                                   s.cuda.substr(0, 2) + s.cuda.substr(3) +
+                                                   "'\ndebug = False\ncuda = '" + s.cuda +
                                                    "'\ngit_version = '0000'\nhip = None\n"));
   e.push_back(FileFrom(kSite + "torch/lib/libtorch_cuda.so",
                        So("libtorch_cuda.so", {shim, "libcudart.so.12"},
                           "$ORIGIN/../../nvidia/cudnn/lib:$ORIGIN/../../nvidia/cuda_runtime/lib")));
   std::vector<std::string> requires_dist;
-  if (s.pin) requires_dist = {s.cudnn_pkg + "==" + s.cudnn, "nvidia-cuda-runtime-cu12==" + s.cudart};
+  if (s.pin)
+    requires_dist = {s.cudnn_pkg + "==" + s.cudnn, "nvidia-cuda-runtime-cu12==" + s.cudart};
   AddDist(e, "torch", s.torch, requires_dist, {"torch/version.py", "torch/lib/libtorch_cuda.so"});
   std::vector<std::string> cudnn_files = {"nvidia/cudnn/lib/" + shim};
   e.push_back(FileFrom(kSite + "nvidia/cudnn/lib/" + shim, So(shim, {}, "$ORIGIN")));
@@ -143,8 +148,9 @@ Result Scan(const ImageRecipe& recipe, const std::string& args = "") {
   TempDir dir;
   WriteOciLayout(dir / "layout", recipe);
   fs::path out = dir / "report.json";
-  CommandResult r = Run("cd '" + dir.path().string() + "' && '" + Imgcheck() + "' scan oci:" +
-                        (dir / "layout").string() + ":latest --format json --output '" + out.string() + "' " + args);
+  CommandResult r = Run("cd '" + dir.path().string() + "' && '" + Imgcheck() +
+                        "' scan oci:" + (dir / "layout").string() +
+                        ":latest --format json --output '" + out.string() + "' " + args);
   Result res;
   res.status = r.status;
   res.output = r.output;
@@ -157,7 +163,8 @@ Result Scan(const ImageRecipe& recipe, const std::string& args = "") {
 std::string Messages(const Result& r) {
   std::string all;
   if (r.json.is_object())
-    for (const auto& f : r.json["findings"]) all += f["rule"].get<std::string>() + ": " + f["message"].get<std::string>() + "\n";
+    for (const auto& f : r.json["findings"])
+      all += f["rule"].get<std::string>() + ": " + f["message"].get<std::string>() + "\n";
   return all + r.output;
 }
 
@@ -171,24 +178,28 @@ ImageRecipe Base(std::vector<std::string> env = {}) {
 // TensorFlow 1.2 (tested with cuDNN 5.1) whose extension needs libcudnn.so.5; the system has
 // cuDNN 5.1.10 and, with `stale`, a cuDNN 5.0.5 that LD_LIBRARY_PATH puts first.
 ImageRecipe Seed(bool stale) {
-  ImageRecipe r = Base(stale ? std::vector<std::string>{"LD_LIBRARY_PATH=/usr/local/cudnn-5.0/lib64"}
-                             : std::vector<std::string>{});
+  ImageRecipe r =
+      Base(stale ? std::vector<std::string>{"LD_LIBRARY_PATH=/usr/local/cudnn-5.0/lib64"}
+                 : std::vector<std::string>{});
   std::vector<Entry> sys;
   AddLib(sys, "usr/lib64", "libcudnn.so.5.1.10", So("libcudnn.so.5"), "libcudnn.so.5");
   r.layers.push_back(Layer(sys, "COPY cudnn-5.1 /usr/lib64"));
   if (stale) {
     std::vector<Entry> old;
-    AddLib(old, "usr/local/cudnn-5.0/lib64", "libcudnn.so.5.0.5", So("libcudnn.so.5"), "libcudnn.so.5");
+    AddLib(old, "usr/local/cudnn-5.0/lib64", "libcudnn.so.5.0.5", So("libcudnn.so.5"),
+           "libcudnn.so.5");
     r.layers.push_back(Layer(old, "COPY cudnn-5.0 /usr/local/cudnn-5.0"));
   }
   std::vector<Entry> tf;
-  tf.push_back(File(kSite + "tensorflow/python/platform/build_info.py",
-                    "# Generated by the TensorFlow build\nis_cuda_build = True\ncuda_version_number = '8.0'\n"
-                    "cudnn_version_number = '5'\n"));
+  tf.push_back(File(
+      kSite + "tensorflow/python/platform/build_info.py",
+      "# Generated by the TensorFlow build\nis_cuda_build = True\ncuda_version_number = '8.0'\n"
+      "cudnn_version_number = '5'\n"));
   tf.push_back(FileFrom(kSite + "tensorflow/python/_pywrap_tensorflow_internal.so",
                         So("_pywrap_tensorflow_internal.so", {"libcudnn.so.5"})));
   AddDist(tf, "tensorflow-gpu", "1.2.0", {},
-          {"tensorflow/python/platform/build_info.py", "tensorflow/python/_pywrap_tensorflow_internal.so"});
+          {"tensorflow/python/platform/build_info.py",
+           "tensorflow/python/_pywrap_tensorflow_internal.so"});
   r.layers.push_back(Layer(tf, "RUN pip install tensorflow-gpu==1.2.0"));
   return r;
 }
@@ -204,7 +215,8 @@ TEST_CASE("seed: TensorFlow 1.2 built with cuDNN 5.1 loads cuDNN 5.0.5 first (IC
   std::string m = f["message"];
   CHECK(m.find("cuDNN 5.1") != std::string::npos);
   CHECK(m.find("cuDNN 5.0.5") != std::string::npos);
-  CHECK(m.find("Loaded runtime CuDNN library: 5005 (compatibility version 5000) but source was compiled with "
+  CHECK(m.find("Loaded runtime CuDNN library: 5005 (compatibility version 5000) but source was "
+               "compiled with "
                "5100 (compatibility version 5100)") != std::string::npos);
   CHECK(f["severity"] == "error");
   CHECK(f["paths"][0] == "/usr/local/cudnn-5.0/lib64/libcudnn.so.5.0.5");
@@ -215,7 +227,9 @@ TEST_CASE("seed: TensorFlow 1.2 built with cuDNN 5.1 loads cuDNN 5.0.5 first (IC
   CHECK(good.Count("IC001") == 0);
 }
 
-TEST_CASE("a consistent PyTorch stack is clean; a shadowing cuDNN is not (IC001, IC010, IC050, IC051)", "[scan]") {
+TEST_CASE(
+    "a consistent PyTorch stack is clean; a shadowing cuDNN is not (IC001, IC010, IC050, IC051)",
+    "[scan]") {
   ImageRecipe clean = Base();
   clean.layers.push_back(TorchLayer({}));
   Result ok = Scan(clean);
@@ -233,14 +247,15 @@ TEST_CASE("a consistent PyTorch stack is clean; a shadowing cuDNN is not (IC001,
   INFO(Messages(bad));
   REQUIRE(bad.Count("IC001") == 1);
   CHECK(bad.Of("IC001")[0]["message"].get<std::string>().find(
-            "cuDNN version incompatibility: PyTorch was compiled  against (8, 9, 2) but found runtime version (8, 5, 0)") !=
-        std::string::npos);
+            "cuDNN version incompatibility: PyTorch was compiled  against (8, 9, 2) but found "
+            "runtime version (8, 5, 0)") != std::string::npos);
   CHECK(bad.Count("IC010") == 1);
   CHECK(bad.Count("IC050") == 1);
   CHECK(bad.Count("IC051") == 1);
   CHECK(bad.status == 1);
 
-  // A newer minor in LD_LIBRARY_PATH is accepted by PyTorch (cuDNN >= 7): no IC001, still shadowing.
+  // A newer minor in LD_LIBRARY_PATH is accepted by PyTorch (cuDNN >= 7): no IC001, still
+  // shadowing.
   ImageRecipe newer = Base({"LD_LIBRARY_PATH=/usr/local/cudnn/lib64"});
   newer.layers.push_back(TorchLayer({}));
   std::vector<Entry> nine;
@@ -283,10 +298,12 @@ TEST_CASE("cuDNN 9 sub-libraries from another install (IC004)", "[scan]") {
   s.torch = "2.4.0";
   s.cudnn = "9.1.0.70";
   auto image = [&](bool skew) {
-    ImageRecipe r = Base(skew ? std::vector<std::string>{"LD_LIBRARY_PATH=/opt/cudnn9/lib"} : std::vector<std::string>{});
+    ImageRecipe r = Base(skew ? std::vector<std::string>{"LD_LIBRARY_PATH=/opt/cudnn9/lib"}
+                              : std::vector<std::string>{});
     r.layers.push_back(TorchLayer(s));
     std::vector<Entry> other;
-    for (const auto& sub : kCudnn9Subs) AddLib(other, "opt/cudnn9/lib", sub + ".so.9.5.1", So(sub + ".so.9"), sub + ".so.9");
+    for (const auto& sub : kCudnn9Subs)
+      AddLib(other, "opt/cudnn9/lib", sub + ".so.9.5.1", So(sub + ".so.9"), sub + ".so.9");
     r.layers.push_back(Layer(other, "COPY cudnn9 /opt/cudnn9"));
     return r;
   };
@@ -303,7 +320,8 @@ TEST_CASE("an older copy of a CUDA library (IC011)", "[scan]") {
     ImageRecipe r = Base();
     std::vector<Entry> e;
     AddLib(e, "usr/lib64", "libcublas.so.12.4.5.8", So("libcublas.so.12"), "libcublas.so.12");
-    AddLib(e, "opt/old/lib", "libcublas.so." + old_version, So("libcublas.so.12"), "libcublas.so.12");
+    AddLib(e, "opt/old/lib", "libcublas.so." + old_version, So("libcublas.so.12"),
+           "libcublas.so.12");
     r.layers.push_back(Layer(e, "COPY cublas"));
     return r;
   };
@@ -318,15 +336,19 @@ TEST_CASE("a CUDA library that cannot be resolved (IC012)", "[scan]") {
   auto image = [](bool with_lt) {
     ImageRecipe r = Base();
     std::vector<Entry> e;
-    AddLib(e, "usr/lib64", "libcublas.so.12.4.5.8", So("libcublas.so.12", {"libcublasLt.so.12"}), "libcublas.so.12");
-    if (with_lt) AddLib(e, "usr/lib64", "libcublasLt.so.12.4.5.8", So("libcublasLt.so.12"), "libcublasLt.so.12");
+    AddLib(e, "usr/lib64", "libcublas.so.12.4.5.8", So("libcublas.so.12", {"libcublasLt.so.12"}),
+           "libcublas.so.12");
+    if (with_lt)
+      AddLib(e, "usr/lib64", "libcublasLt.so.12.4.5.8", So("libcublasLt.so.12"),
+             "libcublasLt.so.12");
     r.layers.push_back(Layer(e, "COPY cublas"));
     return r;
   };
   Result bad = Scan(image(false));
   INFO(Messages(bad));
   REQUIRE(bad.Count("IC012") == 1);
-  CHECK(bad.Of("IC012")[0]["message"].get<std::string>().find("libcublasLt.so.12") != std::string::npos);
+  CHECK(bad.Of("IC012")[0]["message"].get<std::string>().find("libcublasLt.so.12") !=
+        std::string::npos);
   CHECK(Scan(image(true)).Count("IC012") == 0);
 }
 
@@ -350,8 +372,10 @@ TEST_CASE("an application's own executable, wherever it lies, is a consumer (IC0
 
 TEST_CASE("a symbol version the resolved library lacks (IC013)", "[scan]") {
   const std::string fn = "int cudaFancy(void) { return 1; }\n";
-  fs::path good = So("libcudart.so.12", {}, "", fn, "libcudart.so.12 { global: cudaFancy; local: *; };");
-  fs::path old = So("libcudart.so.12", {}, "", fn, "libcudart.so.11.0 { global: cudaFancy; local: *; };");
+  fs::path good =
+      So("libcudart.so.12", {}, "", fn, "libcudart.so.12 { global: cudaFancy; local: *; };");
+  fs::path old =
+      So("libcudart.so.12", {}, "", fn, "libcudart.so.11.0 { global: cudaFancy; local: *; };");
   // The consumer is linked against the good one, so it needs version libcudart.so.12.
   SharedObject consumer;
   consumer.soname = "libcublas.so.12";
@@ -370,7 +394,8 @@ TEST_CASE("a symbol version the resolved library lacks (IC013)", "[scan]") {
   Result bad = Scan(image(old));
   INFO(Messages(bad));
   REQUIRE(bad.Count("IC013") == 1);
-  CHECK(bad.Of("IC013")[0]["message"].get<std::string>().find("cudaFancy@libcudart.so.12") != std::string::npos);
+  CHECK(bad.Of("IC013")[0]["message"].get<std::string>().find("cudaFancy@libcudart.so.12") !=
+        std::string::npos);
   CHECK(Scan(image(good)).Count("IC013") == 0);
 }
 
@@ -380,7 +405,9 @@ TEST_CASE("a dangling soname link (IC014)", "[scan]") {
     std::vector<Entry> e;
     AddLib(e, "usr/lib64", "libcufft.so.11.2.1.3", So("libcufft.so.11"), "libcufft.so.11");
     r.layers.push_back(Layer(e, "COPY cufft"));
-    if (remove) r.layers.push_back(Layer({Whiteout("usr/lib64/libcufft.so.11.2.1.3")}, "RUN rm libcufft.so.11.2.1.3"));
+    if (remove)
+      r.layers.push_back(
+          Layer({Whiteout("usr/lib64/libcufft.so.11.2.1.3")}, "RUN rm libcufft.so.11.2.1.3"));
     return r;
   };
   Result bad = Scan(image(true));
@@ -390,13 +417,16 @@ TEST_CASE("a dangling soname link (IC014)", "[scan]") {
   CHECK(Scan(image(false)).Count("IC014") == 0);
 }
 
-TEST_CASE("driver stub, baked-in driver, forward-compat libraries (IC020, IC021, IC022)", "[scan]") {
+TEST_CASE("driver stub, baked-in driver, forward-compat libraries (IC020, IC021, IC022)",
+          "[scan]") {
   auto cudart = [](std::vector<Entry>& e) {
-    AddLib(e, "usr/local/cuda-12.4/lib64", "libcudart.so.12.4.127", So("libcudart.so.12"), "libcudart.so.12");
+    AddLib(e, "usr/local/cuda-12.4/lib64", "libcudart.so.12.4.127", So("libcudart.so.12"),
+           "libcudart.so.12");
   };
   auto stub = [&](bool on_path) {
-    ImageRecipe r = Base(on_path ? std::vector<std::string>{"LD_LIBRARY_PATH=/usr/local/cuda-12.4/lib64/stubs"}
-                                 : std::vector<std::string>{});
+    ImageRecipe r =
+        Base(on_path ? std::vector<std::string>{"LD_LIBRARY_PATH=/usr/local/cuda-12.4/lib64/stubs"}
+                     : std::vector<std::string>{});
     std::vector<Entry> e;
     cudart(e);
     e.push_back(FileFrom("usr/local/cuda-12.4/lib64/stubs/libcuda.so", So("libcuda.so.1")));
@@ -415,7 +445,8 @@ TEST_CASE("driver stub, baked-in driver, forward-compat libraries (IC020, IC021,
   ImageRecipe driver = Base();
   std::vector<Entry> d;
   AddLib(d, "usr/lib64", "libcuda.so.535.104.05", So("libcuda.so.1"), "libcuda.so.1");
-  AddLib(d, "usr/lib64", "libnvidia-ml.so.535.104.05", So("libnvidia-ml.so.1"), "libnvidia-ml.so.1");
+  AddLib(d, "usr/lib64", "libnvidia-ml.so.535.104.05", So("libnvidia-ml.so.1"),
+         "libnvidia-ml.so.1");
   driver.layers.push_back(Layer(d, "RUN apt-get install libnvidia-compute-535"));
   Result baked = Scan(driver);
   INFO(Messages(baked));
@@ -423,11 +454,13 @@ TEST_CASE("driver stub, baked-in driver, forward-compat libraries (IC020, IC021,
   CHECK(ok.Count("IC021") == 0);
 
   auto compat = [&](bool on_path) {
-    ImageRecipe r = Base(on_path ? std::vector<std::string>{"LD_LIBRARY_PATH=/usr/local/cuda-12.4/compat"}
-                                 : std::vector<std::string>{});
+    ImageRecipe r =
+        Base(on_path ? std::vector<std::string>{"LD_LIBRARY_PATH=/usr/local/cuda-12.4/compat"}
+                     : std::vector<std::string>{});
     std::vector<Entry> e;
     cudart(e);
-    AddLib(e, "usr/local/cuda-12.4/compat", "libcuda.so.550.54.15", So("libcuda.so.1"), "libcuda.so.1");
+    AddLib(e, "usr/local/cuda-12.4/compat", "libcuda.so.550.54.15", So("libcuda.so.1"),
+           "libcuda.so.1");
     r.layers.push_back(Layer(e, "RUN apt-get install cuda-compat-12-4"));
     return r;
   };
@@ -451,7 +484,8 @@ TEST_CASE("target driver and NVIDIA_REQUIRE_CUDA (IC030, IC031)", "[scan]") {
   Result none = Scan(r);
   CHECK(none.Count("IC030") == 0);
   bool noted = false;
-  for (const auto& n : none.json["notes"]) noted = noted || n.get<std::string>().rfind("IC030", 0) == 0;
+  for (const auto& n : none.json["notes"])
+    noted = noted || n.get<std::string>().rfind("IC030", 0) == 0;
   CHECK(noted);
 
   ImageRecipe under = Base({"NVIDIA_REQUIRE_CUDA=cuda>=11.8 brand=tesla,driver>=470,driver<471"});
@@ -470,7 +504,8 @@ TEST_CASE("target GPU: device code and cuDNN's GPU floor (IC040, IC041)", "[scan
   spec.soname = "libcufft.so.11";
   spec.fatbin = BuildFatbin({{false, 80}, {false, 90}});
   ImageRecipe r = Base();
-  r.layers.push_back(Layer({File("usr/lib64/libcufft.so.11.2.1.3", BuildElf(spec)), Symlink("usr/lib64/libcufft.so.11", "libcufft.so.11.2.1.3")},
+  r.layers.push_back(Layer({File("usr/lib64/libcufft.so.11.2.1.3", BuildElf(spec)),
+                            Symlink("usr/lib64/libcufft.so.11", "libcufft.so.11.2.1.3")},
                            "COPY cufft"));
   Result bad = Scan(r, "--gpu sm_75");
   INFO(Messages(bad));
@@ -489,8 +524,8 @@ TEST_CASE("target GPU: device code and cuDNN's GPU floor (IC040, IC041)", "[scan
   Result volta = Scan(t, "--gpu 'Tesla V100'");
   INFO(Messages(volta));
   REQUIRE(volta.Count("IC041") == 1);
-  CHECK(volta.Of("IC041")[0]["message"].get<std::string>().find("not compatible with devices with SM < 7.5") !=
-        std::string::npos);
+  CHECK(volta.Of("IC041")[0]["message"].get<std::string>().find(
+            "not compatible with devices with SM < 7.5") != std::string::npos);
   CHECK(Scan(t, "--gpu A100").Count("IC041") == 0);
 }
 
@@ -505,7 +540,8 @@ TEST_CASE("LD_LIBRARY_PATH with empty, relative or missing entries (IC060)", "[s
   CHECK(m.find("/opt/gone/lib") != std::string::npos);
   CHECK(m.find("relative") != std::string::npos);
   // The nvidia/cuda images' driver-volume entries are mounted at run time.
-  ImageRecipe ok = Base({"LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64:/usr/lib64"});
+  ImageRecipe ok =
+      Base({"LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64:/usr/lib64"});
   ok.layers.push_back(Layer({Dir("usr/lib64")}, "RUN mkdir"));
   CHECK(Scan(ok).Count("IC060") == 0);
 }
@@ -527,12 +563,14 @@ TEST_CASE("ld.so.cache out of date with the library directories (IC061)", "[scan
   std::string cache = ReadFile(root / "etc/ld.so.cache");
   auto image = [&](bool add_later) {
     ImageRecipe img = Base();
-    std::vector<Entry> e = {File("etc/ld.so.conf", "/opt/cuda/lib\n"), File("etc/ld.so.cache", cache)};
+    std::vector<Entry> e = {File("etc/ld.so.conf", "/opt/cuda/lib\n"),
+                            File("etc/ld.so.cache", cache)};
     AddLib(e, "opt/cuda/lib", "libcufft.so.11.2.1.3", So("libcufft.so.11"), "libcufft.so.11");
     img.layers.push_back(Layer(e, "RUN ldconfig"));
     if (add_later) {
       std::vector<Entry> more;
-      AddLib(more, "opt/cuda/lib", "libcurand.so.10.3.5.147", So("libcurand.so.10"), "libcurand.so.10");
+      AddLib(more, "opt/cuda/lib", "libcurand.so.10.3.5.147", So("libcurand.so.10"),
+             "libcurand.so.10");
       img.layers.push_back(Layer(more, "COPY curand /opt/cuda/lib"));
     }
     return img;
@@ -540,7 +578,8 @@ TEST_CASE("ld.so.cache out of date with the library directories (IC061)", "[scan
   Result bad = Scan(image(true));
   INFO(Messages(bad));
   REQUIRE(bad.Count("IC061") == 1);
-  CHECK(bad.Of("IC061")[0]["message"].get<std::string>().find("libcurand.so.10") != std::string::npos);
+  CHECK(bad.Of("IC061")[0]["message"].get<std::string>().find("libcurand.so.10") !=
+        std::string::npos);
   CHECK(Scan(image(false)).Count("IC061") == 0);
 }
 
@@ -556,7 +595,7 @@ TEST_CASE("exit codes, --fail-on, --ignore and the config file", "[scan]") {
 
   ImageRecipe ld = Base({"LD_LIBRARY_PATH=:/usr/lib64"});
   ld.layers.push_back(Layer({Dir("usr/lib64")}, "RUN mkdir"));
-  CHECK(Scan(ld).status == 0);                        // a warning passes the default gate
+  CHECK(Scan(ld).status == 0);  // a warning passes the default gate
   CHECK(Scan(ld, "--fail-on warning").status == 1);
 
   TempDir dir;
@@ -568,7 +607,8 @@ TEST_CASE("exit codes, --fail-on, --ignore and the config file", "[scan]") {
   WriteFile(dir / "bad.yaml", "ignore:\n  - rule: IC060\n");
   Result bad_cfg = Scan(ld, "--config '" + (dir / "bad.yaml").string() + "'");
   CHECK(bad_cfg.status == 2);
-  CHECK(bad_cfg.output.find("bad.yaml:2: the ignore of IC060 needs a \"reason\"") != std::string::npos);
+  CHECK(bad_cfg.output.find("bad.yaml:2: the ignore of IC060 needs a \"reason\"") !=
+        std::string::npos);
 
   auto typo = Run("'" + Imgcheck() + "' scan oci:/nonexistent --ignore IC0060 2>&1");
   CHECK(typo.status == 2);
@@ -581,13 +621,16 @@ TEST_CASE("every format renders a scan, --output writes it", "[scan]") {
   TempDir dir;
   WriteOciLayout(dir / "layout", Seed(true));
   std::string ref = "oci:" + (dir / "layout").string() + ":latest";
-  auto sarif = Run("'" + Imgcheck() + "' scan " + ref + " --format sarif --output '" + (dir / "r.sarif").string() + "'");
+  auto sarif = Run("'" + Imgcheck() + "' scan " + ref + " --format sarif --output '" +
+                   (dir / "r.sarif").string() + "'");
   CHECK(sarif.status == 1);
   auto j = nlohmann::json::parse(ReadFile(dir / "r.sarif"));
   CHECK(j["version"] == "2.1.0");
   CHECK(j["runs"][0]["results"].size() >= 1);
   auto junit = Run("'" + Imgcheck() + "' " + ref + " --format junit");
-  CHECK(junit.output.find("<testcase classname=\"imgcheck.IC001\" name=\"IC001 cudnn-version-mismatch\">") != std::string::npos);
+  CHECK(junit.output.find(
+            "<testcase classname=\"imgcheck.IC001\" name=\"IC001 cudnn-version-mismatch\">") !=
+        std::string::npos);
   auto text = Run("NO_COLOR=1 '" + Imgcheck() + "' " + ref);
   CHECK(text.output.find("Error (1)") != std::string::npos);
   CHECK(text.output.find("\033[") == std::string::npos);  // not a terminal: no colour

@@ -35,8 +35,8 @@ bool HasDirComponent(std::string_view path, const std::vector<std::string>& name
 
 // Framework build files, by path suffix: which framework each describes.
 struct FrameworkFile {
-  std::string_view suffix;   ///< glob on the path's end, matched component-wise
-  std::string_view name;     ///< framework name when the file does not say
+  std::string_view suffix;  ///< glob on the path's end, matched component-wise
+  std::string_view name;    ///< framework name when the file does not say
   bool json = false;
 };
 constexpr FrameworkFile kFrameworkFiles[] = {
@@ -85,8 +85,8 @@ uint64_t MetadataLimit(std::string_view path) {
   if (util::BaseName(dir) == "conda-meta" && EndsWith(name, ".json")) return 32 * kMiB;
   // The version headers of rules/libraries.json ("headers"); the policy runs before the rules
   // are read, so it keeps every name those globs could match.
-  if (EndsWith(name, ".h") && (StartsWith(name, "cudnn_version") || name == "cudnn.h" ||
-                               name == "cuda_runtime_api.h")) {
+  if (EndsWith(name, ".h") &&
+      (StartsWith(name, "cudnn_version") || name == "cudnn.h" || name == "cuda_runtime_api.h")) {
     return 2 * kMiB;
   }
   if (IsCudaVersionFile(path)) return 1 * kMiB;
@@ -110,16 +110,26 @@ bool LikelyElf(std::string_view path, uint64_t size, uint32_t mode) {
 /// Trust order of version sources, most trusted first: packages state the exact release.
 int Trust(VersionSource s) {
   switch (s) {
-    case VersionSource::kDpkg: return 0;
-    case VersionSource::kPipRecord: return 1;
-    case VersionSource::kConda: return 2;
-    case VersionSource::kPipMetadata: return 3;
-    case VersionSource::kHeader: return 4;
-    case VersionSource::kVersionJson: return 5;
-    case VersionSource::kBuildInfo: return 6;
-    case VersionSource::kFilename: return 7;
-    case VersionSource::kSoname: return 8;
-    case VersionSource::kEnv: return 9;
+    case VersionSource::kDpkg:
+      return 0;
+    case VersionSource::kPipRecord:
+      return 1;
+    case VersionSource::kConda:
+      return 2;
+    case VersionSource::kPipMetadata:
+      return 3;
+    case VersionSource::kHeader:
+      return 4;
+    case VersionSource::kVersionJson:
+      return 5;
+    case VersionSource::kBuildInfo:
+      return 6;
+    case VersionSource::kFilename:
+      return 7;
+    case VersionSource::kSoname:
+      return 8;
+    case VersionSource::kEnv:
+      return 9;
   }
   return 10;
 }
@@ -147,7 +157,7 @@ std::string Major(std::string_view version) {
 }
 
 struct DistInfo {
-  std::string dir;            ///< the *.dist-info / *.egg-info directory
+  std::string dir;  ///< the *.dist-info / *.egg-info directory
   const Node* metadata = nullptr;
   std::string metadata_path;
   const Node* record = nullptr;
@@ -476,7 +486,8 @@ class Builder {
         if (rules_.ByPackage(o.manager, o.name) == rules_.Classify(c->name)) {
           static constexpr VersionSource kBy[] = {VersionSource::kDpkg, VersionSource::kPipRecord,
                                                   VersionSource::kConda};
-          std::string v = o.manager == PackageManager::kDpkg ? UpstreamVersion(o.version) : o.version;
+          std::string v =
+              o.manager == PackageManager::kDpkg ? UpstreamVersion(o.version) : o.version;
           c->versions.push_back({v, kBy[static_cast<int>(o.manager)], o.metadata, o.layer,
                                  o.version == v ? "" : o.version});
         }
@@ -597,7 +608,8 @@ class Builder {
       c.layer = node->layer;
       c.overwritten_layers = node->history;
       if (versions.count("cuda")) {
-        c.versions.push_back({versions["cuda"], VersionSource::kVersionJson, path, node->layer, ""});
+        c.versions.push_back(
+            {versions["cuda"], VersionSource::kVersionJson, path, node->layer, ""});
       }
       for (const auto& [k, v] : versions) c.build[k] = v;
       cat_.components.push_back(std::move(c));
@@ -606,8 +618,8 @@ class Builder {
         for (const std::string& key : f.version_json) {
           auto it = versions.find(key);
           if (it == versions.end()) continue;
-          AttachUnder(f.family, root, {it->second, VersionSource::kVersionJson, path, node->layer, key},
-                      claimed);
+          AttachUnder(f.family, root,
+                      {it->second, VersionSource::kVersionJson, path, node->layer, key}, claimed);
         }
       }
     }
@@ -649,8 +661,8 @@ class Builder {
       for (std::string_view key : {"__version__", "_version"}) {
         auto it = c.build.find(key);
         if (it != c.build.end() && VersionPrecision(it->second) > 0) {
-          c.versions.push_back({it->second, VersionSource::kBuildInfo, path, node->layer,
-                                std::string(key)});
+          c.versions.push_back(
+              {it->second, VersionSource::kBuildInfo, path, node->layer, std::string(key)});
           break;
         }
       }
@@ -692,8 +704,8 @@ class Builder {
   std::vector<std::pair<std::string, std::string>> dpkg_lists_;  // package, list/md5sums path
   std::map<std::string, DistInfo> dists_;
   std::vector<std::string> conda_, headers_, version_files_, frameworks_;
-  std::map<std::string, PackageRef> owners_;     // canonical path -> owning package
-  std::map<std::string, size_t> library_at_;     // present library path -> component index
+  std::map<std::string, PackageRef> owners_;  // canonical path -> owning package
+  std::map<std::string, size_t> library_at_;  // present library path -> component index
 };
 
 }  // namespace

@@ -8,41 +8,64 @@ namespace imgcheck::catalog {
 
 std::string_view KindName(ComponentKind kind) {
   switch (kind) {
-    case ComponentKind::kCudaLibrary: return "cuda-library";
-    case ComponentKind::kDriverLibrary: return "driver-library";
-    case ComponentKind::kDriverStub: return "driver-stub";
-    case ComponentKind::kCompatLibrary: return "compat-library";
-    case ComponentKind::kCudaToolkit: return "cuda-toolkit";
-    case ComponentKind::kHeader: return "header";
-    case ComponentKind::kPythonDist: return "python-dist";
-    case ComponentKind::kFramework: return "framework";
-    case ComponentKind::kOsPackage: return "os-package";
-    case ComponentKind::kCondaPackage: return "conda-package";
+    case ComponentKind::kCudaLibrary:
+      return "cuda-library";
+    case ComponentKind::kDriverLibrary:
+      return "driver-library";
+    case ComponentKind::kDriverStub:
+      return "driver-stub";
+    case ComponentKind::kCompatLibrary:
+      return "compat-library";
+    case ComponentKind::kCudaToolkit:
+      return "cuda-toolkit";
+    case ComponentKind::kHeader:
+      return "header";
+    case ComponentKind::kPythonDist:
+      return "python-dist";
+    case ComponentKind::kFramework:
+      return "framework";
+    case ComponentKind::kOsPackage:
+      return "os-package";
+    case ComponentKind::kCondaPackage:
+      return "conda-package";
   }
   return "unknown";
 }
 
 std::string_view SourceName(VersionSource source) {
   switch (source) {
-    case VersionSource::kFilename: return "filename";
-    case VersionSource::kSoname: return "soname";
-    case VersionSource::kDpkg: return "dpkg";
-    case VersionSource::kPipRecord: return "pip-record";
-    case VersionSource::kPipMetadata: return "pip-metadata";
-    case VersionSource::kConda: return "conda";
-    case VersionSource::kHeader: return "header";
-    case VersionSource::kVersionJson: return "version.json";
-    case VersionSource::kBuildInfo: return "build-info";
-    case VersionSource::kEnv: return "env";
+    case VersionSource::kFilename:
+      return "filename";
+    case VersionSource::kSoname:
+      return "soname";
+    case VersionSource::kDpkg:
+      return "dpkg";
+    case VersionSource::kPipRecord:
+      return "pip-record";
+    case VersionSource::kPipMetadata:
+      return "pip-metadata";
+    case VersionSource::kConda:
+      return "conda";
+    case VersionSource::kHeader:
+      return "header";
+    case VersionSource::kVersionJson:
+      return "version.json";
+    case VersionSource::kBuildInfo:
+      return "build-info";
+    case VersionSource::kEnv:
+      return "env";
   }
   return "unknown";
 }
 
 std::string_view ManagerName(PackageManager manager) {
   switch (manager) {
-    case PackageManager::kDpkg: return "dpkg";
-    case PackageManager::kPip: return "pip";
-    case PackageManager::kConda: return "conda";
+    case PackageManager::kDpkg:
+      return "dpkg";
+    case PackageManager::kPip:
+      return "pip";
+    case PackageManager::kConda:
+      return "conda";
   }
   return "unknown";
 }

@@ -53,11 +53,11 @@ std::string_view SourceName(VersionSource source);
 
 /// One statement of a version, and exactly where it was read.
 struct VersionEvidence {
-  std::string value;      ///< normalised upstream version ("8.9.2.26"); dpkg epoch/revision cut
+  std::string value;  ///< normalised upstream version ("8.9.2.26"); dpkg epoch/revision cut
   VersionSource source = VersionSource::kFilename;
-  std::string path;       ///< the file that says so (the library itself for filename/soname)
-  int layer = -1;         ///< layer that wrote `path`; -1 for image configuration
-  std::string detail;     ///< raw form when it differs ("8.9.2.26-1+cuda12.1", "CUDNN_MAJOR")
+  std::string path;    ///< the file that says so (the library itself for filename/soname)
+  int layer = -1;      ///< layer that wrote `path`; -1 for image configuration
+  std::string detail;  ///< raw form when it differs ("8.9.2.26-1+cuda12.1", "CUDNN_MAJOR")
 };
 
 enum class PackageManager : uint8_t { kDpkg, kPip, kConda };
@@ -67,10 +67,10 @@ std::string_view ManagerName(PackageManager manager);
 /// The package that owns a file.
 struct PackageRef {
   PackageManager manager = PackageManager::kDpkg;
-  std::string name;       ///< "libcudnn8", "nvidia-cudnn-cu12", "cudnn"
-  std::string version;    ///< as the package manager states it
-  std::string metadata;   ///< the metadata file (dpkg info/*.list, dist-info RECORD, conda json)
-  int layer = -1;         ///< layer that wrote `metadata`
+  std::string name;      ///< "libcudnn8", "nvidia-cudnn-cu12", "cudnn"
+  std::string version;   ///< as the package manager states it
+  std::string metadata;  ///< the metadata file (dpkg info/*.list, dist-info RECORD, conda json)
+  int layer = -1;        ///< layer that wrote `metadata`
 };
 
 /// Key facts of a library's ELF headers (the whole ElfInfo is Catalog::Elf(path)).
@@ -79,8 +79,8 @@ struct LibraryFacts {
   std::vector<std::string> needed;
   uint16_t machine = 0;
   bool is64 = true;
-  std::vector<unsigned> sass_sm;   ///< architectures with cubins in .nv_fatbin, sorted unique
-  std::vector<unsigned> ptx_sm;    ///< architectures with PTX, sorted unique
+  std::vector<unsigned> sass_sm;  ///< architectures with cubins in .nv_fatbin, sorted unique
+  std::vector<unsigned> ptx_sm;   ///< architectures with PTX, sorted unique
 };
 
 /// Framework build facts, keys as the framework names them when it has one:
@@ -96,10 +96,10 @@ using BuildFacts = std::map<std::string, std::string, std::less<>>;
 
 /// A `Requires-Dist:` line of a Python distribution.
 struct Requirement {
-  std::string name;        ///< normalised (PEP 503: lowercase, runs of -_. -> '-')
-  std::string specifier;   ///< "==8.9.2.26", ">=2,<3", empty for any
-  std::string marker;      ///< text after ';', trimmed, empty when none
-  std::string raw;         ///< the line's value as written
+  std::string name;       ///< normalised (PEP 503: lowercase, runs of -_. -> '-')
+  std::string specifier;  ///< "==8.9.2.26", ">=2,<3", empty for any
+  std::string marker;     ///< text after ';', trimmed, empty when none
+  std::string raw;        ///< the line's value as written
   /// The pinned version when the specifier is exactly "==V" (or "===V"), else empty.
   std::string Pinned() const;
 };
@@ -112,18 +112,18 @@ struct Component {
   /// Library family from rules/libraries.json ("cudnn", "cublas", "driver", ...); for packages,
   /// the family whose package patterns matched; empty when none.
   std::string family;
-  std::string version;                   ///< the most precise known; empty when unknown
+  std::string version;                    ///< the most precise known; empty when unknown
   std::vector<VersionEvidence> versions;  ///< every source, most trusted first
   /// Libraries: the regular file; dists: the *.dist-info / *.egg-info dir; dpkg packages:
   /// the status file; frameworks / headers / toolkits / conda: the file parsed.
   std::string path;
-  int layer = -1;                        ///< layer that wrote `path` (the deleting layer if deleted)
-  std::vector<int> overwritten_layers;   ///< earlier layers whose copy of `path` this one hides
-  bool deleted = false;                  ///< removed by a whiteout in `layer`: not in the image
-  std::vector<std::string> aliases;      ///< symlinks in the image that resolve to `path`
+  int layer = -1;                       ///< layer that wrote `path` (the deleting layer if deleted)
+  std::vector<int> overwritten_layers;  ///< earlier layers whose copy of `path` this one hides
+  bool deleted = false;                 ///< removed by a whiteout in `layer`: not in the image
+  std::vector<std::string> aliases;     ///< symlinks in the image that resolve to `path`
   /// Libraries: the package owning `path`; nullopt = unmanaged. Frameworks: the pip dist.
   std::optional<PackageRef> owner;
-  std::optional<LibraryFacts> elf;       ///< libraries whose ELF headers were read
+  std::optional<LibraryFacts> elf;  ///< libraries whose ELF headers were read
 
   // Python distributions.
   std::vector<Requirement> requires_dist;
@@ -139,9 +139,9 @@ struct Component {
 struct ImageConfig {
   std::vector<std::pair<std::string, std::string>> env;  ///< config Env, in order
   std::map<std::string, std::string> labels;
-  LdSoConf ld_so_conf;                 ///< /etc/ld.so.conf and its includes (empty if absent)
+  LdSoConf ld_so_conf;                     ///< /etc/ld.so.conf and its includes (empty if absent)
   std::optional<LdCacheFile> ld_so_cache;  ///< /etc/ld.so.cache; nullopt when absent or corrupt
-  std::string ld_so_cache_path;        ///< "/etc/ld.so.cache" when present
+  std::string ld_so_cache_path;            ///< "/etc/ld.so.cache" when present
   int ld_so_cache_layer = -1;
   std::map<std::string, std::string> os_release;  ///< ID, VERSION_ID, PRETTY_NAME, ...
   std::string os_release_path;

@@ -62,8 +62,8 @@ class FakeImage {
     return *this;
   }
   FakeImage& Deleted(const std::string& path, int layer, std::vector<int> history) {
-    image_.tree.mutable_deleted()[path] = image::Deletion{layer, std::move(history),
-                                                          image::NodeType::kRegular};
+    image_.tree.mutable_deleted()[path] =
+        image::Deletion{layer, std::move(history), image::NodeType::kRegular};
     return *this;
   }
   image::Image& image() { return image_; }
@@ -103,16 +103,17 @@ TEST_CASE("cuDNN 8 from dpkg, cudart from the toolkit, driver files", "[catalog]
   std::string lib = kLib, cuda = kCuda;
   std::string targets = cuda + "/targets/x86_64-linux";
   FakeImage f(3);
-  f.File("/var/lib/dpkg/status",
-         "Package: libc6\nStatus: install ok installed\nVersion: 2.35-0ubuntu3\n\n"
-         "Package: libcudnn8\nStatus: hold ok installed\nArchitecture: amd64\n"
-         "Version: 8.9.2.26-1+cuda12.1\n\n"
-         "Package: cuda-cudart-12-1\nStatus: install ok installed\nVersion: 12.1.105-1\n\n"
-         "Package: cuda-compat-12-1\nStatus: install ok installed\nVersion: 530.30.02-1\n\n"
-         "Package: libcudnn8-dev\nStatus: deinstall ok config-files\nVersion: 8.9.2.26-1+cuda12.1\n");
-  f.File("/var/lib/dpkg/info/libcudnn8:amd64.list",
-         "/.\n/usr\n" + lib + "/libcudnn.so.8.9.2\n" + lib + "/libcudnn.so.8\n" + lib +
-             "/libcudnn_ops_infer.so.8.9.2\n");
+  f.File(
+      "/var/lib/dpkg/status",
+      "Package: libc6\nStatus: install ok installed\nVersion: 2.35-0ubuntu3\n\n"
+      "Package: libcudnn8\nStatus: hold ok installed\nArchitecture: amd64\n"
+      "Version: 8.9.2.26-1+cuda12.1\n\n"
+      "Package: cuda-cudart-12-1\nStatus: install ok installed\nVersion: 12.1.105-1\n\n"
+      "Package: cuda-compat-12-1\nStatus: install ok installed\nVersion: 530.30.02-1\n\n"
+      "Package: libcudnn8-dev\nStatus: deinstall ok config-files\nVersion: 8.9.2.26-1+cuda12.1\n");
+  f.File("/var/lib/dpkg/info/libcudnn8:amd64.list", "/.\n/usr\n" + lib + "/libcudnn.so.8.9.2\n" +
+                                                        lib + "/libcudnn.so.8\n" + lib +
+                                                        "/libcudnn_ops_infer.so.8.9.2\n");
   f.File("/var/lib/dpkg/info/cuda-cudart-12-1.list", targets + "/lib/libcudart.so.12.1.105\n");
   f.File("/var/lib/dpkg/info/cuda-compat-12-1.list", cuda + "/compat/libcuda.so.530.30.02\n");
   f.Library(lib + "/libcudnn.so.8.9.2", "libcudnn.so.8");
@@ -161,12 +162,14 @@ TEST_CASE("cuDNN 8 from dpkg, cudart from the toolkit, driver files", "[catalog]
     CHECK(cat.Elf(lib + "/libcudnn.so.8") == nullptr);  // no link following
   }
   SECTION("a sub-library rewritten by a later layer, and one deleted") {
-    const Component& ops = One(cat, ComponentKind::kCudaLibrary, lib + "/libcudnn_ops_infer.so.8.9.2");
+    const Component& ops =
+        One(cat, ComponentKind::kCudaLibrary, lib + "/libcudnn_ops_infer.so.8.9.2");
     CHECK(ops.name == "libcudnn_ops_infer");
     CHECK(ops.layer == 1);
     CHECK(ops.overwritten_layers == std::vector<int>{0});
     CHECK(ops.version == "8.9.2.26");
-    const Component& adv = One(cat, ComponentKind::kCudaLibrary, lib + "/libcudnn_adv_infer.so.8.9.2");
+    const Component& adv =
+        One(cat, ComponentKind::kCudaLibrary, lib + "/libcudnn_adv_infer.so.8.9.2");
     CHECK(adv.deleted);
     CHECK(adv.layer == 2);
     CHECK(adv.version == "8.9.2");
@@ -206,7 +209,8 @@ TEST_CASE("cuDNN 8 from dpkg, cudart from the toolkit, driver files", "[catalog]
     REQUIRE(compat.owner);
     CHECK(compat.owner->name == "cuda-compat-12-1");
     CHECK(Evidence(compat, VersionSource::kDpkg) != nullptr);
-    const Component& driver = One(cat, ComponentKind::kDriverLibrary, lib + "/libcuda.so.535.104.05");
+    const Component& driver =
+        One(cat, ComponentKind::kDriverLibrary, lib + "/libcuda.so.535.104.05");
     CHECK(driver.version == "535.104.05");
     CHECK_FALSE(driver.owner);  // unmanaged
     CHECK(driver.layer == 2);
@@ -256,7 +260,8 @@ TEST_CASE("pip wheels, frameworks and conda", "[catalog]") {
   const std::string cudnn_info = site + "/nvidia_cudnn_cu12-9.1.0.70.dist-info";
   const std::string torch_info = site + "/torch-2.3.0.dist-info";
   FakeImage f(2);
-  f.File(cudnn_info + "/METADATA", "Metadata-Version: 2.1\nName: nvidia-cudnn-cu12\nVersion: 9.1.0.70\n");
+  f.File(cudnn_info + "/METADATA",
+         "Metadata-Version: 2.1\nName: nvidia-cudnn-cu12\nVersion: 9.1.0.70\n");
   f.File(cudnn_info + "/RECORD",
          "nvidia/cudnn/lib/libcudnn.so.9,sha256=x,1\n"
          "nvidia/cudnn/lib/libcudnn_graph.so.9,sha256=x,1\n"
@@ -289,10 +294,12 @@ TEST_CASE("pip wheels, frameworks and conda", "[catalog]") {
          R"({"packaging":"pip","cuda":"12.x","cudnn":{"version":"8.8.1","filename":"c.tar"}})");
   f.File(site + "/cupy_cuda12x-12.0.0-py3.10.egg-info/PKG-INFO",
          "Metadata-Version: 1.2\nName: cupy-cuda12x\nVersion: 12.0.0\n");
-  f.File(site + "/jax/version.py", "_version: str = \"0.4.30\"\n__version__ = _version_from_git()\n");
+  f.File(site + "/jax/version.py",
+         "_version: str = \"0.4.30\"\n__version__ = _version_from_git()\n");
   f.File(site + "/jax_cuda12_plugin/version.py", "_version = '0.4.30'\n");
-  f.File("/opt/conda/conda-meta/cudnn-8.9.2.26-cuda12_0.json",
-         R"({"name":"cudnn","version":"8.9.2.26","build":"cuda12_0","files":["lib/libcudnn.so.8"]})");
+  f.File(
+      "/opt/conda/conda-meta/cudnn-8.9.2.26-cuda12_0.json",
+      R"({"name":"cudnn","version":"8.9.2.26","build":"cuda12_0","files":["lib/libcudnn.so.8"]})");
   f.File("/opt/conda/conda-meta/python-3.11.0-h1.json",
          R"({"name":"python","version":"3.11.0","files":["bin/python3.11"]})");
   f.File("/opt/conda/conda-meta/broken.json", "{\"name\":");
@@ -300,19 +307,21 @@ TEST_CASE("pip wheels, frameworks and conda", "[catalog]") {
   Catalog cat = Build(f.image());
 
   SECTION("NVIDIA wheels name files by major only: the RECORD owner gives the version") {
-    const Component& c = One(cat, ComponentKind::kCudaLibrary, site + "/nvidia/cudnn/lib/libcudnn.so.9");
+    const Component& c =
+        One(cat, ComponentKind::kCudaLibrary, site + "/nvidia/cudnn/lib/libcudnn.so.9");
     CHECK(c.version == "9.1.0.70");
     const VersionEvidence* pip = Evidence(c, VersionSource::kPipRecord);
     REQUIRE(pip != nullptr);
     CHECK(pip->path == cudnn_info + "/RECORD");
     CHECK(c.versions.front().source == VersionSource::kPipRecord);  // most trusted first
     CHECK(Evidence(c, VersionSource::kHeader)->value == "9.1.0");
-    CHECK(One(cat, ComponentKind::kCudaLibrary, site + "/nvidia/cudnn/lib/libcudnn_graph.so.9").version ==
-          "9.1.0.70");
+    CHECK(One(cat, ComponentKind::kCudaLibrary, site + "/nvidia/cudnn/lib/libcudnn_graph.so.9")
+              .version == "9.1.0.70");
     const Component& dist = Named(cat, ComponentKind::kPythonDist, "nvidia-cudnn-cu12");
     CHECK(dist.version == "9.1.0.70");
     CHECK(dist.path == cudnn_info);
-    CHECK(dist.missing_files == std::vector<std::string>{site + "/nvidia/cudnn/lib/libcudnn_adv.so.9"});
+    CHECK(dist.missing_files ==
+          std::vector<std::string>{site + "/nvidia/cudnn/lib/libcudnn_adv.so.9"});
   }
   SECTION("a library bundled in a framework wheel keeps its own version") {
     const Component& c = One(cat, ComponentKind::kCudaLibrary, site + "/torch/lib/libcudnn.so.8");
@@ -342,8 +351,9 @@ TEST_CASE("pip wheels, frameworks and conda", "[catalog]") {
     CHECK(tf2.build.at("cuda_version") == "11.2");
     CHECK(tf2.build.at("cudnn_version") == "8");
     CHECK(tf2.build.at("cuda_compute_capabilities") == "sm_35,compute_80");
-    const Component& tf1 = One(cat, ComponentKind::kFramework,
-                               "/opt/tf1/lib/python3.6/site-packages/tensorflow/python/platform/build_info.py");
+    const Component& tf1 =
+        One(cat, ComponentKind::kFramework,
+            "/opt/tf1/lib/python3.6/site-packages/tensorflow/python/platform/build_info.py");
     CHECK(tf1.build.at("cuda_version") == "9.0");
     CHECK(tf1.build.at("cudnn_version") == "7");
   }
@@ -459,7 +469,8 @@ TEST_CASE("real NVIDIA cuDNN 9 and cudart wheels from this machine's toolkit", "
       std::filesystem::path host = host_lib / std::filesystem::path(rel).filename();
       image::Node n;
       n.layer = 0;
-      std::filesystem::path header = "/usr/local/cuda/include" / std::filesystem::path(rel).filename();
+      std::filesystem::path header =
+          "/usr/local/cuda/include" / std::filesystem::path(rel).filename();
       if (rel.ends_with("cudnn_version.h") && std::filesystem::exists(header)) {
         std::string text = testing::ReadFile(header);
         n.size = text.size();
@@ -484,7 +495,8 @@ TEST_CASE("real NVIDIA cuDNN 9 and cudart wheels from this machine's toolkit", "
     REQUIRE(c->owner);
     CHECK(c->owner->name == "nvidia-cudnn-cu13");
   }
-  const Component& shim = One(cat, ComponentKind::kCudaLibrary, site + "/nvidia/cudnn/lib/libcudnn.so.9");
+  const Component& shim =
+      One(cat, ComponentKind::kCudaLibrary, site + "/nvidia/cudnn/lib/libcudnn.so.9");
   REQUIRE(shim.elf);
   CHECK(shim.elf->soname == "libcudnn.so.9");
   CHECK(Evidence(shim, VersionSource::kSoname)->value == "9");
@@ -492,7 +504,8 @@ TEST_CASE("real NVIDIA cuDNN 9 and cudart wheels from this machine's toolkit", "
     REQUIRE(Evidence(shim, VersionSource::kHeader) != nullptr);
     CHECK(Evidence(shim, VersionSource::kHeader)->value == "9.19.0");
   }
-  const Component& cudart = One(cat, ComponentKind::kCudaLibrary, site + "/nvidia/cu13/lib/libcudart.so.13");
+  const Component& cudart =
+      One(cat, ComponentKind::kCudaLibrary, site + "/nvidia/cu13/lib/libcudart.so.13");
   CHECK(cudart.version == "13.0.96");
   CHECK(cudart.owner->name == "nvidia-cuda-runtime");
   REQUIRE(cudart.elf);

@@ -17,7 +17,7 @@ constexpr std::string_view kNewMagic = "glibc-ld.so.cache1.1";
 constexpr uint64_t kOldHeaderSize = 16;  // magic[11], pad, uint32 nlibs
 constexpr uint64_t kOldEntrySize = 12;   // int32 flags, uint32 key, uint32 value
 constexpr uint64_t kNewHeaderSize = 48;
-constexpr uint64_t kNewEntrySize = 24;   // old entry + uint32 osversion + uint64 hwcap
+constexpr uint64_t kNewEntrySize = 24;  // old entry + uint32 osversion + uint64 hwcap
 constexpr uint32_t kExtensionMagic = 0xeaa42174;
 constexpr uint32_t kExtensionTagGenerator = 0;
 constexpr uint32_t kExtensionTagGlibcHwcaps = 1;
@@ -190,7 +190,8 @@ util::Expected<LdCacheFile> ParseLdCache(std::string_view bytes) {
   r.Seek(12);
   uint32_t nlibs = *r.Read<uint32_t>();
   auto old_end = util::CheckedAdd(kOldHeaderSize, *util::CheckedMul(nlibs, kOldEntrySize));
-  if (!old_end || *old_end > bytes.size()) return At(kOldHeaderSize, "entry table runs past the end");
+  if (!old_end || *old_end > bytes.size())
+    return At(kOldHeaderSize, "entry table runs past the end");
   // The combined form puts the new format right after the old entries, 8-byte aligned; the
   // loader then reads only the new part (glibc elf/dl-cache.c).
   uint64_t aligned = (*old_end + 7) & ~uint64_t{7};
@@ -239,7 +240,8 @@ void ExpandGlob(const image::Tree& tree, const std::vector<std::string>& parts, 
   if (!dir || !dir->node || dir->node->type != image::NodeType::kDirectory) return;
   for (const std::string& name : tree.List(dir->path)) {
     if (name[0] == '.' && part[0] != '.') continue;  // glob(3): a leading dot must be explicit
-    if (util::GlobMatch(part, name)) ExpandGlob(tree, parts, i + 1, util::JoinPath(prefix, name), out);
+    if (util::GlobMatch(part, name))
+      ExpandGlob(tree, parts, i + 1, util::JoinPath(prefix, name), out);
   }
 }
 
@@ -251,8 +253,9 @@ std::string_view Trim(std::string_view s) {
 
 void ParseConf(const image::Tree& tree, const std::string& file, int depth, LdSoConf& conf) {
   if (depth > kMaxIncludeDepth) {
-    conf.diagnostics.push_back({file, -1, "ld.so.conf includes nest deeper than " +
-                                              std::to_string(kMaxIncludeDepth) + " (a loop?)"});
+    conf.diagnostics.push_back({file, -1,
+                                "ld.so.conf includes nest deeper than " +
+                                    std::to_string(kMaxIncludeDepth) + " (a loop?)"});
     return;
   }
   auto text = ReadWhole(tree, file);

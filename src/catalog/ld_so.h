@@ -36,14 +36,14 @@ struct LdCacheFile {
   Format format = Format::kNew;
   bool big_endian = false;
   std::vector<LdCacheRecord> entries;  ///< in file order; for kCombined, the new part's entries
-  std::string generator;              ///< generator extension ("ldconfig (GNU libc) 2.36"), if any
+  std::string generator;               ///< generator extension ("ldconfig (GNU libc) 2.36"), if any
 
   /// What glibc's _dl_load_cache_lookup returns for `name` (exact key match): among entries
   /// whose flags are `flags` (or 1, ELF libc5-era "any"), a glibc-hwcaps entry whose subdir is
   /// listed in `hwcaps` (earlier = preferred) wins over a baseline entry (hwcap 0); legacy
   /// hwcap entries are ignored (glibc >= 2.37). Null when none.
   const LdCacheRecord* Lookup(std::string_view name, int32_t flags,
-                             const std::vector<std::string>& hwcaps) const;
+                              const std::vector<std::string>& hwcaps) const;
 };
 
 /// The cache flags glibc's loader accepts for objects of this e_machine / class.
@@ -59,12 +59,12 @@ struct LdSoConfDir {
   std::string dir;   ///< normalised, no trailing slash
   std::string file;  ///< the conf file that names it
   int line = 0;
-  int layer = -1;    ///< layer that wrote `file`
+  int layer = -1;  ///< layer that wrote `file`
 };
 
 struct LdSoConf {
-  std::vector<LdSoConfDir> dirs;        ///< in ldconfig's order, duplicates kept out
-  std::vector<std::string> files;       ///< every conf file read, in order
+  std::vector<LdSoConfDir> dirs;              ///< in ldconfig's order, duplicates kept out
+  std::vector<std::string> files;             ///< every conf file read, in order
   std::vector<util::Diagnostic> diagnostics;  ///< unreadable includes, include loops
 };
 

@@ -2,8 +2,8 @@
 
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <filesystem>
 #include <sstream>
@@ -118,9 +118,9 @@ TEST_CASE("ld.so.cache written by ldconfig in every format matches ldconfig -p",
       }
       CHECK(parsed == expected);
       CHECK(expected.size() >= 2);
-      auto want = format == "new"    ? LdCacheFile::Format::kNew
-                  : format == "old"  ? LdCacheFile::Format::kOld
-                                     : LdCacheFile::Format::kCombined;
+      auto want = format == "new"   ? LdCacheFile::Format::kNew
+                  : format == "old" ? LdCacheFile::Format::kOld
+                                    : LdCacheFile::Format::kCombined;
       CHECK(cache.format == want);
       if (format != "old") CHECK(cache.generator.find("ldconfig") != std::string::npos);
       int32_t flags = CacheFlagsFor(62, true);
@@ -166,8 +166,8 @@ TEST_CASE("old-format ld.so.cache built byte by byte", "[ld_so]") {
 }
 
 TEST_CASE("ld.so.cache corrupt or truncated: an error, never a crash", "[ld_so]") {
-  std::string good = OldCache({{"liba.so.1", "/lib/liba.so.1"}, {"libb.so.2", "/lib/libb.so.2"}},
-                              0x0303);
+  std::string good =
+      OldCache({{"liba.so.1", "/lib/liba.so.1"}, {"libb.so.2", "/lib/libb.so.2"}}, 0x0303);
   for (size_t n = 0; n < good.size(); ++n) {
     auto parsed = ParseLdCache(good.substr(0, n));
     if (n < 16 + 24) CHECK(!parsed.has_value());  // header or entries cut
@@ -242,16 +242,17 @@ image::Tree TreeOf(const std::vector<std::pair<std::string, std::string>>& files
 }
 
 TEST_CASE("ld.so.conf: includes, comments, hwcap lines, duplicates, order", "[ld_so]") {
-  image::Tree tree = TreeOf(
-      {{"/etc/ld.so.conf", "# comment\n  /opt/first/  # trailing\ninclude ld.so.conf.d/*.conf\n"
-                           "hwcap 1 nosegneg\nHWCAP 0 x\n/usr/local/lib=libc6\n/opt/first\n"},
-       {"/etc/ld.so.conf.d/b.conf", "/opt/b\n\n"},
-       {"/etc/ld.so.conf.d/a.conf", "/opt/a\ninclude nested/*.conf /etc/extra.conf\n"},
-       {"/etc/ld.so.conf.d/nested/n.conf", "/opt/nested\n"},
-       {"/etc/ld.so.conf.d/.hidden.conf", "/opt/hidden\n"},
-       {"/etc/ld.so.conf.d/c.txt", "/opt/not-conf\n"},
-       {"/etc/extra.conf", "\t/opt/extra\n"}},
-      {{"/etc/ld.so.conf.d/z.conf", "../cuda.conf"}, {"/etc/cuda.conf", ""}});
+  image::Tree tree =
+      TreeOf({{"/etc/ld.so.conf",
+               "# comment\n  /opt/first/  # trailing\ninclude ld.so.conf.d/*.conf\n"
+               "hwcap 1 nosegneg\nHWCAP 0 x\n/usr/local/lib=libc6\n/opt/first\n"},
+              {"/etc/ld.so.conf.d/b.conf", "/opt/b\n\n"},
+              {"/etc/ld.so.conf.d/a.conf", "/opt/a\ninclude nested/*.conf /etc/extra.conf\n"},
+              {"/etc/ld.so.conf.d/nested/n.conf", "/opt/nested\n"},
+              {"/etc/ld.so.conf.d/.hidden.conf", "/opt/hidden\n"},
+              {"/etc/ld.so.conf.d/c.txt", "/opt/not-conf\n"},
+              {"/etc/extra.conf", "\t/opt/extra\n"}},
+             {{"/etc/ld.so.conf.d/z.conf", "../cuda.conf"}, {"/etc/cuda.conf", ""}});
   tree.mutable_nodes()["/etc/cuda.conf"].content =
       std::make_shared<util::SparseFile>(util::SparseFile::Whole("/usr/local/cuda/lib64\n"));
   tree.mutable_nodes()["/etc/cuda.conf"].type = image::NodeType::kRegular;

@@ -12,13 +12,13 @@
 namespace imgcheck::catalog {
 
 struct Family {
-  std::string family;                  ///< "cudnn", "cublas", "driver", ...
+  std::string family;  ///< "cudnn", "cublas", "driver", ...
   ComponentKind kind = ComponentKind::kCudaLibrary;
   std::vector<std::string> libraries;  ///< globs on the base name (file name up to ".so")
   std::vector<std::string> exclude;
   std::vector<std::string> dpkg, pip, conda;  ///< globs on package names that version it
-  std::vector<std::string> headers;          ///< version header file names (globs)
-  std::vector<std::string> version_json;     ///< version.json component keys
+  std::vector<std::string> headers;           ///< version header file names (globs)
+  std::vector<std::string> version_json;      ///< version.json component keys
   std::string source;
 };
 

@@ -19,7 +19,8 @@ const Component* At(const Catalog& cat, std::string_view path) {
 
 }  // namespace
 
-TEST_CASE("an OCI image loaded with the capture policy is catalogued per layer", "[catalog][load]") {
+TEST_CASE("an OCI image loaded with the capture policy is catalogued per layer",
+          "[catalog][load]") {
   using namespace imgcheck::testing;
   TempDir dir;
   auto so = [&](const std::string& soname) {
@@ -36,7 +37,9 @@ TEST_CASE("an OCI image loaded with the capture policy is catalogued per layer",
   LayerRecipe base;
   base.created_by = "RUN apt-get install -y libcudnn8=8.9.2.26-1+cuda12.1";
   base.entries = {
-      Dir("usr"), Dir("usr/lib"), Dir("usr/lib/x86_64-linux-gnu"),
+      Dir("usr"),
+      Dir("usr/lib"),
+      Dir("usr/lib/x86_64-linux-gnu"),
       FileFrom(lib + "libcudnn.so.8.9.2", so("libcudnn.so.8")),
       Symlink(lib + "libcudnn.so.8", "libcudnn.so.8.9.2"),
       FileFrom(lib + "libcudnn_adv_infer.so.8.9.2", so("libcudnn_adv_infer.so.8")),

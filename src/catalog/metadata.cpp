@@ -223,10 +223,14 @@ std::vector<DpkgPackage> ParseDpkgStatus(std::string_view text) {
     if (colon == std::string_view::npos) return;
     std::string_view key = line.substr(0, colon);
     std::string value(Trim(line.substr(colon + 1)));
-    if (key == "Package") current.name = value;
-    else if (key == "Version") current.version = value;
-    else if (key == "Architecture") current.architecture = value;
-    else if (key == "Status") current.status = value;
+    if (key == "Package")
+      current.name = value;
+    else if (key == "Version")
+      current.version = value;
+    else if (key == "Architecture")
+      current.architecture = value;
+    else if (key == "Status")
+      current.status = value;
   });
   flush();
   return out;
@@ -274,9 +278,12 @@ DistMetadata ParseDistMetadata(std::string_view text) {
     if (colon == std::string_view::npos || line.front() == ' ') return;
     std::string_view key = line.substr(0, colon);
     std::string_view value = Trim(line.substr(colon + 1));
-    if (key == "Name") m.name = std::string(value);
-    else if (key == "Version") m.version = std::string(value);
-    else if (key == "Requires-Dist") m.requires_dist.push_back(ParseRequirement(value));
+    if (key == "Name")
+      m.name = std::string(value);
+    else if (key == "Version")
+      m.version = std::string(value);
+    else if (key == "Requires-Dist")
+      m.requires_dist.push_back(ParseRequirement(value));
   });
   return m;
 }
@@ -368,12 +375,13 @@ std::optional<std::string> ParseCudaVersionTxt(std::string_view text) {
 BuildFacts ParsePythonLiterals(std::string_view text) {
   BuildFacts out;
   ForEachLine(text, [&](std::string_view line) {
-    if (line.empty() || !(std::isalpha(static_cast<unsigned char>(line.front())) ||
-                          line.front() == '_')) {
+    if (line.empty() ||
+        !(std::isalpha(static_cast<unsigned char>(line.front())) || line.front() == '_')) {
       return;
     }
     size_t i = 0;
-    while (i < line.size() && (std::isalnum(static_cast<unsigned char>(line[i])) || line[i] == '_')) {
+    while (i < line.size() &&
+           (std::isalnum(static_cast<unsigned char>(line[i])) || line[i] == '_')) {
       ++i;
     }
     std::string name(line.substr(0, i));

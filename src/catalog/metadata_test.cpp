@@ -94,13 +94,14 @@ TEST_CASE("conda-meta json", "[catalog][metadata]") {
 }
 
 TEST_CASE("version headers and toolkit version files", "[catalog][metadata]") {
-  CHECK(CudnnHeaderVersion("#define CUDNN_MAJOR 8\n#define CUDNN_MINOR 9\n#define CUDNN_PATCHLEVEL 2\n"
-                           "#define CUDNN_VERSION (CUDNN_MAJOR * 1000 + CUDNN_MINOR * 100)\n") ==
-        "8.9.2");
+  CHECK(CudnnHeaderVersion(
+            "#define CUDNN_MAJOR 8\n#define CUDNN_MINOR 9\n#define CUDNN_PATCHLEVEL 2\n"
+            "#define CUDNN_VERSION (CUDNN_MAJOR * 1000 + CUDNN_MINOR * 100)\n") == "8.9.2");
   CHECK(CudnnHeaderVersion("#  define CUDNN_MAJOR\t9\n#define CUDNN_MINOR 10\n"
                            "#define CUDNN_PATCHLEVEL 2\n") == "9.10.2");
   CHECK_FALSE(CudnnHeaderVersion("#include \"cudnn_version.h\"\n"));
-  CHECK_FALSE(CudnnHeaderVersion("#define CUDNN_MAJORX 8\n#define CUDNN_MINOR 9\n#define CUDNN_PATCHLEVEL 2"));
+  CHECK_FALSE(CudnnHeaderVersion(
+      "#define CUDNN_MAJORX 8\n#define CUDNN_MINOR 9\n#define CUDNN_PATCHLEVEL 2"));
   CHECK(CudartHeaderVersion("#define CUDART_VERSION 12010\n") == "12.1");
   CHECK(CudartHeaderVersion("#define CUDART_VERSION  11080\n") == "11.8");
   auto json = ParseCudaVersionJson(
@@ -115,7 +116,8 @@ TEST_CASE("version headers and toolkit version files", "[catalog][metadata]") {
 
 TEST_CASE("python build files: torch, TF2 OrderedDict, TF1 module vars", "[catalog][metadata]") {
   BuildFacts torch = ParsePythonLiterals(
-      "from typing import Optional\n\n__all__ = ['__version__', 'debug', 'cuda', 'git_version', 'hip']\n"
+      "from typing import Optional\n\n__all__ = ['__version__', 'debug', 'cuda', 'git_version', "
+      "'hip']\n"
       "__version__ = '2.1.0+cu121'\ndebug = False\ncuda: Optional[str] = '12.1'\n"
       "git_version = '7bcf7da3a268b435777fe87c7794c382f444e86d'\nhip: Optional[str] = None\n"
       "    indented = 'ignored'\nif x == '3': pass\n");
@@ -168,9 +170,10 @@ TEST_CASE("libraries.json classifies every family it names", "[catalog][rules]")
     const Family* f = rules.Classify(base);
     return f ? f->family : std::string("-");
   };
-  for (std::string_view sub : {"libcudnn", "libcudnn_ops_infer", "libcudnn_cnn_train",
-                               "libcudnn_adv_infer", "libcudnn_graph", "libcudnn_engines_precompiled",
-                               "libcudnn_engines_runtime_compiled", "libcudnn_heuristic"}) {
+  for (std::string_view sub :
+       {"libcudnn", "libcudnn_ops_infer", "libcudnn_cnn_train", "libcudnn_adv_infer",
+        "libcudnn_graph", "libcudnn_engines_precompiled", "libcudnn_engines_runtime_compiled",
+        "libcudnn_heuristic"}) {
     CHECK(family(sub) == "cudnn");
   }
   CHECK(family("libcudart") == "cudart");

@@ -10,8 +10,8 @@ rules::Knowledge LoadKnowledge(const std::vector<std::string>& rules_dirs) {
   return rules::Knowledge::Load(dirs);
 }
 
-void Analyze(const ImageArgs& args, const std::vector<std::string>& rules_dirs,
-             image::Image& image, catalog::Catalog& catalog, rules::ScanInput& input) {
+void Analyze(const ImageArgs& args, const std::vector<std::string>& rules_dirs, image::Image& image,
+             catalog::Catalog& catalog, rules::ScanInput& input) {
   image = image::Load(args.reference, ToLoadOptions(args));
   std::string library_dir = RulesDir();
   for (const auto& d : rules_dirs)
@@ -19,7 +19,8 @@ void Analyze(const ImageArgs& args, const std::vector<std::string>& rules_dirs,
   catalog = catalog::Build(image, library_dir);
   input.image = &image;
   input.catalog = &catalog;
-  input.options = rules::LoaderOptions(image, catalog, rules::DlopenRules(input.knowledge->files()));
+  input.options =
+      rules::LoaderOptions(image, catalog, rules::DlopenRules(input.knowledge->files()));
   input.consumers = rules::LoadConsumers(image, catalog, input.options);
 }
 

@@ -19,8 +19,8 @@ rules::Knowledge LoadKnowledge(const std::vector<std::string>& rules_dirs);
 /// Reads the image, builds its catalog (classified with the last libraries.json among the rule
 /// directories) and every consumer's link map into `input`. `input.knowledge` and its target
 /// are the caller's; `input` points into `image` and `catalog`, which must outlive it.
-void Analyze(const ImageArgs& args, const std::vector<std::string>& rules_dirs,
-             image::Image& image, catalog::Catalog& catalog, rules::ScanInput& input);
+void Analyze(const ImageArgs& args, const std::vector<std::string>& rules_dirs, image::Image& image,
+             catalog::Catalog& catalog, rules::ScanInput& input);
 
 /// Said on stderr before the probe runs: it is opt-in because it runs the image's code.
 inline constexpr char kProbeNotice[] =

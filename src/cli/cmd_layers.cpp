@@ -2,7 +2,6 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
-
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -40,14 +39,17 @@ std::string RenderText(const image::Image& img) {
   if (!img.manifest_digest.empty()) out += "manifest: " + img.manifest_digest + "\n";
   if (!img.config_digest.empty()) out += "config:   " + img.config_digest + "\n";
   char line[512];
-  std::snprintf(line, sizeof line, "\n%3s  %-19s  %10s  %10s  %7s  %7s  %7s  %s\n", "#", "DIGEST", "COMPRESSED",
-                "SIZE", "ADDED", "CHANGED", "DELETED", "CREATED BY");
+  std::snprintf(line, sizeof line, "\n%3s  %-19s  %10s  %10s  %7s  %7s  %7s  %s\n", "#", "DIGEST",
+                "COMPRESSED", "SIZE", "ADDED", "CHANGED", "DELETED", "CREATED BY");
   out += line;
   for (const image::Layer& l : img.layers) {
     std::string digest = l.digest.empty() ? "-" : l.digest.substr(0, 19);
-    std::snprintf(line, sizeof line, "%3d  %-19s  %10s  %10s  %7d  %7d  %7d  ", l.index, digest.c_str(),
-                  l.digest.empty() && l.compressed_size == 0 ? "-" : util::HumanBytes(static_cast<double>(l.compressed_size)).c_str(),
-                  util::HumanBytes(static_cast<double>(l.size)).c_str(), l.added, l.changed, l.deleted);
+    std::snprintf(
+        line, sizeof line, "%3d  %-19s  %10s  %10s  %7d  %7d  %7d  ", l.index, digest.c_str(),
+        l.digest.empty() && l.compressed_size == 0
+            ? "-"
+            : util::HumanBytes(static_cast<double>(l.compressed_size)).c_str(),
+        util::HumanBytes(static_cast<double>(l.size)).c_str(), l.added, l.changed, l.deleted);
     out += line + OneLine(l.created_by, 100) + "\n";
   }
   if (!img.diagnostics.empty()) {
@@ -102,7 +104,9 @@ Runner DefineLayers(CLI::App& sub) {
     names.emplace_back(f.name);
     help += " " + std::string(f.name) + " (" + std::string(f.summary) + ")";
   }
-  sub.add_option("-f,--format", args->format, help)->check(CLI::IsMember(names))->capture_default_str();
+  sub.add_option("-f,--format", args->format, help)
+      ->check(CLI::IsMember(names))
+      ->capture_default_str();
   return [args]() -> int {
     image::Image img = image::Load(args->image.reference, ToLoadOptions(args->image));
     for (const LayersFormat& f : Formats())

@@ -30,7 +30,8 @@ int Probe(const ProbeArgs& args) {
   if (args.format != "text" && args.format != "json")
     throw util::Fatal("--format: unknown format '" + args.format + "' (text, json)");
   auto fail_on = rules::ParseFailOn(args.fail_on);
-  if (!fail_on) throw util::Fatal("--fail-on: '" + args.fail_on + "' is not none, info, warning or error");
+  if (!fail_on)
+    throw util::Fatal("--fail-on: '" + args.fail_on + "' is not none, info, warning or error");
   std::cerr << kProbeNotice;
 
   // The static scan's inputs, as `scan` builds them: the probe checks its predictions.
@@ -56,7 +57,8 @@ Runner DefineProbe(CLI::App& sub) {
   sub.add_option("--fail-on", args->fail_on,
                  "exit 1 when a probe finding is at or above: none|info|warning|error")
       ->capture_default_str();
-  sub.add_option("--rules", args->rules_dirs, "directory of rule files that add to or override rules/")
+  sub.add_option("--rules", args->rules_dirs,
+                 "directory of rule files that add to or override rules/")
       ->check(CLI::ExistingDirectory);
   AddProbeRunArgs(sub, args->run, "--timeout");
   return [args]() -> int { return Probe(*args); };

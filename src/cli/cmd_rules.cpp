@@ -39,7 +39,8 @@ int List(const RulesArgs& args) {
   }
   for (const auto& r : k.rules()) {
     std::string severity(rules::SeverityName(r.severity));
-    std::printf("%-6s %-30s %-8s %s%s\n", r.id.c_str(), r.name.c_str(), severity.c_str(), r.summary.c_str(),
+    std::printf("%-6s %-30s %-8s %s%s\n", r.id.c_str(), r.name.c_str(), severity.c_str(),
+                r.summary.c_str(),
                 r.needs_target.empty() ? "" : (" [needs --" + r.needs_target + "]").c_str());
   }
   return 0;
@@ -50,11 +51,14 @@ int Explain(const RulesArgs& args) {
   const rules::RuleInfo* r = k.Rule(args.id);
   if (!r) {
     std::string hint = k.SuggestRule(args.id);
-    throw util::Fatal("unknown rule '" + args.id + "'" + (hint.empty() ? "" : "; did you mean " + hint + "?") +
+    throw util::Fatal("unknown rule '" + args.id + "'" +
+                      (hint.empty() ? "" : "; did you mean " + hint + "?") +
                       " (imgcheck rules list shows them all)");
   }
-  std::cout << r->id << " " << r->name << " (" << rules::SeverityName(r->severity) << " by default)\n\n"
-            << r->summary << "\n\nWhy it breaks at run time:\n  " << r->breaks << "\n\nWhat users see:\n";
+  std::cout << r->id << " " << r->name << " (" << rules::SeverityName(r->severity)
+            << " by default)\n\n"
+            << r->summary << "\n\nWhy it breaks at run time:\n  " << r->breaks
+            << "\n\nWhat users see:\n";
   for (const auto& e : r->errors) std::cout << "  " << e << "\n";
   std::cout << "\nFix:\n  " << r->remediation << "\n";
   if (!r->needs_target.empty())
@@ -69,14 +73,18 @@ int Explain(const RulesArgs& args) {
 Runner DefineRules(CLI::App& sub) {
   auto args = std::make_shared<RulesArgs>();
   sub.require_subcommand(1);
-  sub.add_option("--rules", args->rules_dirs, "directory of rule files that add to or override rules/")
+  sub.add_option("--rules", args->rules_dirs,
+                 "directory of rule files that add to or override rules/")
       ->check(CLI::ExistingDirectory);
   auto mode = std::make_shared<std::string>();
-  CLI::App* list = sub.add_subcommand("list", "list every rule: ID, name, default severity, summary");
+  CLI::App* list =
+      sub.add_subcommand("list", "list every rule: ID, name, default severity, summary");
   list->add_flag("--json", args->json, "as JSON");
   list->callback([mode] { *mode = "list"; });
-  CLI::App* explain = sub.add_subcommand("explain", "explain one rule: what, why it breaks, the fix");
-  explain->add_option("id", args->id, "rule ID or name (IC001, cudnn-version-mismatch)")->required();
+  CLI::App* explain =
+      sub.add_subcommand("explain", "explain one rule: what, why it breaks, the fix");
+  explain->add_option("id", args->id, "rule ID or name (IC001, cudnn-version-mismatch)")
+      ->required();
   explain->callback([mode] { *mode = "explain"; });
   return [args, mode]() -> int { return *mode == "explain" ? Explain(*args) : List(*args); };
 }

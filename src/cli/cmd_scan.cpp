@@ -64,8 +64,8 @@ void ReadHost(rules::Target& t, const rules::Knowledge& k) {
       t.driver = v;
       t.driver_from = "host /proc/driver/nvidia/version";
     }
-  auto gpu = rules::ParseNvidiaSmi(
-      Capture("nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader 2>/dev/null"));
+  auto gpu = rules::ParseNvidiaSmi(Capture(
+      "nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader 2>/dev/null"));
   if (!gpu) {
     t.notes.push_back("--host: nvidia-smi is not available or lists no GPU");
     return;
@@ -86,7 +86,8 @@ rules::Config LoadConfig(const ScanArgs& args, const rules::Knowledge& k) {
   rules::Config config;
   if (!path.empty()) {
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) throw util::Fatal("--config: " + path + " does not exist");
+    if (!std::filesystem::is_regular_file(path, ec))
+      throw util::Fatal("--config: " + path + " does not exist");
     auto parsed = rules::ParseConfig(path, ReadText(path), k);
     if (!parsed) throw util::Fatal(parsed.error().message);
     config = std::move(*parsed);
@@ -97,7 +98,8 @@ rules::Config LoadConfig(const ScanArgs& args, const rules::Knowledge& k) {
       const rules::RuleInfo* r = k.Rule(id);
       if (!r) {
         std::string hint = k.SuggestRule(id);
-        throw util::Fatal("--ignore: unknown rule '" + id + "'" + (hint.empty() ? "" : "; did you mean " + hint + "?"));
+        throw util::Fatal("--ignore: unknown rule '" + id + "'" +
+                          (hint.empty() ? "" : "; did you mean " + hint + "?"));
       }
       config.ignores.push_back({r->id, "", "--ignore on the command line", "--ignore"});
     }
@@ -106,14 +108,17 @@ rules::Config LoadConfig(const ScanArgs& args, const rules::Knowledge& k) {
 
 int Scan(const ScanArgs& args) {
   auto format = report::ParseFormat(args.format);
-  if (!format) throw util::Fatal("--format: unknown format '" + args.format + "' (" + report::FormatNames() + ")");
+  if (!format)
+    throw util::Fatal("--format: unknown format '" + args.format + "' (" + report::FormatNames() +
+                      ")");
   rules::Knowledge knowledge = LoadKnowledge(args.rules_dirs);
   rules::Config config = LoadConfig(args, knowledge);
   rules::FailOn fail_on{rules::Severity::kError};
   if (config.fail_on) fail_on = *config.fail_on;
   if (!args.fail_on.empty()) {
     auto parsed = rules::ParseFailOn(args.fail_on);
-    if (!parsed) throw util::Fatal("--fail-on: '" + args.fail_on + "' is not none, info, warning or error");
+    if (!parsed)
+      throw util::Fatal("--fail-on: '" + args.fail_on + "' is not none, info, warning or error");
     fail_on = *parsed;
   }
 
@@ -129,7 +134,8 @@ int Scan(const ScanArgs& args) {
   Analyze(args.image, args.rules_dirs, img, cat, input);
 
   report::Report rep;
-  rep.image = {img.reference, img.transport, img.manifest_digest, img.config_digest, args.image.platform};
+  rep.image = {img.reference, img.transport, img.manifest_digest, img.config_digest,
+               args.image.platform};
   rep.findings = rules::RunChecks(input);
   std::string probe_note;
   if (args.probe) {  // the GPU probe's findings join the scan's; without a GPU only a note
@@ -173,9 +179,11 @@ Runner DefineScan(CLI::App& sub) {
   sub.add_option("-o,--output", args->output, "write the report to FILE instead of stdout");
   sub.add_option("--fail-on", args->fail_on,
                  "exit 1 when a finding is at or above: none|info|warning|error (default error)");
-  sub.add_option("--config", args->config, "config file (default: .imgcheck.yaml/.yml/.json in the working directory)");
+  sub.add_option("--config", args->config,
+                 "config file (default: .imgcheck.yaml/.yml/.json in the working directory)");
   sub.add_option("--ignore", args->ignore, "rule IDs to ignore, comma separated (IC051,IC060)");
-  sub.add_option("--rules", args->rules_dirs, "directory of rule files that add to or override rules/")
+  sub.add_option("--rules", args->rules_dirs,
+                 "directory of rule files that add to or override rules/")
       ->check(CLI::ExistingDirectory);
   sub.add_option("--driver", args->driver, "target host driver version (e.g. 535.104.05)");
   sub.add_option("--gpu", args->gpu, "target GPU: sm_XY, X.Y or a name (A100, RTX 4090)");

@@ -36,10 +36,10 @@ int RunWhy(const WhyArgs& args) {
       auto resolved = img.tree.Resolve(c);
       if (!resolved || cat.Elf(resolved->path) == nullptr)
         throw util::Fatal("--consumer: " + c + " is not an ELF file in the image");
-      consumers.push_back({resolved->path, "--consumer",
-                           loader::Load(img.tree,
-                                        [&](std::string_view p) { return cat.Elf(p); },
-                                        resolved->path, options)});
+      consumers.push_back(
+          {resolved->path, "--consumer",
+           loader::Load(
+               img.tree, [&](std::string_view p) { return cat.Elf(p); }, resolved->path, options)});
     }
   }
   std::vector<loader::Root> roots;

@@ -19,7 +19,8 @@ const std::vector<Command>& Commands() {
       {"catalog", "list every CUDA library, driver file and framework, per layer", DefineCatalog},
       {"why", "explain how the loader resolves one soname or path in the image", DefineWhy},
       {"rules", "list the rules or explain one", DefineRules},
-      {"probe", "run the image's own cuDNN stack on this host's GPU (runs image code)", DefineProbe},
+      {"probe", "run the image's own cuDNN stack on this host's GPU (runs image code)",
+       DefineProbe},
   };
   return kCommands;
 }
@@ -55,7 +56,8 @@ image::LoadOptions ToLoadOptions(const ImageArgs& args) {
   o.registry.tls_verify = args.tls_verify;
   o.registry.cert_dir = args.cert_dir;
   o.registry.ca_cert = args.ca_cert;
-  o.jobs = args.jobs > 0 ? args.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  o.jobs = args.jobs > 0 ? args.jobs
+                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   o.use_cache = !args.no_cache;
   o.cache_dir = args.cache_dir;
   o.cache_max_bytes = std::min<uint64_t>(args.cache_max_mb, uint64_t{1} << 40) << 20;
@@ -67,7 +69,8 @@ image::LoadOptions ToLoadOptions(const ImageArgs& args) {
 }
 
 std::string RulesDir() {
-  if (const char* env = std::getenv("IMGCHECK_RULES_DIR"); env != nullptr && *env != '\0') return env;
+  if (const char* env = std::getenv("IMGCHECK_RULES_DIR"); env != nullptr && *env != '\0')
+    return env;
   std::error_code ec;
   std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {

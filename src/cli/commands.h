@@ -28,15 +28,15 @@ const std::vector<Command>& Commands();
 struct ImageArgs {
   std::string reference;
   std::string platform = "linux/amd64";
-  std::string creds;        ///< --creds USER:PASS for a registry
-  bool tls_verify = true;   ///< --tls-verify=false skips registry certificate checks
-  std::string cert_dir;     ///< --cert-dir: *.crt CAs, *.cert/*.key client pair
-  std::string ca_cert;      ///< --ca-cert: a CA bundle to trust for the registry
-  int jobs = 0;             ///< --jobs/-j: layers read at once; 0: one per core
-  std::string cache_dir;    ///< --cache-dir; empty: $XDG_CACHE_HOME/imgcheck or ~/.cache/imgcheck
-  bool no_cache = false;    ///< --no-cache: neither read nor write the layer cache
+  std::string creds;       ///< --creds USER:PASS for a registry
+  bool tls_verify = true;  ///< --tls-verify=false skips registry certificate checks
+  std::string cert_dir;    ///< --cert-dir: *.crt CAs, *.cert/*.key client pair
+  std::string ca_cert;     ///< --ca-cert: a CA bundle to trust for the registry
+  int jobs = 0;            ///< --jobs/-j: layers read at once; 0: one per core
+  std::string cache_dir;   ///< --cache-dir; empty: $XDG_CACHE_HOME/imgcheck or ~/.cache/imgcheck
+  bool no_cache = false;   ///< --no-cache: neither read nor write the layer cache
   uint64_t cache_max_mb = 1024;  ///< --cache-max-size, in MiB
-  bool quiet = false;       ///< --quiet: no progress line
+  bool quiet = false;            ///< --quiet: no progress line
 };
 void AddImageArgs(CLI::App& sub, ImageArgs& args);
 /// Load options from the shared flags, with the catalog's capture policy (and its cache identity).

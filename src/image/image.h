@@ -16,18 +16,19 @@ namespace imgcheck::image {
 
 struct Layer {
   int index = 0;
-  std::string digest;        ///< blob digest as stored ("sha256:..."); dir: transport has none
-  std::string diff_id;       ///< digest of the uncompressed tar
+  std::string digest;   ///< blob digest as stored ("sha256:..."); dir: transport has none
+  std::string diff_id;  ///< digest of the uncompressed tar
   std::string media_type;
   uint64_t compressed_size = 0;
-  uint64_t size = 0;         ///< uncompressed bytes
-  std::string created_by;    ///< the config history line that created this layer
-  int added = 0, changed = 0, deleted = 0;  ///< paths added, overwritten, removed vs. the layers below
+  uint64_t size = 0;       ///< uncompressed bytes
+  std::string created_by;  ///< the config history line that created this layer
+  int added = 0, changed = 0,
+      deleted = 0;  ///< paths added, overwritten, removed vs. the layers below
 };
 
 struct Config {
   std::string os, architecture, variant;
-  std::vector<std::string> env;              ///< "KEY=value", as in the config
+  std::vector<std::string> env;  ///< "KEY=value", as in the config
   std::map<std::string, std::string> labels;
   std::vector<std::string> entrypoint, cmd;
   std::string working_dir, user;
@@ -50,14 +51,14 @@ struct LoadOptions {
   RegistryOptions registry;              ///< for registry references
   // Speed (read_layers.h, layer_cache.h). The defaults suit a library caller: one thread, no
   // cache on disk, nothing on stderr; the command line asks for more.
-  int jobs = 1;                          ///< layers read at once
-  bool use_cache = false;                ///< read and store layer readings in the layer cache
-  std::string cache_dir;                 ///< the cache's directory; empty: DefaultCacheDir()
+  int jobs = 1;            ///< layers read at once
+  bool use_cache = false;  ///< read and store layer readings in the layer cache
+  std::string cache_dir;   ///< the cache's directory; empty: DefaultCacheDir()
   uint64_t cache_max_bytes = uint64_t{1} << 30;  ///< bound of the cache; LRU entries pruned
   /// Identity of `capture` (part of each cache key; ignored without a capture policy): change
   /// it whenever what the policy keeps changes. With a policy but no identity, no cache is used.
   std::string capture_id;
-  bool progress = false;                 ///< progress line on stderr when it is a terminal
+  bool progress = false;  ///< progress line on stderr when it is a terminal
   /// Null: every layer. Otherwise the layers (by index) to read: the others are neither read
   /// nor merged, so the tree has only the accepted layers' files. For a caller after the files
   /// of some layers only (the probe, extracting libraries the full tree says those layers hold).

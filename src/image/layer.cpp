@@ -49,16 +49,21 @@ std::string EntryPath(std::string_view raw, int layer, std::vector<util::Diagnos
   bool escapes = false;
   for (const std::string& part : util::Split(raw, '/')) {
     if (part == "..") {
-      if (depth == 0) escapes = true;
-      else --depth;
+      if (depth == 0)
+        escapes = true;
+      else
+        --depth;
     } else if (!part.empty() && part != ".") {
       ++depth;
     }
   }
   if (escapes)
-    diags.push_back({path, layer, "tar entry '" + std::string(raw) + "' climbs above the root; read as " + path});
+    diags.push_back(
+        {path, layer,
+         "tar entry '" + std::string(raw) + "' climbs above the root; read as " + path});
   else if (!raw.empty() && raw.front() == '/')
-    diags.push_back({path, layer, "tar entry '" + std::string(raw) + "' is absolute; read as " + path});
+    diags.push_back(
+        {path, layer, "tar entry '" + std::string(raw) + "' is absolute; read as " + path});
   return path;
 }
 
@@ -136,7 +141,8 @@ LayerContents ReadLayer(HashingReader& blob, int layer, const CapturePolicy& cap
   if (archive_read_open(a.get(), &st, nullptr, ReadCallback, nullptr) != ARCHIVE_OK) {
     if (st.error) std::rethrow_exception(st.error);
     // An empty stream is an empty layer; anything else is not a tar.
-    if (tar_stream.count() != 0) throw util::Fatal(std::string("not a tar stream: ") + archive_error_string(a.get()));
+    if (tar_stream.count() != 0)
+      throw util::Fatal(std::string("not a tar stream: ") + archive_error_string(a.get()));
   } else {
     std::string last = "(start)";
     struct archive_entry* ae;
@@ -145,12 +151,14 @@ LayerContents ReadLayer(HashingReader& blob, int layer, const CapturePolicy& cap
       if (rc == ARCHIVE_EOF) break;
       if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {  // RETRY too: a damaged header
         if (st.error) std::rethrow_exception(st.error);
-        throw util::Fatal(std::string("corrupt tar after entry '") + last + "': " + archive_error_string(a.get()));
+        throw util::Fatal(std::string("corrupt tar after entry '") + last +
+                          "': " + archive_error_string(a.get()));
       }
       const char* name = archive_entry_pathname(ae);
       if (name == nullptr) name = archive_entry_pathname_utf8(ae);
       if (name == nullptr) {
-        out.diagnostics.push_back({"", layer, "tar entry after '" + last + "' has an unreadable name; skipped"});
+        out.diagnostics.push_back(
+            {"", layer, "tar entry after '" + last + "' has an unreadable name; skipped"});
         continue;
       }
       last = name;
@@ -163,18 +171,31 @@ LayerContents ReadLayer(HashingReader& blob, int layer, const CapturePolicy& cap
         e.link_target = EntryPath(hardlink, layer, out.diagnostics);
       } else {
         switch (archive_entry_filetype(ae)) {
-          case AE_IFREG: e.kind = EntryKind::kFile; break;
-          case AE_IFDIR: e.kind = EntryKind::kDirectory; break;
+          case AE_IFREG:
+            e.kind = EntryKind::kFile;
+            break;
+          case AE_IFDIR:
+            e.kind = EntryKind::kDirectory;
+            break;
           case AE_IFLNK:
             e.kind = EntryKind::kSymlink;
-            if (const char* t = archive_entry_symlink(ae); t != nullptr) e.link_target = t;
-            else if (const char* u = archive_entry_symlink_utf8(ae); u != nullptr) e.link_target = u;
+            if (const char* t = archive_entry_symlink(ae); t != nullptr)
+              e.link_target = t;
+            else if (const char* u = archive_entry_symlink_utf8(ae); u != nullptr)
+              e.link_target = u;
             break;
-          case AE_IFCHR: e.kind = EntryKind::kCharDevice; break;
-          case AE_IFBLK: e.kind = EntryKind::kBlockDevice; break;
-          case AE_IFIFO: e.kind = EntryKind::kFifo; break;
+          case AE_IFCHR:
+            e.kind = EntryKind::kCharDevice;
+            break;
+          case AE_IFBLK:
+            e.kind = EntryKind::kBlockDevice;
+            break;
+          case AE_IFIFO:
+            e.kind = EntryKind::kFifo;
+            break;
           default:
-            out.diagnostics.push_back({e.path, layer, "tar entry of unsupported type (socket?); skipped"});
+            out.diagnostics.push_back(
+                {e.path, layer, "tar entry of unsupported type (socket?); skipped"});
             continue;
         }
       }
@@ -203,7 +224,8 @@ LayerContents ReadDirectory(const fs::path& root, const CapturePolicy& capture) 
   fs::file_status root_status = fs::status(root, ec);
   if (ec || !fs::is_directory(root_status))
     throw util::Fatal("dir:" + root.string() + ": not a directory");
-  out.entries.push_back({"/", EntryKind::kDirectory, static_cast<uint32_t>(root_status.permissions()) & 07777, 0, "", nullptr});
+  out.entries.push_back({"/", EntryKind::kDirectory,
+                         static_cast<uint32_t>(root_status.permissions()) & 07777, 0, "", nullptr});
   auto buf = std::make_unique<char[]>(kReadBuffer);
   fs::recursive_directory_iterator it(root, fs::directory_options::none, ec), end;
   if (ec) throw util::Fatal("dir:" + root.string() + ": " + ec.message());
@@ -223,15 +245,25 @@ LayerContents ReadDirectory(const fs::path& root, const CapturePolicy& capture) 
     }
     e.mode = static_cast<uint32_t>(s.permissions()) & 07777;
     switch (s.type()) {
-      case fs::file_type::directory: e.kind = EntryKind::kDirectory; break;
+      case fs::file_type::directory:
+        e.kind = EntryKind::kDirectory;
+        break;
       case fs::file_type::symlink:
         e.kind = EntryKind::kSymlink;
         e.link_target = fs::read_symlink(host, ec).string();
         break;
-      case fs::file_type::character: e.kind = EntryKind::kCharDevice; break;
-      case fs::file_type::block: e.kind = EntryKind::kBlockDevice; break;
-      case fs::file_type::fifo: e.kind = EntryKind::kFifo; break;
-      case fs::file_type::regular: e.kind = EntryKind::kFile; break;
+      case fs::file_type::character:
+        e.kind = EntryKind::kCharDevice;
+        break;
+      case fs::file_type::block:
+        e.kind = EntryKind::kBlockDevice;
+        break;
+      case fs::file_type::fifo:
+        e.kind = EntryKind::kFifo;
+        break;
+      case fs::file_type::regular:
+        e.kind = EntryKind::kFile;
+        break;
       default:
         out.diagnostics.push_back({e.path, 0, "unsupported file type (socket?); skipped"});
         continue;
@@ -244,12 +276,15 @@ LayerContents ReadDirectory(const fs::path& root, const CapturePolicy& capture) 
         // O_NOFOLLOW: the path was a regular file a moment ago; never follow a swapped-in link.
         int fd = open(host.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0) {
-          out.diagnostics.push_back({e.path, 0, std::string("cannot read: ") + std::strerror(errno)});
+          out.diagnostics.push_back(
+              {e.path, 0, std::string("cannot read: ") + std::strerror(errno)});
         } else {
           ssize_t n;
           while ((n = read(fd, buf.get(), kReadBuffer)) > 0)
             if (!c->Feed(std::string_view(buf.get(), static_cast<size_t>(n)))) break;
-          if (n < 0) out.diagnostics.push_back({e.path, 0, std::string("read error: ") + std::strerror(errno)});
+          if (n < 0)
+            out.diagnostics.push_back(
+                {e.path, 0, std::string("read error: ") + std::strerror(errno)});
           close(fd);
           e.content = Finish(*c, e.size);
         }

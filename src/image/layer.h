@@ -18,17 +18,23 @@
 namespace imgcheck::image {
 
 enum class EntryKind : uint8_t {
-  kFile, kDirectory, kSymlink, kHardlink, kCharDevice, kBlockDevice, kFifo,
+  kFile,
+  kDirectory,
+  kSymlink,
+  kHardlink,
+  kCharDevice,
+  kBlockDevice,
+  kFifo,
   kWhiteout,  ///< `.wh.NAME`: `path` is the path it deletes
   kOpaque,    ///< `.wh..wh..opq`: `path` is the directory made opaque
 };
 
 struct LayerEntry {
-  std::string path;          ///< absolute, normalised (".." clamped at "/")
+  std::string path;  ///< absolute, normalised (".." clamped at "/")
   EntryKind kind = EntryKind::kFile;
-  uint32_t mode = 0;         ///< permission bits
-  uint64_t size = 0;         ///< regular files
-  std::string link_target;   ///< symlink: as stored; hard link: the normalised linked path
+  uint32_t mode = 0;        ///< permission bits
+  uint64_t size = 0;        ///< regular files
+  std::string link_target;  ///< symlink: as stored; hard link: the normalised linked path
   std::shared_ptr<const util::SparseFile> content;  ///< what the capture policy kept, if any
 };
 

@@ -58,7 +58,8 @@ class Writer {
   std::string out_;
 };
 
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the cache encoding assumes a little-endian host");
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "the cache encoding assumes a little-endian host");
 
 // Reads a u32-length string into `out`; false past the end.
 bool GetString(util::Reader& r, std::string& out) {

@@ -42,7 +42,9 @@ LayerContents Sample() {
   c.entries.push_back(Entry("/usr", EntryKind::kDirectory, 0755));
   LayerEntry so = Entry("/usr/lib/libcudnn.so.9", EntryKind::kFile, 0755, 1 << 20);
   util::SparseFile sparse(1 << 20);
-  sparse.Add(0, std::string("\x7f" "ELF\x02\x01\x01", 7));
+  sparse.Add(0, std::string("\x7f"
+                            "ELF\x02\x01\x01",
+                            7));
   sparse.Add(4096, std::string(300, 'x'));
   sparse.Add((1 << 20) - 10, std::string(10, '\0'));
   so.content = std::make_shared<const util::SparseFile>(sparse);
@@ -54,7 +56,8 @@ LayerContents Sample() {
   empty_capture.content = std::make_shared<const util::SparseFile>(util::SparseFile(0));
   c.entries.push_back(empty_capture);
   c.entries.push_back(Entry("/usr/lib/libcudnn.so", EntryKind::kSymlink, 0777, 0, "libcudnn.so.9"));
-  c.entries.push_back(Entry("/usr/lib/hard", EntryKind::kHardlink, 0755, 0, "/usr/lib/libcudnn.so.9"));
+  c.entries.push_back(
+      Entry("/usr/lib/hard", EntryKind::kHardlink, 0755, 0, "/usr/lib/libcudnn.so.9"));
   c.entries.push_back(Entry("/dev/null", EntryKind::kCharDevice, 0666));
   c.entries.push_back(Entry("/dev/sda", EntryKind::kBlockDevice, 0660));
   c.entries.push_back(Entry("/run/fifo", EntryKind::kFifo, 0600));
@@ -101,7 +104,9 @@ void RequireSame(const LayerContents& a, const LayerContents& b) {
   }
 }
 
-LayerKey Key(std::string capture_id = "policy-1") { return {kDigest, kDiffId, std::move(capture_id)}; }
+LayerKey Key(std::string capture_id = "policy-1") {
+  return {kDigest, kDiffId, std::move(capture_id)};
+}
 
 TEST_CASE("a layer reading survives the entry encoding", "[layer_cache]") {
   LayerContents c = Sample();
@@ -158,7 +163,8 @@ TEST_CASE("the cache stores, finds, and discards what it cannot trust", "[layer_
   cache.Store(Key(), Sample(), 0);
   fs::path entry = cache.EntryPath(Key());
   REQUIRE(fs::exists(entry));
-  CHECK((fs::status(tmp.path()).permissions() & (fs::perms::group_all | fs::perms::others_all)) == fs::perms::none);
+  CHECK((fs::status(tmp.path()).permissions() & (fs::perms::group_all | fs::perms::others_all)) ==
+        fs::perms::none);
 
   std::optional<LayerContents> hit = cache.Lookup(Key(), 0);
   REQUIRE(hit);
@@ -221,7 +227,8 @@ TEST_CASE("concurrent processes and threads storing one key leave a whole entry"
   LayerCache cache(tmp.path());
   LayerContents c = Sample();
   // Bigger entries make torn writes likelier to show.
-  c.entries[1].content = std::make_shared<const util::SparseFile>(util::SparseFile::Whole(std::string(1 << 20, 'z')));
+  c.entries[1].content =
+      std::make_shared<const util::SparseFile>(util::SparseFile::Whole(std::string(1 << 20, 'z')));
   c.entries[1].size = 1 << 20;
   constexpr int kRounds = 20;
   std::vector<pid_t> children;
@@ -319,7 +326,8 @@ void RequireSameTree(const Tree& a, const Tree& b) {
     RequireSameContent(x.content, y.content);
   }
   REQUIRE(a.deleted().size() == b.deleted().size());
-  for (auto ia = a.deleted().begin(), ib = b.deleted().begin(); ia != a.deleted().end(); ++ia, ++ib) {
+  for (auto ia = a.deleted().begin(), ib = b.deleted().begin(); ia != a.deleted().end();
+       ++ia, ++ib) {
     INFO(ia->first);
     REQUIRE(ia->first == ib->first);
     CHECK(ia->second.layer == ib->second.layer);
@@ -412,7 +420,8 @@ TEST_CASE("a cached Load gives the image an uncached one gives, without reading 
     CHECK_THROWS_AS(Load(ref, o), util::Fatal);
   }
   SECTION("a corrupt entry is rebuilt from the blob, which must then be intact") {
-    fs::path entry = cache.EntryPath({written.layers[0].digest, written.layers[0].diff_id, "prefix-64"});
+    fs::path entry =
+        cache.EntryPath({written.layers[0].digest, written.layers[0].diff_id, "prefix-64"});
     testing::WriteFile(entry, "garbage");
     CHECK_THROWS_AS(Load(ref, Options(tmp / "cache", true, 1)), util::Fatal);
     CHECK_FALSE(fs::exists(entry));

@@ -50,7 +50,8 @@ LayerContents ReadVerified(Source& src, const Descriptor& d, const std::string& 
     try {
       check_digest();
     } catch (const util::Fatal& mismatch) {
-      if (std::string_view(mismatch.what()).find("digest mismatch") != std::string_view::npos) throw;
+      if (std::string_view(mismatch.what()).find("digest mismatch") != std::string_view::npos)
+        throw;
     }
     throw util::Fatal(what + ": " + e.what());
   }
@@ -66,12 +67,14 @@ LayerContents ReadVerified(Source& src, const Descriptor& d, const std::string& 
   return contents;
 }
 
-void LoadFromSource(Source& src, const std::string& transport, const LoadOptions& options, Image& img) {
+void LoadFromSource(Source& src, const std::string& transport, const LoadOptions& options,
+                    Image& img) {
   Descriptor d = src.Root();
   nlohmann::json doc;
   for (int depth = 0;; ++depth) {
     if (depth > kMaxIndexDepth) throw util::Fatal(src.Describe() + ": indexes nested too deeply");
-    std::string what = src.Describe() + ": " + (d.digest.empty() ? d.location : "manifest " + d.digest);
+    std::string what =
+        src.Describe() + ": " + (d.digest.empty() ? d.location : "manifest " + d.digest);
     std::string bytes = src.ReadBlob(d, kMaxManifestBytes);
     Verify(d, bytes, what);
     doc = ParseJson(bytes, kMaxManifestBytes, what);
@@ -85,24 +88,28 @@ void LoadFromSource(Source& src, const std::string& transport, const LoadOptions
   Manifest m = ParseManifest(doc, what);
   bool digestless_ok = transport == "docker-archive";  // legacy <id>/layer.tar has no digest
   auto require_digest = [&](const Descriptor& x) {
-    if (x.digest.empty() && !digestless_ok) throw util::Fatal(what + ": descriptor without a digest");
+    if (x.digest.empty() && !digestless_ok)
+      throw util::Fatal(what + ": descriptor without a digest");
   };
   require_digest(m.config);
   for (const Descriptor& l : m.layers) require_digest(l);
 
-  std::string cwhat = src.Describe() + ": config " + (m.config.digest.empty() ? m.config.location : m.config.digest);
+  std::string cwhat = src.Describe() + ": config " +
+                      (m.config.digest.empty() ? m.config.location : m.config.digest);
   std::string config_bytes = src.ReadBlob(m.config, kMaxConfigBytes);
   Verify(m.config, config_bytes, cwhat);
   ParsedConfig pc = ParseConfig(ParseJson(config_bytes, kMaxConfigBytes, cwhat), cwhat);
   img.config_digest = m.config.digest;
   img.config = pc.config;
   if (pc.diff_ids.size() != m.layers.size())
-    throw util::Fatal(cwhat + ": lists " + std::to_string(pc.diff_ids.size()) + " diff_ids but the manifest has " +
-                      std::to_string(m.layers.size()) + " layers");
+    throw util::Fatal(cwhat + ": lists " + std::to_string(pc.diff_ids.size()) +
+                      " diff_ids but the manifest has " + std::to_string(m.layers.size()) +
+                      " layers");
   if (!pc.layer_history.empty() && pc.layer_history.size() != m.layers.size())
-    img.diagnostics.push_back({"", -1, "config history has " + std::to_string(pc.layer_history.size()) +
-                                           " non-empty entries for " + std::to_string(m.layers.size()) +
-                                           " layers; created_by may be misattributed"});
+    img.diagnostics.push_back({"", -1,
+                               "config history has " + std::to_string(pc.layer_history.size()) +
+                                   " non-empty entries for " + std::to_string(m.layers.size()) +
+                                   " layers; created_by may be misattributed"});
   std::vector<LayerJob> jobs;
   // A digestless layer is cached by its diff_id, which only a verified config vouches for.
   bool trusted_diff_ids = !m.config.digest.empty();
@@ -145,7 +152,8 @@ std::pair<std::string, std::string> PathAndRef(std::string_view rest) {
   return {std::string(rest.substr(0, colon)), std::string(rest.substr(colon + 1))};
 }
 
-Image FromSource(std::unique_ptr<Source> src, const std::string& transport, const LoadOptions& options) {
+Image FromSource(std::unique_ptr<Source> src, const std::string& transport,
+                 const LoadOptions& options) {
   Image img;
   LoadFromSource(*src, transport, options, img);
   return img;
@@ -153,7 +161,8 @@ Image FromSource(std::unique_ptr<Source> src, const std::string& transport, cons
 
 Image LoadOci(std::string_view rest, const LoadOptions& options) {
   auto [path, ref] = PathAndRef(rest);
-  return FromSource(OpenOciLayout(OpenDirStore(path), ref, "oci:" + std::string(rest)), "oci", options);
+  return FromSource(OpenOciLayout(OpenDirStore(path), ref, "oci:" + std::string(rest)), "oci",
+                    options);
 }
 
 Image LoadOciArchive(std::string_view rest, const LoadOptions& options) {
@@ -164,8 +173,9 @@ Image LoadOciArchive(std::string_view rest, const LoadOptions& options) {
 
 Image LoadDockerArchive(std::string_view rest, const LoadOptions& options) {
   auto [path, ref] = PathAndRef(rest);
-  return FromSource(OpenDockerArchive(OpenTarStore(path), ref, "docker-archive:" + std::string(rest)),
-                    "docker-archive", options);
+  return FromSource(
+      OpenDockerArchive(OpenTarStore(path), ref, "docker-archive:" + std::string(rest)),
+      "docker-archive", options);
 }
 
 Image LoadRegistry(std::string_view rest, const LoadOptions& options) {
@@ -192,8 +202,8 @@ const std::vector<Transport>& Transports() {
   static const std::vector<Transport> kTransports = {
       {"oci", "oci:PATH[:REF]", "an OCI image layout directory", LoadOci},
       {"oci-archive", "oci-archive:PATH[:REF]", "a tar of an OCI image layout", LoadOciArchive},
-      {"docker-archive", "docker-archive:PATH[:REF]", "a `docker save` tarball (legacy or OCI form)",
-       LoadDockerArchive},
+      {"docker-archive", "docker-archive:PATH[:REF]",
+       "a `docker save` tarball (legacy or OCI form)", LoadDockerArchive},
       {"dir", "dir:PATH", "an unpacked root file system, read as one layer", LoadDir},
       {"docker", "docker://REF or REF", "an image in a registry", LoadRegistry},
   };
@@ -221,10 +231,12 @@ std::string TransportSyntaxList() {
 }
 
 Image Load(const std::string& reference, const LoadOptions& options) {
-  if (reference.empty()) throw util::Fatal("no image given; expected one of: " + TransportSyntaxList());
+  if (reference.empty())
+    throw util::Fatal("no image given; expected one of: " + TransportSyntaxList());
   auto [transport, rest] = SplitReference(reference);
   if (rest.empty())
-    throw util::Fatal("'" + reference + "' names no image; expected " + std::string(transport->syntax));
+    throw util::Fatal("'" + reference + "' names no image; expected " +
+                      std::string(transport->syntax));
   Image img = transport->load(rest, options);
   img.reference = reference;
   img.transport = std::string(transport->name);

@@ -64,7 +64,8 @@ TEST_CASE("an OCI layout loads with config, history and layer provenance", "[loa
   CHECK(img.transport == "oci");
   CHECK(img.manifest_digest == w.manifest_digest);
   CHECK(img.config_digest == w.config_digest);
-  CHECK(img.config.env == std::vector<std::string>{"PATH=/usr/local/nvidia/bin:/usr/bin", "CUDA_VERSION=12.1.1"});
+  CHECK(img.config.env ==
+        std::vector<std::string>{"PATH=/usr/local/nvidia/bin:/usr/bin", "CUDA_VERSION=12.1.1"});
   CHECK(img.config.labels.at("maintainer") == "NVIDIA CORPORATION");
   CHECK(img.config.cmd == std::vector<std::string>{"bash"});
   CHECK(img.config.os == "linux");
@@ -111,8 +112,10 @@ TEST_CASE("every transport reads the same image identically", "[load]") {
   CHECK(Dump(legacy) == want);
   CHECK(legacy.layers[1].created_by == "RUN apt-get install libcudnn8");
   CHECK(legacy.config.env.size() == 2);
-  CHECK(Dump(Load("docker-archive:" + (tmp / "legacy.tar").string() + ":example/cuda:12", CaptureAll())) == want);
-  CHECK(Dump(Load("docker-archive:" + (tmp / "legacy.tar").string() + ":@0", CaptureAll())) == want);
+  CHECK(Dump(Load("docker-archive:" + (tmp / "legacy.tar").string() + ":example/cuda:12",
+                  CaptureAll())) == want);
+  CHECK(Dump(Load("docker-archive:" + (tmp / "legacy.tar").string() + ":@0", CaptureAll())) ==
+        want);
   CHECK(Dump(Load("docker-archive:" + (tmp / "new.tar").string(), CaptureAll())) == want);
   CHECK(Dump(Load("oci:" + (tmp / "docker-types").string(), CaptureAll())) == want);
   CHECK_THROWS_WITH(Load("docker-archive:" + (tmp / "legacy.tar").string() + ":other:1", {}),
@@ -203,7 +206,8 @@ std::string LoadError(const fs::path& layout) {
 
 std::vector<Entry> SomeFiles() {
   std::vector<Entry> e{Dir("data")};
-  for (int i = 0; i < 20; ++i) e.push_back(File("data/f" + std::to_string(i), std::string(5000, char('a' + i))));
+  for (int i = 0; i < 20; ++i)
+    e.push_back(File("data/f" + std::to_string(i), std::string(5000, char('a' + i))));
   return e;
 }
 
@@ -220,7 +224,8 @@ TEST_CASE("truncated or corrupt layer streams stop the run", "[load][bad]") {
     r.layers.push_back(l);
     fs::path dir = tmp / (c == Compression::kGzip ? "gz" : "zst");
     WriteOciLayout(dir, r);
-    CHECK_THAT(LoadError(dir), Contains(c == Compression::kGzip ? "truncated gzip stream" : "truncated zstd stream"));
+    CHECK_THAT(LoadError(dir), Contains(c == Compression::kGzip ? "truncated gzip stream"
+                                                                : "truncated zstd stream"));
   }
   SECTION("a corrupt tar header") {
     std::string diff_id;
@@ -231,7 +236,8 @@ TEST_CASE("truncated or corrupt layer streams stop the run", "[load][bad]") {
     l.raw = tar;
     r.layers.push_back(l);
     WriteOciLayout(tmp / "tar", r);
-    CHECK_THAT(LoadError(tmp / "tar"), Contains("corrupt tar after entry 'data/': Damaged tar archive"));
+    CHECK_THAT(LoadError(tmp / "tar"),
+               Contains("corrupt tar after entry 'data/': Damaged tar archive"));
   }
   SECTION("a truncated plain tar") {
     std::string diff_id;
@@ -262,15 +268,19 @@ TEST_CASE("digest and diff_id mismatches, missing blobs", "[load][bad]") {
     std::string b = ReadFile(BlobPath(tmp / "layout", w.layers[0].digest));
     for (size_t i = 20; i < b.size() - 10; ++i) b[i] = 0;
     WriteFile(BlobPath(tmp / "layout", w.layers[0].digest), b);
-    CHECK_THAT(LoadError(tmp / "layout"), Contains("layer 0 " + w.layers[0].digest + ": digest mismatch"));
+    CHECK_THAT(LoadError(tmp / "layout"),
+               Contains("layer 0 " + w.layers[0].digest + ": digest mismatch"));
   }
   SECTION("a config whose diff_id does not match the layer") {
     ImageRecipe bad = r;
-    bad.edit_config = [](nlohmann::json& c) { c["rootfs"]["diff_ids"][1] = "sha256:" + std::string(64, '0'); };
+    bad.edit_config = [](nlohmann::json& c) {
+      c["rootfs"]["diff_ids"][1] = "sha256:" + std::string(64, '0');
+    };
     WrittenImage b = WriteOciLayout(tmp / "diffid", bad);
-    CHECK_THAT(LoadError(tmp / "diffid"),
-               Contains("layer 1 " + b.layers[1].digest + ": diff_id mismatch: config says sha256:000") &&
-                   Contains("uncompressed content is " + b.layers[1].diff_id));
+    CHECK_THAT(
+        LoadError(tmp / "diffid"),
+        Contains("layer 1 " + b.layers[1].digest + ": diff_id mismatch: config says sha256:000") &&
+            Contains("uncompressed content is " + b.layers[1].diff_id));
   }
   SECTION("a config whose diff_id does not match an uncompressed layer (hashed once)") {
     ImageRecipe bad = r;
@@ -293,12 +303,16 @@ TEST_CASE("digest and diff_id mismatches, missing blobs", "[load][bad]") {
     CHECK_THAT(LoadError(tmp / "layout"), Contains(w.config_digest.substr(7) + ": missing"));
   }
   SECTION("a manifest that does not match its digest") {
-    WriteFile(BlobPath(tmp / "layout", w.manifest_digest), ReadFile(BlobPath(tmp / "layout", w.manifest_digest)) + " ");
-    CHECK_THAT(LoadError(tmp / "layout"), Contains("manifest " + w.manifest_digest + ": size mismatch"));
+    WriteFile(BlobPath(tmp / "layout", w.manifest_digest),
+              ReadFile(BlobPath(tmp / "layout", w.manifest_digest)) + " ");
+    CHECK_THAT(LoadError(tmp / "layout"),
+               Contains("manifest " + w.manifest_digest + ": size mismatch"));
   }
   SECTION("a descriptor size that lies") {
     ImageRecipe bad = r;
-    bad.edit_manifest = [](nlohmann::json& m) { m["layers"][0]["size"] = m["layers"][0]["size"].get<int>() + 1; };
+    bad.edit_manifest = [](nlohmann::json& m) {
+      m["layers"][0]["size"] = m["layers"][0]["size"].get<int>() + 1;
+    };
     WriteOciLayout(tmp / "size", bad);
     CHECK_THAT(LoadError(tmp / "size"), Contains("layer 0") && Contains("size mismatch"));
   }
@@ -313,15 +327,19 @@ TEST_CASE("malformed, huge and unknown JSON documents", "[load][bad]") {
   }
   SECTION("huge index.json") {
     WriteFile(tmp / "layout/index.json", "{\"x\":\"" + std::string(5 << 20, 'a') + "\"}");
-    CHECK_THAT(LoadError(tmp / "layout"), Contains("index.json: larger than the limit of 4194304 bytes"));
+    CHECK_THAT(LoadError(tmp / "layout"),
+               Contains("index.json: larger than the limit of 4194304 bytes"));
   }
   SECTION("deeply nested JSON") {
-    WriteFile(tmp / "layout/index.json", "{\"a\":" + std::string(100000, '[') + std::string(100000, ']') + "}");
+    WriteFile(tmp / "layout/index.json",
+              "{\"a\":" + std::string(100000, '[') + std::string(100000, ']') + "}");
     CHECK_THAT(LoadError(tmp / "layout"), Contains("JSON nested too deeply"));
   }
   SECTION("unknown layer media type") {
     ImageRecipe r = Sample();
-    r.edit_manifest = [](nlohmann::json& m) { m["layers"][1]["mediaType"] = "application/x-squashfs"; };
+    r.edit_manifest = [](nlohmann::json& m) {
+      m["layers"][1]["mediaType"] = "application/x-squashfs";
+    };
     WriteOciLayout(tmp / "mt", r);
     CHECK_THAT(LoadError(tmp / "mt"), Contains("unknown layer media type application/x-squashfs"));
   }
@@ -339,7 +357,8 @@ TEST_CASE("malformed, huge and unknown JSON documents", "[load][bad]") {
     nlohmann::json j = nlohmann::json::parse(ReadFile(tmp / "layout/index.json"));
     j["manifests"][0]["digest"] = "sha256:../../../../etc/passwd";
     WriteFile(tmp / "layout/index.json", j.dump());
-    CHECK_THAT(LoadError(tmp / "layout"), Contains("malformed digest 'sha256:../../../../etc/passwd'"));
+    CHECK_THAT(LoadError(tmp / "layout"),
+               Contains("malformed digest 'sha256:../../../../etc/passwd'"));
   }
   SECTION("config with wrong types and a diff_id count that does not match") {
     ImageRecipe r = Sample();
@@ -349,7 +368,8 @@ TEST_CASE("malformed, huge and unknown JSON documents", "[load][bad]") {
     ImageRecipe r2 = Sample();
     r2.edit_config = [](nlohmann::json& c) { c["rootfs"]["diff_ids"].erase(0); };
     WriteOciLayout(tmp / "count", r2);
-    CHECK_THAT(LoadError(tmp / "count"), Contains("lists 2 diff_ids but the manifest has 3 layers"));
+    CHECK_THAT(LoadError(tmp / "count"),
+               Contains("lists 2 diff_ids but the manifest has 3 layers"));
   }
   CHECK(w.layers.size() == 3);
 }
@@ -380,12 +400,14 @@ TEST_CASE("hostile entries are clamped or recorded, never fatal", "[load][bad]")
     CHECK(d.layer == 0);
     messages.push_back(d.path + ": " + d.message);
   }
-  CHECK(messages == std::vector<std::string>{
-                        "/etc/climbed: tar entry '../../etc/climbed' climbs above the root; read as /etc/climbed",
-                        "/abs/file: tar entry '/abs/file' is absolute; read as /abs/file",
-                        "/hl: hard link to missing target /missing/target; skipped",
-                        "/loop/under: parent directory is not a directory or is a symlink loop; entry skipped",
-                    });
+  CHECK(
+      messages ==
+      std::vector<std::string>{
+          "/etc/climbed: tar entry '../../etc/climbed' climbs above the root; read as /etc/climbed",
+          "/abs/file: tar entry '/abs/file' is absolute; read as /abs/file",
+          "/hl: hard link to missing target /missing/target; skipped",
+          "/loop/under: parent directory is not a directory or is a symlink loop; entry skipped",
+      });
 }
 
 TEST_CASE("GNU long names, PAX names and multi-member gzip are read", "[load]") {
@@ -400,7 +422,8 @@ TEST_CASE("GNU long names, PAX names and multi-member gzip are read", "[load]") 
       MakeLayer({File("pax/" + std::string(200, 'p'), "pax")}, Compression::kNone, "pax"));
   // Two gzip members, concatenated: one stream (as pigz and some registries write).
   std::string diff_id;
-  std::string tar = Compressed({File("a", "1"), File("b", "2")}, Compression::kNone, tmp.path(), &diff_id);
+  std::string tar =
+      Compressed({File("a", "1"), File("b", "2")}, Compression::kNone, tmp.path(), &diff_id);
   WriteFile(tmp / "part1", tar.substr(0, 1024));
   WriteFile(tmp / "part2", tar.substr(1024));
   CompressFile(tmp / "part1", tmp / "part1.gz", Compression::kGzip);

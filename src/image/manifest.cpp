@@ -20,9 +20,12 @@ int NestingDepth(std::string_view s) {
   bool in_string = false, escaped = false;
   for (char c : s) {
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
@@ -55,7 +58,8 @@ std::vector<std::string> GetStrings(const json& j, const char* key, const std::s
 
 const json& GetArray(const json& j, const char* key, const std::string& what) {
   auto it = j.find(key);
-  if (it == j.end() || !it->is_array()) throw util::Fatal(what + ": '" + key + "' is missing or not a list");
+  if (it == j.end() || !it->is_array())
+    throw util::Fatal(what + ": '" + key + "' is missing or not a list");
   return *it;
 }
 
@@ -144,8 +148,8 @@ const PlatformEntry& SelectPlatform(const std::vector<PlatformEntry>& entries,
     if (e.os.empty() || e.os == "unknown") continue;  // attestations and the like
     available += (available.empty() ? "" : ", ") + e.Name();
   }
-  throw util::Fatal(what + ": no image for platform " + platform + "; available: " +
-                    (available.empty() ? "(none)" : available));
+  throw util::Fatal(what + ": no image for platform " + platform +
+                    "; available: " + (available.empty() ? "(none)" : available));
 }
 
 Manifest ParseManifest(const json& doc, const std::string& what) {
@@ -159,7 +163,8 @@ Manifest ParseManifest(const json& doc, const std::string& what) {
   for (const json& l : GetArray(doc, "layers", what)) {
     Descriptor d = ParseDescriptor(l, what + " layer");
     if (!IsLayerMediaType(d.media_type))
-      throw util::Fatal(what + ": unknown layer media type " + (d.media_type.empty() ? "(none)" : d.media_type));
+      throw util::Fatal(what + ": unknown layer media type " +
+                        (d.media_type.empty() ? "(none)" : d.media_type));
     m.layers.push_back(std::move(d));
   }
   return m;

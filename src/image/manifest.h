@@ -3,11 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "image/image.h"
 #include "image/source.h"
@@ -39,7 +38,8 @@ Descriptor ParseDescriptor(const nlohmann::json& j, const std::string& what);
 enum class DocumentKind { kIndex, kManifest };
 /// What a root/child document is, by its media type (or by its shape when the type is absent).
 /// Unknown media types (and Docker schema 1) are a util::Fatal.
-DocumentKind KindOf(const std::string& media_type, const nlohmann::json& doc, const std::string& what);
+DocumentKind KindOf(const std::string& media_type, const nlohmann::json& doc,
+                    const std::string& what);
 
 struct PlatformEntry {
   Descriptor descriptor;

@@ -14,12 +14,18 @@ using NodeMap = std::map<std::string, Node, std::less<>>;
 
 NodeType TypeOf(EntryKind k) {
   switch (k) {
-    case EntryKind::kDirectory: return NodeType::kDirectory;
-    case EntryKind::kSymlink: return NodeType::kSymlink;
-    case EntryKind::kCharDevice: return NodeType::kCharDevice;
-    case EntryKind::kBlockDevice: return NodeType::kBlockDevice;
-    case EntryKind::kFifo: return NodeType::kFifo;
-    default: return NodeType::kRegular;
+    case EntryKind::kDirectory:
+      return NodeType::kDirectory;
+    case EntryKind::kSymlink:
+      return NodeType::kSymlink;
+    case EntryKind::kCharDevice:
+      return NodeType::kCharDevice;
+    case EntryKind::kBlockDevice:
+      return NodeType::kBlockDevice;
+    case EntryKind::kFifo:
+      return NodeType::kFifo;
+    default:
+      return NodeType::kRegular;
   }
 }
 
@@ -40,9 +46,12 @@ class Merger {
 
   void Apply(const LayerEntry& e) {
     if (e.path == "/") {
-      if (e.kind == EntryKind::kDirectory) nodes_["/"].mode = e.mode;
-      else if (e.kind != EntryKind::kOpaque) Note("/", "entry would replace the root directory; skipped");
-      else RemoveLower("/", true);
+      if (e.kind == EntryKind::kDirectory)
+        nodes_["/"].mode = e.mode;
+      else if (e.kind != EntryKind::kOpaque)
+        Note("/", "entry would replace the root directory; skipped");
+      else
+        RemoveLower("/", true);
       return;
     }
     switch (e.kind) {
@@ -56,8 +65,10 @@ class Merger {
         if (r && r->node && r->node->type == NodeType::kDirectory) RemoveLower(r->path, true);
         return;
       }
-      case EntryKind::kHardlink: return Link(e);
-      default: break;
+      case EntryKind::kHardlink:
+        return Link(e);
+      default:
+        break;
     }
     std::optional<std::string> path = ResolvedPath(e.path, true);
     if (!path) return;
@@ -92,7 +103,8 @@ class Merger {
     std::string_view dir = util::DirName(path);
     auto r = tree_.Resolve(dir, true);
     if (!r) {
-      if (make_parents) Note(path, "parent directory is not a directory or is a symlink loop; entry skipped");
+      if (make_parents)
+        Note(path, "parent directory is not a directory or is a symlink loop; entry skipped");
       return std::nullopt;
     }
     if (r->node == nullptr) {
@@ -125,7 +137,8 @@ class Merger {
     std::string target =
         target_dir ? Child(target_dir->path, util::BaseName(e.link_target)) : e.link_target;
     auto it = nodes_.find(target);
-    if (it == nodes_.end()) return Note(e.path, "hard link to missing target " + e.link_target + "; skipped");
+    if (it == nodes_.end())
+      return Note(e.path, "hard link to missing target " + e.link_target + "; skipped");
     if (it->second.type == NodeType::kDirectory)
       return Note(e.path, "hard link to directory " + e.link_target + "; skipped");
     Node n = it->second;
@@ -142,14 +155,16 @@ class Merger {
       n.history = it->second.history;
       if (it->second.layer != layer_) n.history.push_back(it->second.layer);
       // A directory over a directory keeps its children; anything else replaces the subtree.
-      if (!(it->second.type == NodeType::kDirectory && n.type == NodeType::kDirectory)) Clobber(path);
+      if (!(it->second.type == NodeType::kDirectory && n.type == NodeType::kDirectory))
+        Clobber(path);
     } else if (auto d = tree_.mutable_deleted().find(path); d != tree_.mutable_deleted().end()) {
       n.history = d->second.history;
     }
     tree_.mutable_deleted().erase(path);
     n.layer = layer_;
     nodes_[path] = std::move(n);
-    for (std::string p = path; upper_.insert(p).second && p != "/";) p = std::string(util::DirName(p));
+    for (std::string p = path; upper_.insert(p).second && p != "/";)
+      p = std::string(util::DirName(p));
   }
 
   // Removes `path` (unless keep_self) and everything below it that this layer did not write.

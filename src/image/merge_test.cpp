@@ -10,14 +10,18 @@ LayerEntry F(std::string path, std::string content = "x") {
   e.content = std::make_shared<const util::SparseFile>(util::SparseFile::Whole(content));
   return e;
 }
-LayerEntry D(std::string path) { return {std::move(path), EntryKind::kDirectory, 0755, 0, "", nullptr}; }
+LayerEntry D(std::string path) {
+  return {std::move(path), EntryKind::kDirectory, 0755, 0, "", nullptr};
+}
 LayerEntry L(std::string path, std::string target) {
   return {std::move(path), EntryKind::kSymlink, 0777, 0, std::move(target), nullptr};
 }
 LayerEntry H(std::string path, std::string target) {
   return {std::move(path), EntryKind::kHardlink, 0, 0, std::move(target), nullptr};
 }
-LayerEntry Wh(std::string path) { return {std::move(path), EntryKind::kWhiteout, 0, 0, "", nullptr}; }
+LayerEntry Wh(std::string path) {
+  return {std::move(path), EntryKind::kWhiteout, 0, 0, "", nullptr};
+}
 LayerEntry Opq(std::string dir) { return {std::move(dir), EntryKind::kOpaque, 0, 0, "", nullptr}; }
 
 struct Stack {
@@ -56,7 +60,7 @@ TEST_CASE("a whiteout deletes a lower file or subtree and records who deleted it
   REQUIRE(s.tree.FindDeleted("/a/b/g"));
   CHECK(s.tree.FindDeleted("/a/b")->type == NodeType::kDirectory);
   CHECK(s.tree.FindDeleted("/missing") == nullptr);  // a whiteout of nothing does nothing
-  CHECK(s.stats[2].deleted == 4);                     // /a/f, /a/b, /a/b/g, /s
+  CHECK(s.stats[2].deleted == 4);                    // /a/f, /a/b, /a/b/g, /s
   CHECK(s.stats[2].added == 0);
   CHECK(s.stats[2].changed == 0);
 }

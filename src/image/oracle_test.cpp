@@ -15,7 +15,8 @@ namespace {
 namespace fs = std::filesystem;
 using namespace imgcheck::testing;
 
-LayerRecipe Layer(std::vector<Entry> entries, std::string created_by, Compression c = Compression::kGzip) {
+LayerRecipe Layer(std::vector<Entry> entries, std::string created_by,
+                  Compression c = Compression::kGzip) {
   LayerRecipe l;
   l.entries = std::move(entries);
   l.compression = c;  // umoci 0.4 reads gzip and plain layers, not zstd
@@ -31,25 +32,30 @@ std::vector<std::pair<std::string, ImageRecipe>> Stacks() {
       Layer({Dir("a"), File("a/f", "f0"), Dir("a/b"), File("a/b/g", "g0"), Symlink("s", "a/f"),
              File("top", "t0"), Dir("keep"), File("keep/k", "k")},
             "base"),
-      Layer({Whiteout("a/f"), Whiteout("a/b"), Whiteout("s"), Whiteout("missing"), Whiteout("a/nothing")},
+      Layer({Whiteout("a/f"), Whiteout("a/b"), Whiteout("s"), Whiteout("missing"),
+             Whiteout("a/nothing")},
             "delete a file, a directory, a symlink, missing paths"),
   };
   out.emplace_back("plain whiteouts", r);
 
   r.layers = {
-      Layer({Dir("a"), File("a/f", "old"), File("a/g", "old"), Dir("d"), File("d/x", "x"), Dir("d/sub"),
-             File("d/sub/y", "y")},
+      Layer({Dir("a"), File("a/f", "old"), File("a/g", "old"), Dir("d"), File("d/x", "x"),
+             Dir("d/sub"), File("d/sub/y", "y")},
             "base"),
-      Layer({Whiteout("a/f"), File("a/f", "new"), File("a/g", "new"), Whiteout("a/g"), File("d/new", "n"),
-             Opaque("d"), File("d/after", "a"), Dir("e"), File("e/z", "z"), Whiteout("e/z")},
-            "whiteouts and opaque markers in the same layer as new entries, both orders", Compression::kNone),
+      Layer({Whiteout("a/f"), File("a/f", "new"), File("a/g", "new"), Whiteout("a/g"),
+             File("d/new", "n"), Opaque("d"), File("d/after", "a"), Dir("e"), File("e/z", "z"),
+             Whiteout("e/z")},
+            "whiteouts and opaque markers in the same layer as new entries, both orders",
+            Compression::kNone),
   };
   out.emplace_back("same-layer whiteouts", r);
 
   r.layers = {
-      Layer({Dir("r"), File("r/c", "c"), File("q", "q"), Symlink("l", "r"), Dir("o"), Dir("o/p"), File("o/p/q", "1")},
+      Layer({Dir("r"), File("r/c", "c"), File("q", "q"), Symlink("l", "r"), Dir("o"), Dir("o/p"),
+             File("o/p/q", "1")},
             "base"),
-      Layer({File("r", "file now"), Dir("q"), File("q/n", "n"), Dir("l"), File("l/m", "m"), Opaque("o")},
+      Layer({File("r", "file now"), Dir("q"), File("q/n", "n"), Dir("l"), File("l/m", "m"),
+             Opaque("o")},
             "file over dir, dir over file, dir over symlink, opaque with subdirs"),
       Layer({Dir("r"), File("r/back", "b"), Whiteout("q"), File("o/p/q", "2")}, "and back again"),
   };
@@ -59,8 +65,8 @@ std::vector<std::pair<std::string, ImageRecipe>> Stacks() {
       Layer({Dir("usr"), Dir("usr/lib"), Symlink("lib", "usr/lib"), File("usr/lib/old.so", "o"),
              Symlink("abs", "/usr"), File("usr/lib/libc.so.6", "libc")},
             "usrmerge base"),
-      Layer({Dir("lib"), File("lib/libz.so.1", "z"), Whiteout("abs/lib/old.so"), Hardlink("lib/hl", "usr/lib/libc.so.6"),
-             File("dup", "one"), File("dup", "two")},
+      Layer({Dir("lib"), File("lib/libz.so.1", "z"), Whiteout("abs/lib/old.so"),
+             Hardlink("lib/hl", "usr/lib/libc.so.6"), File("dup", "one"), File("dup", "two")},
             "entries through symlinked parents; hard link to a lower file; duplicates"),
   };
   out.emplace_back("symlinked parents", r);
@@ -83,9 +89,16 @@ std::map<std::string, Seen> FromTree(const Image& img) {
         REQUIRE(n.content);
         s.sha = util::Sha256Digest(*n.content->View(0, n.content->size()));
         break;
-      case NodeType::kDirectory: s.type = "dir"; break;
-      case NodeType::kSymlink: s.type = "link"; s.link = n.link_target; break;
-      default: s.type = "special"; break;
+      case NodeType::kDirectory:
+        s.type = "dir";
+        break;
+      case NodeType::kSymlink:
+        s.type = "link";
+        s.link = n.link_target;
+        break;
+      default:
+        s.type = "special";
+        break;
     }
     out[path] = s;
   }
@@ -125,8 +138,8 @@ TEST_CASE("the merged tree equals umoci's unpacked rootfs", "[oracle][umoci]") {
     TempDir tmp;
     WriteOciLayout(tmp / "layout", recipe, "t");
     std::string rootless = geteuid() == 0 ? "" : " --rootless";
-    CommandResult r = Run("umoci raw unpack" + rootless + " --image '" + (tmp / "layout").string() + ":t' '" +
-                          (tmp / "rootfs").string() + "'");
+    CommandResult r = Run("umoci raw unpack" + rootless + " --image '" + (tmp / "layout").string() +
+                          ":t' '" + (tmp / "rootfs").string() + "'");
     REQUIRE(r.status == 0);
     Image img = Load("oci:" + (tmp / "layout").string() + ":t", capture_all);
     std::map<std::string, Seen> ours = FromTree(img), theirs = FromDisk(tmp / "rootfs");
@@ -178,7 +191,9 @@ TEST_CASE("images converted by skopeo read back identically", "[oracle][skopeo]"
     }
   }
   // And back: docker-archive -> OCI layout by skopeo, read again.
-  REQUIRE(Run("skopeo --insecure-policy copy -q " + targets[0] + " oci:" + (tmp / "back").string() + ":t").status == 0);
+  REQUIRE(Run("skopeo --insecure-policy copy -q " + targets[0] + " oci:" + (tmp / "back").string() +
+              ":t")
+              .status == 0);
   CHECK(FromTree(Load("oci:" + (tmp / "back").string() + ":t", capture_all)) == FromTree(want));
 }
 

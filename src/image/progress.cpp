@@ -87,7 +87,8 @@ void Progress::MaybeDraw(bool force) {
 }
 
 std::string Progress::LineLocked(std::chrono::steady_clock::time_point now) const {
-  std::string line = "imgcheck: layers " + std::to_string(done_) + "/" + std::to_string(layers_) + " done";
+  std::string line =
+      "imgcheck: layers " + std::to_string(done_) + "/" + std::to_string(layers_) + " done";
   if (!active_.empty()) {
     line += ", reading";
     for (int i : active_) line += " " + std::to_string(i);

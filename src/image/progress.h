@@ -46,9 +46,9 @@ class Progress {
   const int layers_;
   const uint64_t total_bytes_;
   const std::chrono::steady_clock::time_point start_;
-  std::atomic<uint64_t> bytes_{0};     // stored bytes read
-  std::atomic<uint64_t> skipped_{0};   // stored bytes not read (cached layers)
-  std::mutex mu_;                      // guards the rest and the terminal
+  std::atomic<uint64_t> bytes_{0};    // stored bytes read
+  std::atomic<uint64_t> skipped_{0};  // stored bytes not read (cached layers)
+  std::mutex mu_;                     // guards the rest and the terminal
   std::set<int> active_;
   int done_ = 0;
   bool drawn_ = false;

@@ -44,7 +44,8 @@ class Pipeline {
       : jobs_(jobs),
         options_(options),
         read_(read),
-        progress_(Progress::ShouldShow(options.progress), 2, static_cast<int>(jobs.size()), TotalSize(jobs)),
+        progress_(Progress::ShouldShow(options.progress), 2, static_cast<int>(jobs.size()),
+                  TotalSize(jobs)),
         slots_(jobs.size()) {
     // Biggest first: the longest reading must not be the last to start (with 2 threads and
     // layers of 0.4, 0.4 and 0.9 GB, in-order scheduling would read 0.4 + 0.9 on one thread).
@@ -65,7 +66,8 @@ class Pipeline {
     }
     progress_.StartLayer(job.index);
     TrackBlob track = [this, i](std::unique_ptr<BlobReader> in) -> std::unique_ptr<BlobReader> {
-      return std::make_unique<TrackedReader>(std::move(in), progress_, [this, i] { return Cancelled(i); });
+      return std::make_unique<TrackedReader>(std::move(in), progress_,
+                                             [this, i] { return Cancelled(i); });
     };
     LayerContents contents = read_(job, track);
     progress_.FinishLayer(job.index);

@@ -65,7 +65,8 @@ LayerContents Reading(const LayerJob& j, const TrackBlob& track, int work_ms) {
   return c;
 }
 
-TEST_CASE("layers are read in parallel, at most `jobs` at once, and merged in order", "[read_layers]") {
+TEST_CASE("layers are read in parallel, at most `jobs` at once, and merged in order",
+          "[read_layers]") {
   for (int jobs : {1, 2, 3, 8}) {
     INFO("jobs " << jobs);
     std::mutex mu;
@@ -169,7 +170,8 @@ TEST_CASE("a reading above a failure is stopped, not waited for", "[read_layers]
                             std::this_thread::sleep_for(std::chrono::milliseconds(20));
                             throw util::Fatal("layer 0 is corrupt");
                           }
-                          std::unique_ptr<BlobReader> blob = track(std::make_unique<FakeBlob>(SIZE_MAX));
+                          std::unique_ptr<BlobReader> blob =
+                              track(std::make_unique<FakeBlob>(SIZE_MAX));
                           char buf[4096];
                           while (blob->Read(buf, sizeof buf) > 0) {
                           }
@@ -182,12 +184,14 @@ TEST_CASE("a reading above a failure is stopped, not waited for", "[read_layers]
 TEST_CASE("a failure while merging stops the readers", "[read_layers]") {
   ReadLayersOptions o;
   o.jobs = 2;
-  CHECK_THROWS_WITH(ReadLayers(
-                        Jobs(10), o, [&](const LayerJob& j, const TrackBlob& track) { return Reading(j, track, 1); },
-                        [&](const LayerJob& j, LayerContents&) {
-                          if (j.index == 1) throw util::Fatal("merge failed");
-                        }),
-                    "merge failed");
+  CHECK_THROWS_WITH(
+      ReadLayers(
+          Jobs(10), o,
+          [&](const LayerJob& j, const TrackBlob& track) { return Reading(j, track, 1); },
+          [&](const LayerJob& j, LayerContents&) {
+            if (j.index == 1) throw util::Fatal("merge failed");
+          }),
+      "merge failed");
 }
 
 TEST_CASE("cached layers are not read again; uncacheable ones always are", "[read_layers]") {
@@ -204,7 +208,8 @@ TEST_CASE("cached layers are not read again; uncacheable ones always are", "[rea
     return Reading(j, track, 0);
   };
   std::vector<std::string> first, second;
-  ReadLayers(jobs, o, read, [&](const LayerJob&, LayerContents& c) { first.push_back(c.entries[0].path); });
+  ReadLayers(jobs, o, read,
+             [&](const LayerJob&, LayerContents& c) { first.push_back(c.entries[0].path); });
   CHECK(reads == 4);
   ReadLayers(jobs, o, read, [&](const LayerJob& j, LayerContents& c) {
     second.push_back(c.entries[0].path);

@@ -9,10 +9,10 @@
 namespace imgcheck::image {
 
 struct RegistryOptions {
-  std::string creds;        ///< "USER:PASS" from --creds; empty: look up the auth files
-  bool tls_verify = true;   ///< --tls-verify=false turns certificate checks off
-  std::string cert_dir;     ///< --cert-dir: extra CA certificates (*.crt), client cert/key
-  std::string ca_cert;      ///< --ca-cert: one CA bundle file
+  std::string creds;       ///< "USER:PASS" from --creds; empty: look up the auth files
+  bool tls_verify = true;  ///< --tls-verify=false turns certificate checks off
+  std::string cert_dir;    ///< --cert-dir: extra CA certificates (*.crt), client cert/key
+  std::string ca_cert;     ///< --ca-cert: one CA bundle file
 };
 
 /// A source for `reference` ("nvidia/cuda:12.1.1-runtime-ubuntu22.04", "host:5000/x@sha256:...").

@@ -29,7 +29,8 @@ class OciLayoutSource : public Source {
   std::string Describe() const override { return describe_; }
 
   Descriptor Root() override {
-    if (!store_->Has("oci-layout")) throw util::Fatal(describe_ + ": not an OCI layout (no oci-layout file)");
+    if (!store_->Has("oci-layout"))
+      throw util::Fatal(describe_ + ": not an OCI layout (no oci-layout file)");
     index_ = store_->Read("index.json", kMaxManifestBytes);
     json doc = ParseJson(index_, kMaxManifestBytes, describe_ + ": index.json");
     std::vector<PlatformEntry> entries = ParseIndex(doc, describe_ + ": index.json");
@@ -42,8 +43,8 @@ class OciLayoutSource : public Source {
         if (tag == ref_) return entries[i].descriptor;
         if (!tag.empty()) tags += (tags.empty() ? "" : ", ") + tag;
       }
-      throw util::Fatal(describe_ + ": no image named '" + ref_ + "' in index.json; names: " +
-                        (tags.empty() ? "(none)" : tags));
+      throw util::Fatal(describe_ + ": no image named '" + ref_ +
+                        "' in index.json; names: " + (tags.empty() ? "(none)" : tags));
     }
     if (entries.size() == 1) return entries[0].descriptor;
     // Several entries and no name: index.json is itself the index to pick a platform from.
@@ -78,8 +79,10 @@ class OciLayoutSource : public Source {
 // (blobs/sha256/<hex>, <hex>.json), and always its location.
 json ArchiveFileDescriptor(const std::string& media_type, const std::string& name) {
   std::string hex;
-  if (name.rfind(kBlobDir, 0) == 0) hex = name.substr(kBlobDir.size());
-  else if (name.size() == 69 && name.substr(64) == ".json") hex = name.substr(0, 64);
+  if (name.rfind(kBlobDir, 0) == 0)
+    hex = name.substr(kBlobDir.size());
+  else if (name.size() == 69 && name.substr(64) == ".json")
+    hex = name.substr(0, 64);
   json d{{"mediaType", media_type}, {"urls", json::array({name})}};
   if (IsSha256Digest("sha256:" + hex)) d["digest"] = "sha256:" + hex;
   return d;
@@ -105,10 +108,12 @@ class DockerArchiveSource : public Source {
     manifest["config"] = ArchiveFileDescriptor(std::string(media::kDockerConfig), entry["Config"]);
     manifest["layers"] = json::array();
     auto layers = entry.find("Layers");
-    if (layers == entry.end() || !layers->is_array()) throw util::Fatal(what + ": entry without Layers");
+    if (layers == entry.end() || !layers->is_array())
+      throw util::Fatal(what + ": entry without Layers");
     for (const json& l : *layers) {
       if (!l.is_string()) throw util::Fatal(what + ": layer name is not a string");
-      manifest["layers"].push_back(ArchiveFileDescriptor("application/vnd.docker.image.rootfs.diff.tar", l));
+      manifest["layers"].push_back(
+          ArchiveFileDescriptor("application/vnd.docker.image.rootfs.diff.tar", l));
     }
     synthesized_ = manifest.dump();
     Descriptor d;
@@ -122,13 +127,16 @@ class DockerArchiveSource : public Source {
     return store_->Read(d.location, limit);
   }
 
-  std::unique_ptr<BlobReader> OpenBlob(const Descriptor& d) override { return store_->Open(d.location); }
+  std::unique_ptr<BlobReader> OpenBlob(const Descriptor& d) override {
+    return store_->Open(d.location);
+  }
 
  private:
   const json& Select(const json& doc, const std::string& what) const {
     if (ref_.empty()) {
       if (doc.size() == 1) return doc[0];
-      throw util::Fatal(what + ": holds " + std::to_string(doc.size()) + " images; name one: " + Tags(doc));
+      throw util::Fatal(what + ": holds " + std::to_string(doc.size()) +
+                        " images; name one: " + Tags(doc));
     }
     if (ref_.front() == '@') {
       size_t n = 0;
@@ -137,7 +145,8 @@ class DockerArchiveSource : public Source {
       } catch (const std::exception&) {
         throw util::Fatal(what + ": bad image index '" + ref_ + "'");
       }
-      if (n >= doc.size()) throw util::Fatal(what + ": no image " + ref_ + "; it holds " + std::to_string(doc.size()));
+      if (n >= doc.size())
+        throw util::Fatal(what + ": no image " + ref_ + "; it holds " + std::to_string(doc.size()));
       return doc[n];
     }
     // Tags compare as references: "example/img:1" is "docker.io/example/img:1".
@@ -181,10 +190,12 @@ std::unique_ptr<Source> OpenOciLayout(std::unique_ptr<FileStore> store, std::str
 std::unique_ptr<Source> OpenDockerArchive(std::unique_ptr<FileStore> store, std::string ref,
                                           std::string describe) {
   if (!store->Has("manifest.json")) {
-    if (store->Has("index.json")) return OpenOciLayout(std::move(store), std::move(ref), std::move(describe));
+    if (store->Has("index.json"))
+      return OpenOciLayout(std::move(store), std::move(ref), std::move(describe));
     throw util::Fatal(describe + ": not a docker save archive (no manifest.json)");
   }
-  return std::make_unique<DockerArchiveSource>(std::move(store), std::move(ref), std::move(describe));
+  return std::make_unique<DockerArchiveSource>(std::move(store), std::move(ref),
+                                               std::move(describe));
 }
 
 }  // namespace imgcheck::image

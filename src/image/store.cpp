@@ -80,7 +80,8 @@ class DirStore : public FileStore {
     fs::path p = root_ / *clean;
     int fd = open(p.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-      throw util::Fatal(Where(name) + (errno == ENOENT ? ": missing" : std::string(": ") + std::strerror(errno)));
+      throw util::Fatal(Where(name) +
+                        (errno == ENOENT ? ": missing" : std::string(": ") + std::strerror(errno)));
     }
     return std::make_unique<FdReader>(fd, Where(name));
   }
@@ -112,7 +113,8 @@ class TarStore : public FileStore {
  public:
   explicit TarStore(fs::path path) : path_(std::move(path)) {
     std::error_code ec;
-    if (!fs::is_regular_file(path_, ec)) throw util::Fatal(path_.string() + ": no such archive file");
+    if (!fs::is_regular_file(path_, ec))
+      throw util::Fatal(path_.string() + ": no such archive file");
   }
   bool Has(const std::string& name) override {
     auto clean = CleanName(name);
@@ -123,7 +125,8 @@ class TarStore : public FileStore {
   }
   std::unique_ptr<BlobReader> Open(const std::string& name) override {
     auto clean = CleanName(name);
-    if (!clean) throw util::Fatal(Describe() + ": refusing member name outside the archive: " + name);
+    if (!clean)
+      throw util::Fatal(Describe() + ": refusing member name outside the archive: " + name);
     std::unique_ptr<BlobReader> r = Seek(*clean, true);
     if (!r) throw util::Fatal(Where(name) + ": missing");
     return r;
@@ -142,7 +145,8 @@ class TarStore : public FileStore {
       archive_read_support_filter_gzip(a.get());
       archive_read_support_filter_zstd(a.get());
       if (archive_read_open_filename(a.get(), path_.c_str(), 1 << 16) != ARCHIVE_OK)
-        throw util::Fatal(path_.string() + ": not a readable tar archive: " + archive_error_string(a.get()));
+        throw util::Fatal(path_.string() +
+                          ": not a readable tar archive: " + archive_error_string(a.get()));
       struct archive_entry* e;
       std::optional<std::string> next;
       while (true) {
@@ -150,7 +154,8 @@ class TarStore : public FileStore {
         if (rc == ARCHIVE_EOF) return nullptr;
         if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {  // RETRY too: a damaged header
           if (!throw_on_corrupt) return nullptr;
-          throw util::Fatal(path_.string() + ": corrupt tar archive: " + archive_error_string(a.get()));
+          throw util::Fatal(path_.string() +
+                            ": corrupt tar archive: " + archive_error_string(a.get()));
         }
         const char* raw = archive_entry_pathname(e);
         auto member = raw ? CleanName(raw) : std::nullopt;
@@ -186,6 +191,8 @@ std::unique_ptr<FileStore> OpenDirStore(const fs::path& root) {
   return std::make_unique<DirStore>(root);
 }
 
-std::unique_ptr<FileStore> OpenTarStore(const fs::path& path) { return std::make_unique<TarStore>(path); }
+std::unique_ptr<FileStore> OpenTarStore(const fs::path& path) {
+  return std::make_unique<TarStore>(path);
+}
 
 }  // namespace imgcheck::image

@@ -54,9 +54,12 @@ std::string HashingReader::Finish() {
 
 const char* CompressionName(Compression c) {
   switch (c) {
-    case Compression::kNone: return "uncompressed";
-    case Compression::kGzip: return "gzip";
-    case Compression::kZstd: return "zstd";
+    case Compression::kNone:
+      return "uncompressed";
+    case Compression::kGzip:
+      return "gzip";
+    case Compression::kZstd:
+      return "zstd";
   }
   return "?";
 }
@@ -97,7 +100,8 @@ Decompressor::Decompressor(ChunkReader& in) : in_(in) {
     ZSTD_DCtx_setParameter(zstd_->ctx, ZSTD_d_windowLogMax, 31);
   } else if (starts("BZh")) {
     throw util::Fatal("bzip2-compressed layers are not supported");
-  } else if (starts("\xfd" "7zXZ")) {
+  } else if (starts("\xfd"
+                    "7zXZ")) {
     throw util::Fatal("xz-compressed layers are not supported");
   }
 }
@@ -156,9 +160,12 @@ bool Decompressor::Grow() {
 size_t Decompressor::Read(char* buf, size_t n) {
   if (n == 0) return 0;
   switch (compression_) {
-    case Compression::kGzip: return ReadGzip(buf, n);
-    case Compression::kZstd: return ReadZstd(buf, n);
-    case Compression::kNone: break;
+    case Compression::kGzip:
+      return ReadGzip(buf, n);
+    case Compression::kZstd:
+      return ReadZstd(buf, n);
+    case Compression::kNone:
+      break;
   }
   if (!Pull()) return 0;
   size_t k = std::min(n, Input().size());
@@ -195,8 +202,9 @@ size_t Decompressor::ReadGzip(char* buf, size_t n) {
     Consume(used);
     if (rc < 0) {
       throw util::Fatal(rc == ISAL_INCORRECT_CHECKSUM ? "corrupt gzip stream (checksum mismatch)"
-                        : rc == ISAL_INVALID_WRAPPER  ? "corrupt gzip stream (bad header)"
-                                                      : "corrupt gzip stream (invalid deflate data)");
+                        : rc == ISAL_INVALID_WRAPPER
+                            ? "corrupt gzip stream (bad header)"
+                            : "corrupt gzip stream (invalid deflate data)");
     }
     if (s.block_state == ISAL_BLOCK_FINISH) stream_end_ = true;
     if (room > s.avail_out) return room - s.avail_out;
@@ -214,7 +222,8 @@ size_t Decompressor::ReadZstd(char* buf, size_t n) {
     ZSTD_inBuffer zin{in.data(), in.size(), 0};
     ZSTD_outBuffer out{buf, n, 0};
     size_t rc = ZSTD_decompressStream(zstd_->ctx, &out, &zin);
-    if (ZSTD_isError(rc)) throw util::Fatal(std::string("corrupt zstd stream (") + ZSTD_getErrorName(rc) + ")");
+    if (ZSTD_isError(rc))
+      throw util::Fatal(std::string("corrupt zstd stream (") + ZSTD_getErrorName(rc) + ")");
     Consume(zin.pos);
     zstd_->last = rc;
     if (out.pos > 0) return out.pos;

@@ -19,11 +19,11 @@ enum class NodeType : uint8_t { kRegular, kDirectory, kSymlink, kCharDevice, kBl
 /// One path of the merged tree, with its provenance.
 struct Node {
   NodeType type = NodeType::kRegular;
-  uint32_t mode = 0;            ///< permission bits
-  uint64_t size = 0;            ///< regular files: size in bytes
-  std::string link_target;      ///< symlinks: the target as stored
-  int layer = -1;               ///< index of the layer that last wrote this path
-  std::vector<int> history;     ///< earlier layers that wrote this path, oldest first
+  uint32_t mode = 0;         ///< permission bits
+  uint64_t size = 0;         ///< regular files: size in bytes
+  std::string link_target;   ///< symlinks: the target as stored
+  int layer = -1;            ///< index of the layer that last wrote this path
+  std::vector<int> history;  ///< earlier layers that wrote this path, oldest first
   /// What the capture policy kept of a regular file's bytes; null when nothing was captured.
   /// Hard links share their target's content.
   std::shared_ptr<const util::SparseFile> content;
@@ -32,8 +32,8 @@ struct Node {
 /// A path that existed in a lower layer and was removed by a whiteout (or an opaque directory,
 /// or replaced by a non-directory).
 struct Deletion {
-  int layer = -1;             ///< the layer that deleted it
-  std::vector<int> history;   ///< the layers that had written it, oldest first
+  int layer = -1;                      ///< the layer that deleted it
+  std::vector<int> history;            ///< the layers that had written it, oldest first
   NodeType type = NodeType::kRegular;  ///< what it was before deletion
 };
 
@@ -45,8 +45,8 @@ class Tree {
   const Deletion* FindDeleted(std::string_view path) const;
 
   struct Resolved {
-    std::string path;   ///< final path after following links
-    const Node* node;   ///< null when the final path does not exist
+    std::string path;  ///< final path after following links
+    const Node* node;  ///< null when the final path does not exist
   };
   /// Resolves `path` with chroot semantics: symlinks in every component (and in the last one
   /// when `follow_last`) are followed inside the image, absolute targets restart at the image

@@ -9,25 +9,38 @@ namespace imgcheck::loader {
 
 std::string_view ReasonName(Reason reason) {
   switch (reason) {
-    case Reason::kAlreadyLoaded: return "already-loaded";
-    case Reason::kDirectPath: return "direct-path";
-    case Reason::kRpath: return "rpath";
-    case Reason::kLdLibraryPath: return "ld-library-path";
-    case Reason::kRunpath: return "runpath";
-    case Reason::kLdCache: return "ld.so.cache";
-    case Reason::kDefaultDir: return "default-dir";
+    case Reason::kAlreadyLoaded:
+      return "already-loaded";
+    case Reason::kDirectPath:
+      return "direct-path";
+    case Reason::kRpath:
+      return "rpath";
+    case Reason::kLdLibraryPath:
+      return "ld-library-path";
+    case Reason::kRunpath:
+      return "runpath";
+    case Reason::kLdCache:
+      return "ld.so.cache";
+    case Reason::kDefaultDir:
+      return "default-dir";
   }
   return "unknown";
 }
 
 std::string_view OutcomeName(Outcome outcome) {
   switch (outcome) {
-    case Outcome::kMissing: return "missing";
-    case Outcome::kWrongClass: return "wrong-class";
-    case Outcome::kWrongMachine: return "wrong-machine";
-    case Outcome::kNotElf: return "not-elf";
-    case Outcome::kRejected: return "rejected-nodeflib";
-    case Outcome::kFound: return "found";
+    case Outcome::kMissing:
+      return "missing";
+    case Outcome::kWrongClass:
+      return "wrong-class";
+    case Outcome::kWrongMachine:
+      return "wrong-machine";
+    case Outcome::kNotElf:
+      return "not-elf";
+    case Outcome::kRejected:
+      return "rejected-nodeflib";
+    case Outcome::kFound:
+      return "found";
   }
   return "unknown";
 }
@@ -128,7 +141,8 @@ std::vector<SearchDir> SearchList(const std::vector<std::string>& entries,
   if (entries.size() == 1 && entries[0].empty()) return out;
   for (const std::string& e : entries) {
     SearchDir d{e, DirPrefix(ExpandTokens(e, origin, platform))};
-    bool seen = std::any_of(out.begin(), out.end(), [&](const SearchDir& o) { return o.dir == d.dir; });
+    bool seen =
+        std::any_of(out.begin(), out.end(), [&](const SearchDir& o) { return o.dir == d.dir; });
     if (!seen) out.push_back(std::move(d));
   }
   return out;
@@ -157,10 +171,14 @@ class Search {
     if (resolved && resolved->node && resolved->node->type == image::NodeType::kRegular) {
       info = elf_(resolved->path);
       const Platform& p = options_.platform;
-      if (info == nullptr) a.outcome = Outcome::kNotElf;
-      else if (info->is64 != p.is64) a.outcome = Outcome::kWrongClass;
-      else if (info->machine != p.machine) a.outcome = Outcome::kWrongMachine;
-      else a.outcome = Outcome::kFound;
+      if (info == nullptr)
+        a.outcome = Outcome::kNotElf;
+      else if (info->is64 != p.is64)
+        a.outcome = Outcome::kWrongClass;
+      else if (info->machine != p.machine)
+        a.outcome = Outcome::kWrongMachine;
+      else
+        a.outcome = Outcome::kFound;
     }
     r_.tried.push_back(a);
     if (a.outcome == Outcome::kNotElf) {
@@ -182,7 +200,8 @@ class Search {
   bool TryList(Reason phase, const std::vector<SearchDir>& dirs, std::string_view name) {
     for (const SearchDir& d : dirs) {
       for (const std::string& hw : options_.platform.hwcaps)
-        if (Try(phase, d.entry, d.dir + "glibc-hwcaps/" + hw + "/" + std::string(name))) return true;
+        if (Try(phase, d.entry, d.dir + "glibc-hwcaps/" + hw + "/" + std::string(name)))
+          return true;
       if (Try(phase, d.entry, d.dir + std::string(name))) return true;
     }
     return false;
@@ -265,9 +284,13 @@ Platform DetectPlatform(const image::Tree& tree, uint16_t machine, bool is64) {
     if (!resolved) continue;
     for (const std::string& name : tree.List(resolved->path)) {
       int minor = 0;
-      if (name.rfind("libc-2.", 0) == 0 && name.size() > 10 && name.substr(name.size() - 3) == ".so") {
+      if (name.rfind("libc-2.", 0) == 0 && name.size() > 10 &&
+          name.substr(name.size() - 3) == ".so") {
         for (char c : name.substr(7, name.size() - 10)) {
-          if (c < '0' || c > '9') { minor = -1; break; }
+          if (c < '0' || c > '9') {
+            minor = -1;
+            break;
+          }
           minor = minor * 10 + (c - '0');
         }
         if (minor >= 0 && minor < 33) p.hwcaps.clear();
@@ -329,7 +352,8 @@ Resolution Resolve(const image::Tree& tree, const ElfLookup& elf, const LoadGrap
   if (options.ld_library_path && !options.ld_library_path->empty()) {
     std::string llp = *options.ld_library_path;
     std::replace(llp.begin(), llp.end(), ';', ':');
-    if (s.TryList(Reason::kLdLibraryPath, SearchList(util::Split(llp, ':'), s.OriginOf(0), p), name))
+    if (s.TryList(Reason::kLdLibraryPath, SearchList(util::Split(llp, ':'), s.OriginOf(0), p),
+                  name))
       return r;
   }
   if (info.has_runpath &&
@@ -351,8 +375,8 @@ LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view r
   if (root_elf == nullptr) return g;
   g.objects.push_back({std::string(root), std::string(root), root_elf, {}, -1, Kind::kNeeded, {}});
   // The interpreter is mapped before any dependency and answers to its path and soname.
-  std::string interp = root_elf->interpreter.empty() ? options.platform.interpreter
-                                                     : root_elf->interpreter;
+  std::string interp =
+      root_elf->interpreter.empty() ? options.platform.interpreter : root_elf->interpreter;
   if (!interp.empty()) {
     auto resolved = tree.Resolve(interp);
     const elf::ElfInfo* interp_elf =
@@ -371,8 +395,8 @@ LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view r
       } else if (g.objects.size() >= options.max_objects) {
         g.truncated = true;
       } else {
-        g.objects.push_back({r.path, r.real_path, elf(r.real_path), {name}, static_cast<int>(i),
-                             kind, {}});
+        g.objects.push_back(
+            {r.path, r.real_path, elf(r.real_path), {name}, static_cast<int>(i), kind, {}});
       }
     }
     g.objects[i].resolutions.push_back(std::move(r));

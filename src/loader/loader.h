@@ -65,29 +65,29 @@ enum class Status : uint8_t {
 /// How one name requested by one consumer resolves. The same name may resolve differently
 /// for different consumers (each has its own RPATH/RUNPATH); every request is kept.
 struct Resolution {
-  std::string consumer;   ///< real path of the object whose DT_NEEDED (or dlopen) names it
-  std::string name;       ///< as requested
+  std::string consumer;  ///< real path of the object whose DT_NEEDED (or dlopen) names it
+  std::string name;      ///< as requested
   Kind kind = Kind::kNeeded;
   Status status = Status::kNotFound;
   Reason reason = Reason::kDefaultDir;  ///< kFound only
-  std::string path;       ///< path as ld.so opens it (search dir + name), before symlinks
-  std::string real_path;  ///< after following symlinks inside the image
-  std::string entry;      ///< search entry that matched, unexpanded ("$ORIGIN/../lib")
-  std::string rpath_owner;  ///< kRpath: real path of the object whose DT_RPATH matched
+  std::string path;            ///< path as ld.so opens it (search dir + name), before symlinks
+  std::string real_path;       ///< after following symlinks inside the image
+  std::string entry;           ///< search entry that matched, unexpanded ("$ORIGIN/../lib")
+  std::string rpath_owner;     ///< kRpath: real path of the object whose DT_RPATH matched
   std::vector<Attempt> tried;  ///< every candidate looked at, in order, the hit last
-  std::string error;      ///< kError: ld.so's message
+  std::string error;           ///< kError: ld.so's message
 
   bool found() const { return status == Status::kFound; }
 };
 
 /// One object of the link map.
 struct LoadedObject {
-  std::string path;       ///< as ld.so opened it (l_name)
-  std::string real_path;  ///< after symlinks; the key for ElfLookup
+  std::string path;                   ///< as ld.so opened it (l_name)
+  std::string real_path;              ///< after symlinks; the key for ElfLookup
   const elf::ElfInfo* elf = nullptr;  ///< never null for loaded objects
   std::vector<std::string> names;     ///< names it was requested by, first first
-  int loader = -1;        ///< index of the object that first requested it (l_loader); -1: root
-  Kind loaded_by = Kind::kNeeded;     ///< how that first request was made
+  int loader = -1;  ///< index of the object that first requested it (l_loader); -1: root
+  Kind loaded_by = Kind::kNeeded;       ///< how that first request was made
   std::vector<Resolution> resolutions;  ///< its DT_NEEDED in order, then its dlopens
 };
 
@@ -108,17 +108,17 @@ struct LoadGraph {
 
 /// Which names an object passes to dlopen (data from rules/dlopen.json).
 struct DlopenRule {
-  std::string caller;               ///< glob on the caller's soname or file name ("libcudnn.so.9*")
-  std::vector<std::string> names;   ///< dlopen arguments, in order
-  std::string source;               ///< where this fact comes from
+  std::string caller;              ///< glob on the caller's soname or file name ("libcudnn.so.9*")
+  std::vector<std::string> names;  ///< dlopen arguments, in order
+  std::string source;              ///< where this fact comes from
 };
 
 /// The loader build's platform: values glibc fixes at build time or takes from the CPU.
 struct Platform {
-  uint16_t machine = 62;           ///< EM_X86_64; candidates must match it
+  uint16_t machine = 62;  ///< EM_X86_64; candidates must match it
   bool is64 = true;
   std::string platform = "x86_64";  ///< $PLATFORM (AT_PLATFORM)
-  std::string lib = "lib64";       ///< $LIB (Debian/Ubuntu: "lib/x86_64-linux-gnu")
+  std::string lib = "lib64";        ///< $LIB (Debian/Ubuntu: "lib/x86_64-linux-gnu")
   /// System search directories in order (upstream x86-64: /lib64, /usr/lib64; Debian/Ubuntu:
   /// /lib/<triplet>, /usr/lib/<triplet>, /lib, /usr/lib).
   std::vector<std::string> default_dirs = {"/lib64", "/usr/lib64"};
@@ -139,7 +139,7 @@ struct Options {
   /// LD_LIBRARY_PATH from the image Env; nullopt when unset. Split on ':' and ';'; an empty
   /// element means the working directory.
   std::optional<std::string> ld_library_path;
-  std::string working_dir = "/";   ///< image WorkingDir: relative names and empty elements
+  std::string working_dir = "/";  ///< image WorkingDir: relative names and empty elements
   const catalog::LdCacheFile* cache = nullptr;  ///< the image's ld.so.cache; null when absent
   std::vector<DlopenRule> dlopen;  ///< applied to every loaded object whose name matches
   size_t max_objects = 4096;       ///< bound on the link map

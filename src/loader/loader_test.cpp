@@ -2,7 +2,6 @@
 #include "loader/loader.h"
 
 #include <algorithm>
-
 #include <catch2/catch.hpp>
 
 #include "loader/why.h"
@@ -70,7 +69,8 @@ Resolution Res(const LoadGraph& g, std::string_view consumer, std::string_view n
 
 TEST_CASE("search order: RPATH, LD_LIBRARY_PATH, RUNPATH, cache, default dirs", "[loader]") {
   FakeImage img;
-  for (std::string d : {"/rp", "/llp", "/run", "/cached", "/usr/lib64"}) img.Lib(d + "/libd.so.1", "libd.so.1");
+  for (std::string d : {"/rp", "/llp", "/run", "/cached", "/usr/lib64"})
+    img.Lib(d + "/libd.so.1", "libd.so.1");
   img.Lib("/app/rpath.so", "rpath.so", {"libd.so.1"}).rpath = {"/rp"};
   img.Lib("/app/runpath.so", "runpath.so", {"libd.so.1"}).runpath = {"/run"};
   img.elves["/app/runpath.so"].has_runpath = true;
@@ -176,8 +176,7 @@ TEST_CASE("$ORIGIN, $LIB, $PLATFORM and glibc-hwcaps", "[loader]") {
         "/opt/x86_64/libp.so");
 }
 
-TEST_CASE("$ORIGIN of a library opened through a symlink is the symlink's directory",
-          "[loader]") {
+TEST_CASE("$ORIGIN of a library opened through a symlink is the symlink's directory", "[loader]") {
   FakeImage img;
   img.Lib("/app/main.so", "main.so", {"libsym.so"}).rpath = {"/usr/local/lib"};
   img.Link("/usr/local/lib/libsym.so", "/opt/real/libsym.so");
@@ -230,8 +229,7 @@ TEST_CASE("wrong machine or class is skipped; a non-ELF candidate stops the load
   CHECK(e.error.find("/x32/libd.so") != std::string::npos);
 }
 
-TEST_CASE("LD_LIBRARY_PATH: ';' separates, empty elements are the working directory",
-          "[loader]") {
+TEST_CASE("LD_LIBRARY_PATH: ';' separates, empty elements are the working directory", "[loader]") {
   FakeImage img;
   img.Lib("/app/main.so", "main.so", {"libw.so", "libs.so"});
   img.Lib("/work/libw.so", "libw.so");
@@ -327,16 +325,17 @@ TEST_CASE("why: every consumer's resolution of a name or path, libtree style", "
   Options o = Upstream();
   LoadGraph ga = img.Load("/app/a.so", o), gb = img.Load("/app/b.so", o);
   LoadGraph ga2 = img.Load("/app/a.so", o);
-  std::vector<Root> roots = {{"/app/a.so", "framework x", &ga}, {"/app/b.so", "", &gb},
-                             {"/app/a.so", "again", &ga2}};
+  std::vector<Root> roots = {
+      {"/app/a.so", "framework x", &ga}, {"/app/b.so", "", &gb}, {"/app/a.so", "again", &ga2}};
   auto entries = FindWhy(img.tree, roots, "libcudnn.so.9");
   REQUIRE(entries.size() == 2);
   CHECK(entries[0].roots.size() == 2);  // the same resolution in two link maps, listed once
   std::string text = ExplainWhy(img.tree, "libcudnn.so.9", entries);
   INFO(text);
   CHECK(text.find("DT_NEEDED of /app/a.so (layer 2)") != std::string::npos);
-  CHECK(text.find("=> /app/../nv/libcudnn.so.9  [rpath: DT_RPATH of /app/a.so: \"$ORIGIN/../nv\"]") !=
-        std::string::npos);
+  CHECK(
+      text.find("=> /app/../nv/libcudnn.so.9  [rpath: DT_RPATH of /app/a.so: \"$ORIGIN/../nv\"]") !=
+      std::string::npos);
   CHECK(text.find("real file /nv/libcudnn.so.9.1.0") != std::string::npos);
   CHECK(text.find("file from layer 3") != std::string::npos);
   CHECK(text.find("not found; tried, in order:") != std::string::npos);

@@ -98,8 +98,10 @@ Oracle RunOracle(const Root& root, const std::string& program, const std::string
       // file"; anything else names the file ld.so rejected.
       std::string rest = line.substr(e + 38);
       std::string what = rest.substr(0, rest.find(": "));
-      if (r.output.find("cannot open shared object") != std::string::npos) o.found[what] = "not found";
-      else o.error_path = what;
+      if (r.output.find("cannot open shared object") != std::string::npos)
+        o.found[what] = "not found";
+      else
+        o.error_path = what;
       continue;
     }
     if (arrow == std::string::npos) {
@@ -181,8 +183,10 @@ void Compare(const Root& root, Simulated& sim, const std::string& program,
   std::map<std::string, std::string> mine;
   for (const Resolution* r : g.Resolutions()) {
     if (r->name.rfind("ld-linux", 0) == 0) continue;  // the interpreter: no "=>" line
-    if (!r->found()) mine.emplace(r->name, "not found");
-    else if (r->reason != Reason::kAlreadyLoaded) mine.emplace(r->name, r->path);
+    if (!r->found())
+      mine.emplace(r->name, "not found");
+    else if (r->reason != Reason::kAlreadyLoaded)
+      mine.emplace(r->name, r->path);
   }
   if (oracle.found.size() == 1 && oracle.found.begin()->second == "not found") {
     // ld.so stopped at the first missing library: that one must be missing here too.
@@ -298,8 +302,8 @@ TEST_CASE("ld.so agrees: inherited RPATH, $ORIGIN, $LIB, $PLATFORM, hwcaps, bad 
   r.Ldconfig();
 
   Simulated sim = Simulate(r);
-  for (const char* app : {"/apps/chain.so", "/opt/o/bin/origin.so", "/apps/dst.so",
-                          "/apps/hw.so", "/apps/mach.so", "/apps/notelf.so"})
+  for (const char* app : {"/apps/chain.so", "/opt/o/bin/origin.so", "/apps/dst.so", "/apps/hw.so",
+                          "/apps/mach.so", "/apps/notelf.so"})
     Compare(r, sim, app);
 }
 
@@ -312,8 +316,12 @@ TEST_CASE("ld.so agrees: dlopen by name from a library uses the caller's search 
   Root r;
   auto caller = [](const std::string& fn, const std::string& name) {
     return "#define _GNU_SOURCE\n#include <dlfcn.h>\n#include <link.h>\n"
-           "const char* " + fn + "(void) {\n  struct link_map* m = 0;\n"
-           "  void* h = dlopen(\"" + name + "\", RTLD_NOW);\n"
+           "const char* " +
+           fn +
+           "(void) {\n  struct link_map* m = 0;\n"
+           "  void* h = dlopen(\"" +
+           name +
+           "\", RTLD_NOW);\n"
            "  if (!h || dlinfo(h, RTLD_DI_LINKMAP, &m) != 0) return \"not found\";\n"
            "  return m->l_name;\n}\n";
   };
@@ -358,8 +366,7 @@ TEST_CASE("ld.so agrees: dlopen by name from a library uses the caller's search 
   std::string expected = "libplug1.so=" + path_of("/opt/dlr/libcaller.so", "libplug1.so") +
                          "\nlibplug2.so=" + path_of("/opt/dlr/libcaller2.so", "libplug2.so") +
                          "\nlibplug1.so@2=" + path_of("/opt/dlr/libcaller2.so", "libplug1.so") +
-                         "\nlibplug3.so=" + path_of("/opt/dlr/libcaller2.so", "libplug3.so") +
-                         "\n";
+                         "\nlibplug3.so=" + path_of("/opt/dlr/libcaller2.so", "libplug3.so") + "\n";
   CHECK(run.output == expected);
   // libcaller (no RUNPATH) reaches /opt/dlr2 through the program's RPATH; libcaller2's RUNPATH
   // hides that RPATH (libplug3 is not found), but libplug1 is already loaded by then.

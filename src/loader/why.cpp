@@ -8,9 +8,8 @@ namespace imgcheck::loader {
 namespace {
 
 bool Same(const Resolution& a, const Resolution& b) {
-  return a.consumer == b.consumer && a.name == b.name && a.kind == b.kind &&
-         a.status == b.status && a.reason == b.reason && a.path == b.path &&
-         a.real_path == b.real_path;
+  return a.consumer == b.consumer && a.name == b.name && a.kind == b.kind && a.status == b.status &&
+         a.reason == b.reason && a.path == b.path && a.real_path == b.real_path;
 }
 
 std::string Layer(const image::Tree& tree, std::string_view path) {
@@ -22,14 +21,19 @@ std::string How(const Resolution& r) {
   switch (r.reason) {
     case Reason::kRpath:
       return "DT_RPATH of " + r.rpath_owner + ": \"" + r.entry + "\"";
-    case Reason::kRunpath: return "DT_RUNPATH of the consumer: \"" + r.entry + "\"";
+    case Reason::kRunpath:
+      return "DT_RUNPATH of the consumer: \"" + r.entry + "\"";
     case Reason::kLdLibraryPath:
       return "LD_LIBRARY_PATH element \"" + r.entry + "\"" +
              (r.entry.empty() ? " (the working directory)" : "");
-    case Reason::kLdCache: return "ld.so.cache";
-    case Reason::kDefaultDir: return "default directory " + r.entry;
-    case Reason::kDirectPath: return "the name is a path";
-    case Reason::kAlreadyLoaded: return "already loaded under this name or soname";
+    case Reason::kLdCache:
+      return "ld.so.cache";
+    case Reason::kDefaultDir:
+      return "default directory " + r.entry;
+    case Reason::kDirectPath:
+      return "the name is a path";
+    case Reason::kAlreadyLoaded:
+      return "already loaded under this name or soname";
   }
   return "";
 }
@@ -48,13 +52,14 @@ std::vector<WhyEntry> FindWhy(const image::Tree& tree, const std::vector<Root>& 
   for (const Root& root : roots) {
     if (root.graph == nullptr) continue;
     for (const Resolution* r : root.graph->Resolutions()) {
-      bool match = by_path ? r->found() && (r->path == target || r->real_path == real)
-                           : r->name == target;
+      bool match =
+          by_path ? r->found() && (r->path == target || r->real_path == real) : r->name == target;
       if (!match) continue;
       std::string label = root.role.empty() ? root.path : root.path + " (" + root.role + ")";
       auto it = std::find_if(out.begin(), out.end(),
                              [&](const WhyEntry& e) { return Same(e.resolution, *r); });
-      if (it == out.end()) out.push_back({*r, {label}});
+      if (it == out.end())
+        out.push_back({*r, {label}});
       else if (std::find(it->roots.begin(), it->roots.end(), label) == it->roots.end())
         it->roots.push_back(label);
     }
@@ -75,8 +80,8 @@ std::string ExplainWhy(const image::Tree& tree, std::string_view target,
       << r.consumer << Layer(tree, r.consumer) << "\n";
     for (const Attempt& a : r.tried) {
       if (a.outcome == Outcome::kFound || a.outcome == Outcome::kMissing) continue;
-      s << "  skipped " << a.path << ": " << OutcomeName(a.outcome) << " ("
-        << ReasonName(a.phase) << ")\n";
+      s << "  skipped " << a.path << ": " << OutcomeName(a.outcome) << " (" << ReasonName(a.phase)
+        << ")\n";
     }
     if (r.status == Status::kFound) {
       s << "  => " << r.path << "  [" << ReasonName(r.reason) << ": " << How(r) << "]\n";

@@ -27,25 +27,25 @@ using CudnnFilterDesc = cudnnFilterStruct*;
 using CudnnConvDesc = cudnnConvolutionStruct*;
 
 // cuda.h
-constexpr CuResult kCudaSuccess = 0;              ///< CUDA_SUCCESS
-constexpr CuResult kCudaErrorNoDevice = 100;      ///< CUDA_ERROR_NO_DEVICE
-constexpr int kAttrComputeCapabilityMajor = 75;   ///< CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
-constexpr int kAttrComputeCapabilityMinor = 76;   ///< CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+constexpr CuResult kCudaSuccess = 0;             ///< CUDA_SUCCESS
+constexpr CuResult kCudaErrorNoDevice = 100;     ///< CUDA_ERROR_NO_DEVICE
+constexpr int kAttrComputeCapabilityMajor = 75;  ///< CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+constexpr int kAttrComputeCapabilityMinor = 76;  ///< CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
 // driver_types.h
-constexpr CudaError kCudaRtSuccess = 0;                  ///< cudaSuccess
-constexpr CudaError kCudaRtInsufficientDriver = 35;      ///< cudaErrorInsufficientDriver
-constexpr CudaError kCudaRtNoDevice = 100;               ///< cudaErrorNoDevice
-constexpr int kMemcpyHostToDevice = 1;                   ///< cudaMemcpyHostToDevice
-constexpr int kMemcpyDeviceToHost = 2;                   ///< cudaMemcpyDeviceToHost
+constexpr CudaError kCudaRtSuccess = 0;              ///< cudaSuccess
+constexpr CudaError kCudaRtInsufficientDriver = 35;  ///< cudaErrorInsufficientDriver
+constexpr CudaError kCudaRtNoDevice = 100;           ///< cudaErrorNoDevice
+constexpr int kMemcpyHostToDevice = 1;               ///< cudaMemcpyHostToDevice
+constexpr int kMemcpyDeviceToHost = 2;               ///< cudaMemcpyDeviceToHost
 // cudnn_graph.h (cuDNN 9); cuDNN 8 numbers its statuses 0..14 and 14 is VERSION_MISMATCH.
-constexpr CudnnStatus kCudnnSuccess = 0;                        ///< CUDNN_STATUS_SUCCESS
-constexpr CudnnStatus kCudnnSublibraryVersionMismatch = 1002;   ///< ..._SUBLIBRARY_VERSION_MISMATCH
-constexpr CudnnStatus kCudnnSublibraryLoadingFailed = 1008;     ///< ..._SUBLIBRARY_LOADING_FAILED
-constexpr CudnnStatus kCudnn8VersionMismatch = 14;              ///< cuDNN 8 CUDNN_STATUS_VERSION_MISMATCH
-constexpr int kCudnnTensorNchw = 0;             ///< CUDNN_TENSOR_NCHW
-constexpr int kCudnnDataFloat = 0;              ///< CUDNN_DATA_FLOAT
-constexpr int kCudnnCrossCorrelation = 1;       ///< CUDNN_CROSS_CORRELATION
-constexpr int kCudnnFwdAlgoImplicitGemm = 0;    ///< CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM
+constexpr CudnnStatus kCudnnSuccess = 0;                       ///< CUDNN_STATUS_SUCCESS
+constexpr CudnnStatus kCudnnSublibraryVersionMismatch = 1002;  ///< ..._SUBLIBRARY_VERSION_MISMATCH
+constexpr CudnnStatus kCudnnSublibraryLoadingFailed = 1008;    ///< ..._SUBLIBRARY_LOADING_FAILED
+constexpr CudnnStatus kCudnn8VersionMismatch = 14;  ///< cuDNN 8 CUDNN_STATUS_VERSION_MISMATCH
+constexpr int kCudnnTensorNchw = 0;                 ///< CUDNN_TENSOR_NCHW
+constexpr int kCudnnDataFloat = 0;                  ///< CUDNN_DATA_FLOAT
+constexpr int kCudnnCrossCorrelation = 1;           ///< CUDNN_CROSS_CORRELATION
+constexpr int kCudnnFwdAlgoImplicitGemm = 0;        ///< CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM
 
 // Driver API (libcuda.so.1).
 using CuInit = CuResult (*)(unsigned int flags);
@@ -85,9 +85,9 @@ using CudnnSetConvolution2dDescriptor = CudnnStatus (*)(CudnnConvDesc desc, int 
                                                         int u, int v, int dilation_h,
                                                         int dilation_w, int mode, int compute_type);
 using CudnnDestroyConvolutionDescriptor = CudnnStatus (*)(CudnnConvDesc desc);
-using CudnnGetConvolutionForwardWorkspaceSize = CudnnStatus (*)(
-    CudnnHandle handle, CudnnTensorDesc x_desc, CudnnFilterDesc w_desc, CudnnConvDesc conv_desc,
-    CudnnTensorDesc y_desc, int algo, size_t* bytes);
+using CudnnGetConvolutionForwardWorkspaceSize =
+    CudnnStatus (*)(CudnnHandle handle, CudnnTensorDesc x_desc, CudnnFilterDesc w_desc,
+                    CudnnConvDesc conv_desc, CudnnTensorDesc y_desc, int algo, size_t* bytes);
 using CudnnConvolutionForward = CudnnStatus (*)(CudnnHandle handle, const void* alpha,
                                                 CudnnTensorDesc x_desc, const void* x,
                                                 CudnnFilterDesc w_desc, const void* w,

@@ -74,7 +74,8 @@ TEST_CASE("imgcheck probe: a skewed sub-library in the image is IC072, exit 1") 
   auto r = Probe(img, "--test-libcuda '" + img.libcuda.string() + "'");
   INFO(r.output);
   CHECK(r.status == 1);
-  CHECK_THAT(r.output, Catch::Contains("IC072") && Catch::Contains("/opt/cuda/lib/libcudnn_cnn.so.9"));
+  CHECK_THAT(r.output,
+             Catch::Contains("IC072") && Catch::Contains("/opt/cuda/lib/libcudnn_cnn.so.9"));
   CHECK_THAT(r.output, Catch::Contains("untrusted code"));
 }
 

@@ -93,8 +93,8 @@ void CompareVersions(const std::vector<StagedLibrary>& staged, const Observation
     if (predicted && !Agrees(predicted->Prefix(2), observed)) {
       f.Add("IC076",
             "the scan predicted CUDA runtime " + predicted->str() + " for " + rt->image_path +
-                ", but the loaded library reports " + observed.str() +
-                " (cudaRuntimeGetVersion " + std::to_string(*o.runtime_version) + ")",
+                ", but the loaded library reports " + observed.str() + " (cudaRuntimeGetVersion " +
+                std::to_string(*o.runtime_version) + ")",
             rt);
     }
   }
@@ -110,11 +110,12 @@ void CompareResolutions(const std::vector<StagedLibrary>& staged, std::string_vi
     if (path.compare(0, prefix.size(), prefix) == 0) continue;
     std::string role = RoleOf(util::BaseName(util::NormalizePath(path)));
     const StagedLibrary* s = ByRole(staged, role);
-    bool cuda_family = role.rfind("cudnn", 0) == 0 || role.rfind("cublas", 0) == 0 ||
-                       role == "cudart";
+    bool cuda_family =
+        role.rfind("cudnn", 0) == 0 || role.rfind("cublas", 0) == 0 || role == "cudart";
     if (!s && !cuda_family) continue;
     std::string message = "the probe process loaded " + path + " from outside the image";
-    if (s) message += ", where the scan resolved " + s->planned.soname + " to " + s->planned.image_path;
+    if (s)
+      message += ", where the scan resolved " + s->planned.soname + " to " + s->planned.image_path;
     f.Add("IC077", message, s ? &s->planned : nullptr);
   }
 }
@@ -149,13 +150,14 @@ std::vector<Finding> Compare(const std::vector<StagedLibrary>& staged, std::stri
     std::string runtime = o.runtime_version ? CudaVersionString(*o.runtime_version) : "unknown";
     if (*o.first_call == abi::kCudaRtInsufficientDriver) {
       f.Add("IC071",
-            "the image's CUDA runtime " + runtime + " needs a newer driver than this host's (CUDA " +
-                driver + "): its first call failed with cudaErrorInsufficientDriver",
+            "the image's CUDA runtime " + runtime +
+                " needs a newer driver than this host's (CUDA " + driver +
+                "): its first call failed with cudaErrorInsufficientDriver",
             cudart);
     } else {
       f.Add("IC075",
-            "the image's CUDA runtime " + runtime + " failed its first call on this host: " +
-                o.first_call_name,
+            "the image's CUDA runtime " + runtime +
+                " failed its first call on this host: " + o.first_call_name,
             cudart);
     }
   }
@@ -180,11 +182,11 @@ std::vector<Finding> Compare(const std::vector<StagedLibrary>& staged, std::stri
   const auto& conv = o.convolution;
   if (conv.ran && !conv.passed) {
     char buf[160];
-    std::snprintf(buf, sizeof buf,
-                  "max |error| %g > tolerance %g (element expected %g, got %g)",
+    std::snprintf(buf, sizeof buf, "max |error| %g > tolerance %g (element expected %g, got %g)",
                   conv.max_abs_error, conv.tolerance, conv.expected, conv.got);
-    f.Add("IC074", "the cuDNN convolution on the GPU differs from the CPU reference: " +
-                       std::string(buf), cudnn);
+    f.Add("IC074",
+          "the cuDNN convolution on the GPU differs from the CPU reference: " + std::string(buf),
+          cudnn);
     f.Evidence("convolution", conv.shape);
   } else if (!conv.ran && o.create_status == 0 && o.first_call == 0) {
     // Only when nothing above already explains it (no handle, an unusable runtime).

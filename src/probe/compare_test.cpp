@@ -1,8 +1,9 @@
 // Findings from probe observations: each probe rule fires on its failure and stays silent on its
 // nearest innocent neighbour. Observations come from imgcheck-probe run on fake stacks.
+#include "probe/compare.h"
+
 #include <catch2/catch.hpp>
 
-#include "probe/compare.h"
 #include "probe/fake_stack.h"
 #include "support.h"
 
@@ -66,8 +67,8 @@ Result ProbeAndCompare(const FakeStack& stack, std::map<std::string, std::string
 }
 
 TEST_CASE("probe rules are in the catalogue with their documentation") {
-  for (const char* id : {"IC070", "IC071", "IC072", "IC073", "IC074", "IC075", "IC076", "IC077",
-                         "IC078"}) {
+  for (const char* id :
+       {"IC070", "IC071", "IC072", "IC073", "IC074", "IC075", "IC076", "IC077", "IC078"}) {
     const rules::RuleInfo* r = K().Rule(id);
     REQUIRE(r != nullptr);
     CHECK_FALSE(r->summary.empty());
@@ -93,7 +94,7 @@ TEST_CASE("IC071: the host driver is too old for the image's runtime") {
   CHECK(f->paths == std::vector<std::string>{"/usr/lib/x86_64-linux-gnu/libcudart.so.12"});
   CHECK(f->layer.digest == "sha256:feed");
   CHECK(f->layer.created_by == "COPY libs /usr/lib/");
-  CHECK(r.Find("IC073"));  // cudnnCreate fails too, with its own status
+  CHECK(r.Find("IC073"));        // cudnnCreate fails too, with its own status
   CHECK_FALSE(r.Find("IC075"));  // the convolution not running is already explained
   // Neighbour: a driver exactly as new as the runtime.
   FakeStack same;
@@ -157,7 +158,8 @@ TEST_CASE("IC077: a CUDA library mapped from outside the staged directory") {
 TEST_CASE("IC070: a library that does not load; IC078: a crash or a hang") {
   Result r = ProbeAndCompare(FakeStack{}, {}, [](testing::BuiltStack& b, const fs::path&) {
     imgcheck::testing::WriteFile(b.lib_dir / "libcublasLt.so.12", "not an ELF file");
-    b.libraries.insert(b.libraries.begin(), {"cublasLt", (b.lib_dir / "libcublasLt.so.12").string()});
+    b.libraries.insert(b.libraries.begin(),
+                       {"cublasLt", (b.lib_dir / "libcublasLt.so.12").string()});
   });
   REQUIRE(r.Rules() == std::vector<std::string>{"IC070"});
   CHECK(r.findings[0].paths[0] == "/usr/lib/x86_64-linux-gnu/libcublasLt.so.12");

@@ -77,8 +77,8 @@ bool SameBytes(const fs::path& a, const fs::path& b) {
   while (fa && fb) {
     fa.read(ba.data(), static_cast<std::streamsize>(ba.size()));
     fb.read(bb.data(), static_cast<std::streamsize>(bb.size()));
-    if (fa.gcount() != fb.gcount() ||
-        ba.compare(0, static_cast<size_t>(fa.gcount()), bb, 0, static_cast<size_t>(fb.gcount())) != 0)
+    if (fa.gcount() != fb.gcount() || ba.compare(0, static_cast<size_t>(fa.gcount()), bb, 0,
+                                                 static_cast<size_t>(fb.gcount())) != 0)
       return false;
   }
   return !fa && !fb;

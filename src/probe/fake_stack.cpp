@@ -81,11 +81,11 @@ BuiltStack Build(const FakeStack& s, const fs::path& dir) {
     auto v = s.sublibrary_versions.find(c->sublibrary);
     int version = v == s.sublibrary_versions.end() ? s.cudnn_version : v->second;
     std::string soname = "libcudnn_" + std::string(c->sublibrary) + ".so." + major;
-    place(Cached("fake_cudnn_sublibrary.c", soname,
-                 {std::string("-DFAKE_CHECK_SYMBOL=") + c->symbol,
-                  Define("FAKE_SUB_VERSION", version),
-                  Define("FAKE_MISMATCH_STATUS", v9 ? abi::kCudnnSublibraryVersionMismatch
-                                                    : abi::kCudnn8VersionMismatch)}),
+    place(Cached(
+              "fake_cudnn_sublibrary.c", soname,
+              {std::string("-DFAKE_CHECK_SYMBOL=") + c->symbol, Define("FAKE_SUB_VERSION", version),
+               Define("FAKE_MISMATCH_STATUS",
+                      v9 ? abi::kCudnnSublibraryVersionMismatch : abi::kCudnn8VersionMismatch)}),
           soname, "cudnn_" + std::string(c->sublibrary));
   }
   std::vector<std::string> flags = {Define("FAKE_CUDNN_VERSION", s.cudnn_version),

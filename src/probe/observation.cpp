@@ -101,8 +101,8 @@ Observation ParseObservation(std::string_view text) {
   c.passed = Flag(conv, "passed");
   c.failed_at = Str(conv, "failed_at");
   c.status = Num<int>(conv, "status");
-  c.status_name = Str(conv, "status_name").empty() ? Str(conv, "cuda_error_name")
-                                                   : Str(conv, "status_name");
+  c.status_name =
+      Str(conv, "status_name").empty() ? Str(conv, "cuda_error_name") : Str(conv, "status_name");
   c.error = Str(conv, "error");
   c.shape = Str(conv, "shape");
   c.tolerance = Real(conv, "tolerance");

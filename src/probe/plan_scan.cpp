@@ -25,15 +25,16 @@ class Planner {
  public:
   explicit Planner(const rules::ScanInput& scan) : scan_(scan) {
     for (const auto& c : scan.catalog->components)
-      if (c.kind == catalog::ComponentKind::kCudaLibrary && !c.deleted) by_path_.emplace(c.path, &c);
+      if (c.kind == catalog::ComponentKind::kCudaLibrary && !c.deleted)
+        by_path_.emplace(c.path, &c);
   }
 
   void AddObject(const loader::LoadedObject& obj) {
     auto it = by_path_.find(obj.real_path);
     if (it == by_path_.end() || !Wanted(it->second->family)) return;
-    std::string soname = obj.elf && !obj.elf->soname.empty()   ? obj.elf->soname
-                         : !obj.names.empty()                 ? obj.names.front()
-                                                              : std::string(util::BaseName(obj.real_path));
+    std::string soname = obj.elf && !obj.elf->soname.empty() ? obj.elf->soname
+                         : !obj.names.empty()                ? obj.names.front()
+                                              : std::string(util::BaseName(obj.real_path));
     if (!seen_.insert(soname).second) return;  // the first consumer's resolution wins
     PlannedLibrary lib;
     lib.role = RoleOf(soname);
@@ -59,9 +60,8 @@ class Planner {
           std::string name = base + ".so." + major;
           if (seen_.count(name)) continue;
           loader::Resolution r = loader::Resolve(
-              scan_.image->tree,
-              [this](std::string_view p) { return scan_.catalog->Elf(p); }, consumer.graph,
-              static_cast<int>(i), name, loader::Kind::kDlopen, scan_.options);
+              scan_.image->tree, [this](std::string_view p) { return scan_.catalog->Elf(p); },
+              consumer.graph, static_cast<int>(i), name, loader::Kind::kDlopen, scan_.options);
           if (!r.found()) continue;  // the probe's version check reports it missing
           loader::LoadedObject sub;
           sub.real_path = r.real_path;

@@ -13,11 +13,11 @@ namespace imgcheck::probe {
 
 /// One library the probe loads, as the static scan resolved it inside the image.
 struct PlannedLibrary {
-  std::string role;        ///< "cudart", "cudnn", "cudnn_ops", "cublasLt", ... (RoleOf)
-  std::string soname;      ///< the name it is loaded by ("libcudnn.so.9")
-  std::string image_path;  ///< the file the loader resolves for it, symlinks followed
-  int layer = -1;          ///< the layer that wrote image_path
-  std::string version;     ///< the static scan's version ("9.1.0"); empty when unknown
+  std::string role;                 ///< "cudart", "cudnn", "cudnn_ops", "cublasLt", ... (RoleOf)
+  std::string soname;               ///< the name it is loaded by ("libcudnn.so.9")
+  std::string image_path;           ///< the file the loader resolves for it, symlinks followed
+  int layer = -1;                   ///< the layer that wrote image_path
+  std::string version;              ///< the static scan's version ("9.1.0"); empty when unknown
   std::vector<std::string> needed;  ///< its NEEDED sonames, for the load order
 };
 

@@ -151,12 +151,12 @@ Observation RunProbe(const std::vector<std::pair<std::string, std::string>>& lib
   } else if (WIFSIGNALED(status)) {
     o.outcome = Observation::Outcome::kCrashed;
     int sig = WTERMSIG(status);
-    o.reason = "imgcheck-probe was killed by signal " + std::to_string(sig) + " (" +
-               strsignal(sig) + ")";
+    o.reason =
+        "imgcheck-probe was killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
   } else if (o.outcome == Observation::Outcome::kBadOutput) {
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::string tail = stderr_text.size() > 400 ? stderr_text.substr(stderr_text.size() - 400)
-                                                : stderr_text;
+    std::string tail =
+        stderr_text.size() > 400 ? stderr_text.substr(stderr_text.size() - 400) : stderr_text;
     o.reason += " (exit " + std::to_string(code) + ")" + (tail.empty() ? "" : ": " + tail);
   }
   if (!o.last_stage.empty() && o.outcome != Observation::Outcome::kRan &&

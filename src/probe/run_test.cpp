@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "probe/abi.h"
-
 #include "probe/fake_stack.h"
 #include "probe/probe.h"
 #include "support.h"
@@ -181,7 +180,8 @@ TEST_CASE("a library that hangs is killed at the wall-clock limit") {
 TEST_CASE("a library that cannot be loaded is reported with the loader's error") {
   imgcheck::testing::TempDir dir;
   auto built = Build(FakeStack{}, dir.path());
-  built.libraries.insert(built.libraries.begin(), {"cublasLt", (dir / "lib/libcublasLt.so.12").string()});
+  built.libraries.insert(built.libraries.begin(),
+                         {"cublasLt", (dir / "lib/libcublasLt.so.12").string()});
   RunOptions o;
   o.executable = imgcheck::testing::BinaryDir() / "imgcheck-probe";
   o.libcuda = built.libcuda.string();
@@ -215,8 +215,8 @@ TEST_CASE("malformed probe output is an outcome") {
   CHECK(ParseObservation("{\"probe\":\"imgcheck-probe\",\"status\":\"ran\",\"host\":[1],"
                          "\"libraries\":{}}")
             .outcome == Outcome::kRan);
-  CHECK(ParseObservation("{\"probe\":\"imgcheck-probe\",\"status\":\"ran\"")
-            .outcome == Outcome::kBadOutput);
+  CHECK(ParseObservation("{\"probe\":\"imgcheck-probe\",\"status\":\"ran\"").outcome ==
+        Outcome::kBadOutput);
 }
 
 TEST_CASE("version encodings") {
@@ -226,10 +226,11 @@ TEST_CASE("version encodings") {
 
 TEST_CASE("load order: dependencies first, plan order otherwise") {
   Plan p;
-  p.libraries = {{"cudnn", "libcudnn.so.9", "/a", 0, "", {}},
-                 {"cudnn_cnn", "libcudnn_cnn.so.9", "/b", 0, "", {"libcudnn_ops.so.9", "libc.so.6"}},
-                 {"cudnn_ops", "libcudnn_ops.so.9", "/c", 0, "", {"libcudnn_graph.so.9"}},
-                 {"cudnn_graph", "libcudnn_graph.so.9", "/d", 0, "", {"libcudnn_cnn.so.9"}}};
+  p.libraries = {
+      {"cudnn", "libcudnn.so.9", "/a", 0, "", {}},
+      {"cudnn_cnn", "libcudnn_cnn.so.9", "/b", 0, "", {"libcudnn_ops.so.9", "libc.so.6"}},
+      {"cudnn_ops", "libcudnn_ops.so.9", "/c", 0, "", {"libcudnn_graph.so.9"}},
+      {"cudnn_graph", "libcudnn_graph.so.9", "/d", 0, "", {"libcudnn_cnn.so.9"}}};
   std::vector<std::string> order;
   for (const auto& l : LoadOrder(p)) order.push_back(l.soname);
   // graph -> cnn is a cycle; it is broken where it is found, and nothing is lost.
@@ -253,7 +254,8 @@ int HeaderDefine(const std::string& header, const std::string& name) {
   return at == std::string::npos ? -1 : std::atoi(header.c_str() + at + key.size());
 }
 
-TEST_CASE("the real libcudnn, where the CUDA toolkit is installed, reports its version without a GPU") {
+TEST_CASE(
+    "the real libcudnn, where the CUDA toolkit is installed, reports its version without a GPU") {
   const std::filesystem::path lib = "/usr/local/cuda/lib/libcudnn.so.9";
   const std::filesystem::path header = "/usr/local/cuda/include/cudnn_version.h";
   if (!std::filesystem::exists(lib) || !std::filesystem::exists(header)) {

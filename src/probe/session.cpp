@@ -47,8 +47,8 @@ Session RunSession(const std::string& reference, const image::LoadOptions& load,
   if (s.observation.cudnn_version)
     if (auto v = scan.knowledge->DecodeCudnn(static_cast<long>(*s.observation.cudnn_version)))
       s.cudnn_version = v->str();
-  s.findings = Compare(s.staged, dir.path().string(), s.observation, *scan.knowledge,
-                       scan.image->layers);
+  s.findings =
+      Compare(s.staged, dir.path().string(), s.observation, *scan.knowledge, scan.image->layers);
   return s;
 }
 
@@ -69,11 +69,16 @@ std::string Status(const Session& s) {
   if (s.no_gpu) return "no_gpu";
   if (s.nothing_to_load) return "nothing_to_load";
   switch (s.observation.outcome) {
-    case Outcome::kRan: return "ran";
-    case Outcome::kNoGpu: return "no_gpu";
-    case Outcome::kCrashed: return "crashed";
-    case Outcome::kTimedOut: return "timed_out";
-    case Outcome::kBadOutput: return "bad_output";
+    case Outcome::kRan:
+      return "ran";
+    case Outcome::kNoGpu:
+      return "no_gpu";
+    case Outcome::kCrashed:
+      return "crashed";
+    case Outcome::kTimedOut:
+      return "timed_out";
+    case Outcome::kBadOutput:
+      return "bad_output";
   }
   return "bad_output";
 }
@@ -81,15 +86,16 @@ std::string Status(const Session& s) {
 json FindingJson(const rules::Finding& f) {
   json evidence = json::array();
   for (const auto& e : f.evidence) evidence.push_back({{"label", e.label}, {"value", e.value}});
-  return {{"rule", f.rule},
-          {"name", f.name},
-          {"severity", std::string(rules::SeverityName(f.severity))},
-          {"message", f.message},
-          {"paths", f.paths},
-          {"layer", {{"index", f.layer.index}, {"digest", f.layer.digest},
-                     {"created_by", f.layer.created_by}}},
-          {"remediation", f.remediation},
-          {"evidence", evidence}};
+  return {
+      {"rule", f.rule},
+      {"name", f.name},
+      {"severity", std::string(rules::SeverityName(f.severity))},
+      {"message", f.message},
+      {"paths", f.paths},
+      {"layer",
+       {{"index", f.layer.index}, {"digest", f.layer.digest}, {"created_by", f.layer.created_by}}},
+      {"remediation", f.remediation},
+      {"evidence", evidence}};
 }
 
 std::string FormatJson(const Session& s) {
@@ -102,8 +108,11 @@ std::string FormatJson(const Session& s) {
     j["reason"] = s.observation.reason;
   json libs = json::array();
   for (const auto& l : s.plan.libraries)
-    libs.push_back({{"role", l.role}, {"soname", l.soname}, {"path", l.image_path},
-                    {"layer", l.layer}, {"predicted_version", l.version}});
+    libs.push_back({{"role", l.role},
+                    {"soname", l.soname},
+                    {"path", l.image_path},
+                    {"layer", l.layer},
+                    {"predicted_version", l.version}});
   j["libraries"] = libs;
   json probe = json::parse(s.observation.json, nullptr, /*allow_exceptions=*/false);
   j["probe"] = probe.is_discarded() ? json(nullptr) : probe;
@@ -151,13 +160,18 @@ std::string FormatText(const Session& s) {
       out += "CUDA runtime: " + CudaVersionString(*o.runtime_version) + ", first call " +
              o.first_call_name + "\n";
     if (o.cudnn_version) {
-      out += "cuDNN: " + (s.cudnn_version.empty() ? std::to_string(*o.cudnn_version) : s.cudnn_version);
+      out += "cuDNN: " +
+             (s.cudnn_version.empty() ? std::to_string(*o.cudnn_version) : s.cudnn_version);
       if (o.cudnn_cudart_version)
         out += ", built for CUDA " + CudaVersionString(*o.cudnn_cudart_version);
       out += "\n  sub-libraries:";
       for (const auto& c : o.sublibraries)
-        out += " " + c.sublibrary + " " + (c.status == 0 ? "ok" : c.status ? c.status_name : c.error);
-      out += "\n  cudnnCreate: " + (o.create_status_name.empty() ? o.create_error : o.create_status_name) + "\n";
+        out += " " + c.sublibrary + " " +
+               (c.status == 0 ? "ok"
+                : c.status    ? c.status_name
+                              : c.error);
+      out += "\n  cudnnCreate: " +
+             (o.create_status_name.empty() ? o.create_error : o.create_status_name) + "\n";
     }
     const auto& c = o.convolution;
     if (c.ran) {
@@ -165,7 +179,8 @@ std::string FormatText(const Session& s) {
              Fmt(", max |error| %g", c.max_abs_error) + Fmt(" (tolerance %g)", c.tolerance) +
              Fmt(", first run %.3f ms", c.first_ms) + Fmt(", mean %.3f ms", c.mean_ms) + "\n";
     } else {
-      out += "convolution: not run (" + c.failed_at + (c.status_name.empty() ? "" : ": " + c.status_name) + ")\n";
+      out += "convolution: not run (" + c.failed_at +
+             (c.status_name.empty() ? "" : ": " + c.status_name) + ")\n";
     }
   }
   int errors = 0, warnings = 0;
@@ -173,7 +188,8 @@ std::string FormatText(const Session& s) {
     out += std::string(rules::SeverityName(f.severity)) + " " + f.rule + " " + f.name + ": " +
            f.message + "\n";
     for (const auto& p : f.paths)
-      out += "    " + p + (f.layer.index >= 0 ? " (layer " + std::to_string(f.layer.index) + ")" : "") + "\n";
+      out += "    " + p +
+             (f.layer.index >= 0 ? " (layer " + std::to_string(f.layer.index) + ")" : "") + "\n";
     if (!f.remediation.empty()) out += "    fix: " + f.remediation + "\n";
     errors += f.severity == rules::Severity::kError;
     warnings += f.severity == rules::Severity::kWarning;

@@ -30,14 +30,14 @@ Plan PlanFromScan(const rules::ScanInput& scan);
 
 /// Where the probe stood, for reports.
 struct Session {
-  std::string image;            ///< the reference as the user wrote it
-  Plan plan;                    ///< in load order
+  std::string image;  ///< the reference as the user wrote it
+  Plan plan;          ///< in load order
   std::vector<StagedLibrary> staged;
   Observation observation;
   std::vector<rules::Finding> findings;
-  std::string cudnn_version;    ///< cudnnGetVersion decoded by rules/ ("9.19.0"); "" if none
-  bool no_gpu = false;          ///< no driver or no GPU: skipped, exit kExitNoGpu
-  bool nothing_to_load = false; ///< the loader resolves none of the probed libraries
+  std::string cudnn_version;     ///< cudnnGetVersion decoded by rules/ ("9.19.0"); "" if none
+  bool no_gpu = false;           ///< no driver or no GPU: skipped, exit kExitNoGpu
+  bool nothing_to_load = false;  ///< the loader resolves none of the probed libraries
   std::string skip_reason;
 };
 

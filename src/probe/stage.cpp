@@ -11,8 +11,8 @@ namespace fs = std::filesystem;
 
 PrivateDir::PrivateDir() {
   std::string tmpl = (fs::temp_directory_path() / "imgcheck-probe-XXXXXX").string();
-  if (mkdtemp(tmpl.data()) == nullptr) throw util::Fatal("cannot create a private directory in " +
-                                                        fs::temp_directory_path().string());
+  if (mkdtemp(tmpl.data()) == nullptr)
+    throw util::Fatal("cannot create a private directory in " + fs::temp_directory_path().string());
   path_ = tmpl;
 }
 
@@ -37,7 +37,8 @@ std::vector<StagedLibrary> Materialise(const std::vector<PlannedLibrary>& ordere
   for (const auto& lib : ordered) {
     auto it = extracted.find(lib.image_path);
     if (it == extracted.end())
-      throw util::Fatal("cannot materialise " + lib.image_path + ": not a regular file in the image");
+      throw util::Fatal("cannot materialise " + lib.image_path +
+                        ": not a regular file in the image");
     std::string file = std::string(util::BaseName(util::NormalizePath(lib.image_path)));
     if (!SafeName(file) || !SafeName(lib.soname))
       throw util::Fatal("cannot materialise " + lib.image_path + " as '" + lib.soname + "'");

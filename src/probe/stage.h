@@ -44,8 +44,8 @@ std::map<std::string, std::filesystem::path> ExtractFiles(const std::string& ref
 /// -> local file) as the image's file name, and the soname link beside it when the names
 /// differ, as ldconfig makes them. Returns the staged libraries in the same order; util::Fatal
 /// when a library's bytes are missing or a name would leave `dir`.
-std::vector<StagedLibrary> Materialise(const std::vector<PlannedLibrary>& ordered,
-                                       const std::filesystem::path& dir,
-                                       const std::map<std::string, std::filesystem::path>& extracted);
+std::vector<StagedLibrary> Materialise(
+    const std::vector<PlannedLibrary>& ordered, const std::filesystem::path& dir,
+    const std::map<std::string, std::filesystem::path>& extracted);
 
 }  // namespace imgcheck::probe

@@ -1,10 +1,11 @@
 // Staging: files streamed out of a real image fixture, soname links, the private directory.
+#include "probe/stage.h"
+
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
 
 #include "image_writer.h"
-#include "probe/stage.h"
 #include "support.h"
 #include "util/error.h"
 
@@ -19,7 +20,7 @@ TEST_CASE("the private directory is 0700 and removed with its contents") {
   {
     PrivateDir d;
     kept = d.path();
-    struct stat st{};
+    struct stat st {};
     REQUIRE(stat(kept.c_str(), &st) == 0);
     CHECK((st.st_mode & 0777) == 0700);
     WriteFile(kept / "x", "y");
@@ -35,12 +36,14 @@ TEST_CASE("extract streams the merged tree's copy of each file, whichever layer 
   r.layers.push_back({{Dir("usr"), Dir("usr/lib"), File("usr/lib/libcudnn.so.9.1.0", "old cudnn"),
                        File("usr/lib/libcudart.so.12.8.90", big),
                        Symlink("usr/lib/libcudnn.so.9", "libcudnn.so.9.1.0")},
-                      Compression::kGzip, "COPY old"});
+                      Compression::kGzip,
+                      "COPY old"});
   // A later layer overwrites one file with the same size and same first bytes but other bytes
   // at the end, and the other with new content.
   r.layers.push_back({{File("usr/lib/libcudnn.so.9.1.0", "new cudnn"),
                        File("usr/lib/libcudart.so.12.8.90", big.substr(0, big.size() - 1) + "Z")},
-                      Compression::kZstd, "COPY new"});
+                      Compression::kZstd,
+                      "COPY new"});
   WriteOciLayout(dir / "layout", r);
   PrivateDir out;
   image::LoadOptions o;
@@ -112,7 +115,8 @@ TEST_CASE("materialise: the image's file name, the soname link beside it, load o
   CHECK(fs::read_symlink(out.path() / "libcudart.so.12") == "libcudart.so.12.8.90");
   CHECK(ReadFile(out.path() / "libcudnn.so.9") == "cudnn bytes");
 
-  std::vector<PlannedLibrary> hostile = {{"cudnn", "../../etc/x", "/usr/lib/libcudnn.so.9", 0, "", {}}};
+  std::vector<PlannedLibrary> hostile = {
+      {"cudnn", "../../etc/x", "/usr/lib/libcudnn.so.9", 0, "", {}}};
   WriteFile(src / "c", "x");
   CHECK_THROWS_AS(Materialise(hostile, out.path(), {{"/usr/lib/libcudnn.so.9", src / "c"}}),
                   util::Fatal);

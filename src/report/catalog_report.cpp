@@ -289,8 +289,8 @@ std::string RenderCatalogCycloneDx(const catalog::Catalog& cat, const ImageInfo&
   bom["specVersion"] = "1.5";
   bom["version"] = 1;
   ordered_json metadata;
-  metadata["tools"] = {{"components",
-                        {{{"type", "application"}, {"name", "imgcheck"}, {"version", tool_version}}}}};
+  metadata["tools"] = {
+      {"components", {{{"type", "application"}, {"name", "imgcheck"}, {"version", tool_version}}}}};
   ordered_json subject{{"type", "container"}, {"name", image.reference}};
   if (!image.manifest_digest.empty()) subject["version"] = image.manifest_digest;
   metadata["component"] = std::move(subject);
@@ -329,12 +329,15 @@ std::string RenderCatalogCycloneDx(const catalog::Catalog& cat, const ImageInfo&
   return bom.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-std::string RenderCatalog(const catalog::Catalog& cat, const ImageInfo& image,
-                          CatalogFormat format, std::string_view tool_version) {
+std::string RenderCatalog(const catalog::Catalog& cat, const ImageInfo& image, CatalogFormat format,
+                          std::string_view tool_version) {
   switch (format) {
-    case CatalogFormat::kTable: return RenderCatalogTable(cat, image);
-    case CatalogFormat::kJson: return RenderCatalogJson(cat, image);
-    case CatalogFormat::kCycloneDx: return RenderCatalogCycloneDx(cat, image, tool_version);
+    case CatalogFormat::kTable:
+      return RenderCatalogTable(cat, image);
+    case CatalogFormat::kJson:
+      return RenderCatalogJson(cat, image);
+    case CatalogFormat::kCycloneDx:
+      return RenderCatalogCycloneDx(cat, image, tool_version);
   }
   return {};
 }

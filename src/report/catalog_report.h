@@ -34,7 +34,7 @@ std::string RenderCatalogJson(const catalog::Catalog& cat, const ImageInfo& imag
 std::string RenderCatalogCycloneDx(const catalog::Catalog& cat, const ImageInfo& image,
                                    std::string_view tool_version);
 
-std::string RenderCatalog(const catalog::Catalog& cat, const ImageInfo& image,
-                          CatalogFormat format, std::string_view tool_version);
+std::string RenderCatalog(const catalog::Catalog& cat, const ImageInfo& image, CatalogFormat format,
+                          std::string_view tool_version);
 
 }  // namespace imgcheck::report

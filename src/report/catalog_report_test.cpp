@@ -26,8 +26,9 @@ catalog::Catalog SmallCatalog() {
   lib.versions = {{"8.9.2.26", catalog::VersionSource::kDpkg,
                    "/var/lib/dpkg/info/libcudnn8:amd64.list", 0, "8.9.2.26-1+cuda12.1"},
                   {"8.9.2", catalog::VersionSource::kFilename, lib.path, 0, ""}};
-  lib.owner = catalog::PackageRef{catalog::PackageManager::kDpkg, "libcudnn8",
-                                  "8.9.2.26-1+cuda12.1", "/var/lib/dpkg/info/libcudnn8:amd64.list", 0};
+  lib.owner =
+      catalog::PackageRef{catalog::PackageManager::kDpkg, "libcudnn8", "8.9.2.26-1+cuda12.1",
+                          "/var/lib/dpkg/info/libcudnn8:amd64.list", 0};
   cat.components.push_back(lib);
 
   catalog::Component gone = lib;
@@ -41,7 +42,8 @@ catalog::Catalog SmallCatalog() {
   dist.kind = catalog::ComponentKind::kPythonDist;
   dist.name = "torch";
   dist.version = "2.3.0+cu121";
-  dist.versions = {{"2.3.0+cu121", catalog::VersionSource::kPipMetadata, "/site/torch-2.3.0.dist-info/METADATA", 0, ""}};
+  dist.versions = {{"2.3.0+cu121", catalog::VersionSource::kPipMetadata,
+                    "/site/torch-2.3.0.dist-info/METADATA", 0, ""}};
   dist.path = "/site/torch-2.3.0.dist-info";
   dist.layer = 0;
   dist.requires_dist = {{"nvidia-cudnn-cu12", "==8.9.2.26", "platform_system == \"Linux\"", "raw"}};
@@ -51,7 +53,8 @@ catalog::Catalog SmallCatalog() {
   deb.kind = catalog::ComponentKind::kOsPackage;
   deb.name = "libcudnn8";
   deb.version = "8.9.2.26";
-  deb.versions = {{"8.9.2.26", catalog::VersionSource::kDpkg, "/var/lib/dpkg/status", 0, "8.9.2.26-1+cuda12.1"}};
+  deb.versions = {{"8.9.2.26", catalog::VersionSource::kDpkg, "/var/lib/dpkg/status", 0,
+                   "8.9.2.26-1+cuda12.1"}};
   deb.path = "/var/lib/dpkg/status";
   deb.layer = 0;
   deb.held = true;
@@ -102,7 +105,8 @@ TEST_CASE("catalog JSON: name, version, sources, path, layer provenance", "[repo
 }
 
 TEST_CASE("catalog CycloneDX 1.5: present components, purls, properties", "[report][catalog]") {
-  nlohmann::json bom = nlohmann::json::parse(RenderCatalogCycloneDx(SmallCatalog(), Info(), "0.1.0"));
+  nlohmann::json bom =
+      nlohmann::json::parse(RenderCatalogCycloneDx(SmallCatalog(), Info(), "0.1.0"));
   CHECK(bom["bomFormat"] == "CycloneDX");
   CHECK(bom["specVersion"] == "1.5");
   CHECK(bom["metadata"]["component"]["type"] == "container");
@@ -113,7 +117,8 @@ TEST_CASE("catalog CycloneDX 1.5: present components, purls, properties", "[repo
   CHECK_FALSE(lib.contains("purl"));
   bool has_path = false;
   for (const auto& p : lib["properties"]) {
-    if (p["name"] == "imgcheck:path") has_path = p["value"] == "/usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.2";
+    if (p["name"] == "imgcheck:path")
+      has_path = p["value"] == "/usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.2";
   }
   CHECK(has_path);
   CHECK(bom["components"][1]["purl"] == "pkg:pypi/torch@2.3.0%2Bcu121");
@@ -125,7 +130,8 @@ TEST_CASE("catalog table: one row per component, provenance marks", "[report][ca
   CHECK(table.find("KIND") != std::string::npos);
   CHECK(table.find("libcudnn_adv_infer.so.8.9.2 (deleted)") != std::string::npos);
   CHECK(table.find("8.9.2.26") != std::string::npos);
-  CHECK(table.find("warning: /usr/lib/libbad.so (layer 0): corrupt ELF: truncated") != std::string::npos);
+  CHECK(table.find("warning: /usr/lib/libbad.so (layer 0): corrupt ELF: truncated") !=
+        std::string::npos);
   CHECK(table.find("os: Ubuntu 22.04") != std::string::npos);
 }
 

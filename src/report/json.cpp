@@ -23,7 +23,8 @@ nlohmann::ordered_json FindingJson(const rules::Finding& f) {
   j["layer"] = f.layer.index >= 0 ? layer : nlohmann::ordered_json(nullptr);
   j["remediation"] = f.remediation;
   j["evidence"] = nlohmann::ordered_json::array();
-  for (const auto& e : f.evidence) j["evidence"].push_back({{"label", e.label}, {"value", e.value}});
+  for (const auto& e : f.evidence)
+    j["evidence"].push_back({{"label", e.label}, {"value", e.value}});
   return j;
 }
 
@@ -40,14 +41,17 @@ std::string RenderJson(const Report& report) {
                 {"platform", report.image.platform}};
   size_t counts[3] = {0, 0, 0};
   for (const auto& f : report.findings) ++counts[static_cast<int>(f.severity)];
-  j["summary"] = {{"error", counts[2]}, {"warning", counts[1]}, {"info", counts[0]},
+  j["summary"] = {{"error", counts[2]},
+                  {"warning", counts[1]},
+                  {"info", counts[0]},
                   {"suppressed", report.suppressed.size()}};
   j["findings"] = nlohmann::ordered_json::array();
   for (const auto& f : report.findings) j["findings"].push_back(FindingJson(f));
   j["suppressed"] = nlohmann::ordered_json::array();
   for (const auto& s : report.suppressed) {
     auto one = FindingJson(s.finding);
-    one["ignored_by"] = {{"reason", s.ignore.reason}, {"where", s.ignore.where}, {"path", s.ignore.path}};
+    one["ignored_by"] = {
+        {"reason", s.ignore.reason}, {"where", s.ignore.where}, {"path", s.ignore.path}};
     j["suppressed"].push_back(std::move(one));
   }
   j["notes"] = report.notes;

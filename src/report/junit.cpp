@@ -13,11 +13,21 @@ std::string Xml(std::string_view s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
       default:
         // XML 1.0 allows no control characters but tab, newline and carriage return.
         if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r')
@@ -40,7 +50,8 @@ std::string RenderJunit(const Report& report) {
   if (report.knowledge)
     for (const auto& r : report.knowledge->rules()) cases.push_back({r.id, r.name, {}, {}});
   for (const auto& f : report.findings) {
-    auto it = std::find_if(cases.begin(), cases.end(), [&](const Case& c) { return c.id == f.rule; });
+    auto it =
+        std::find_if(cases.begin(), cases.end(), [&](const Case& c) { return c.id == f.rule; });
     if (it == cases.end()) it = cases.insert(cases.end(), Case{f.rule, f.name, {}, {}});
     (f.severity == rules::Severity::kInfo ? it->infos : it->failures).push_back(&f);
   }
@@ -49,11 +60,13 @@ std::string RenderJunit(const Report& report) {
   std::ostringstream out;
   std::string suite = "imgcheck " + report.image.reference;
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out << "<testsuites name=\"imgcheck\" tests=\"" << cases.size() << "\" failures=\"" << failed << "\">\n";
-  out << "  <testsuite name=\"" << Xml(suite) << "\" tests=\"" << cases.size() << "\" failures=\"" << failed
-      << "\" errors=\"0\" skipped=\"0\">\n";
+  out << "<testsuites name=\"imgcheck\" tests=\"" << cases.size() << "\" failures=\"" << failed
+      << "\">\n";
+  out << "  <testsuite name=\"" << Xml(suite) << "\" tests=\"" << cases.size() << "\" failures=\""
+      << failed << "\" errors=\"0\" skipped=\"0\">\n";
   for (const auto& c : cases) {
-    out << "    <testcase classname=\"imgcheck." << Xml(c.id) << "\" name=\"" << Xml(c.id + " " + c.name) << "\"";
+    out << "    <testcase classname=\"imgcheck." << Xml(c.id) << "\" name=\""
+        << Xml(c.id + " " + c.name) << "\"";
     if (c.failures.empty() && c.infos.empty()) {
       out << "/>\n";
       continue;

@@ -26,10 +26,14 @@ std::string FormatNames() {
 
 std::string Render(const Report& report, Format format, const RenderOptions& options) {
   switch (format) {
-    case Format::kText: return RenderText(report, options);
-    case Format::kJson: return RenderJson(report);
-    case Format::kSarif: return RenderSarif(report);
-    case Format::kJunit: return RenderJunit(report);
+    case Format::kText:
+      return RenderText(report, options);
+    case Format::kJson:
+      return RenderJson(report);
+    case Format::kSarif:
+      return RenderSarif(report);
+    case Format::kJunit:
+      return RenderJunit(report);
   }
   return RenderText(report, options);
 }

@@ -38,10 +38,10 @@ struct ImageInfo {
 
 struct Report {
   ImageInfo image;
-  std::vector<rules::Finding> findings;      ///< as RunChecks orders them
-  std::vector<rules::Suppressed> suppressed;  ///< removed by the config or --ignore
-  std::vector<std::string> notes;            ///< what the scan could not check, and why
-  std::vector<util::Diagnostic> diagnostics;  ///< corrupt files met in the image
+  std::vector<rules::Finding> findings;         ///< as RunChecks orders them
+  std::vector<rules::Suppressed> suppressed;    ///< removed by the config or --ignore
+  std::vector<std::string> notes;               ///< what the scan could not check, and why
+  std::vector<util::Diagnostic> diagnostics;    ///< corrupt files met in the image
   const rules::Knowledge* knowledge = nullptr;  ///< the rule table (SARIF rules, JUnit cases)
   std::string tool_version;
 };

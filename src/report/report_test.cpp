@@ -1,12 +1,11 @@
 // Golden tests: a fixed report rendered in every format, compared byte for byte with
 // testdata/golden/report.*. Regenerate with IMGCHECK_UPDATE_GOLDEN=1 after a deliberate change.
+#include "report/report.h"
+
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
-
 #include <nlohmann/json.hpp>
 
-#include "report/report.h"
 #include "support.h"
 
 using namespace imgcheck;
@@ -40,21 +39,28 @@ const rules::Knowledge& SmallTable() {
 
 report::Report Fixed() {
   report::Report r;
-  r.image = {"oci:/tmp/seed:latest", "oci", "sha256:1111111111111111111111111111111111111111111111111111111111111111",
-             "sha256:2222222222222222222222222222222222222222222222222222222222222222", "linux/amd64"};
+  r.image = {"oci:/tmp/seed:latest", "oci",
+             "sha256:1111111111111111111111111111111111111111111111111111111111111111",
+             "sha256:2222222222222222222222222222222222222222222222222222222222222222",
+             "linux/amd64"};
   r.knowledge = &SmallTable();
   r.tool_version = "0.1.0";
   rules::Finding a;
   a.rule = "IC001";
   a.name = "cudnn-version-mismatch";
   a.severity = rules::Severity::kError;
-  a.message = "tensorflow-gpu 1.2.0 was compiled with cuDNN 5.1 but loads cuDNN 5.0.5 from "
-              "/usr/local/cudnn/lib64/libcudnn.so.5.0.5 & rejects it: \"5005\" <5100>";
-  a.paths = {"/usr/local/cudnn/lib64/libcudnn.so.5.0.5", "/usr/lib/python3/dist-packages/tensorflow/python/platform/build_info.py"};
-  a.layer = {2, "sha256:3333333333333333333333333333333333333333333333333333333333333333", "COPY cudnn /usr/local/cudnn"};
+  a.message =
+      "tensorflow-gpu 1.2.0 was compiled with cuDNN 5.1 but loads cuDNN 5.0.5 from "
+      "/usr/local/cudnn/lib64/libcudnn.so.5.0.5 & rejects it: \"5005\" <5100>";
+  a.paths = {"/usr/local/cudnn/lib64/libcudnn.so.5.0.5",
+             "/usr/lib/python3/dist-packages/tensorflow/python/platform/build_info.py"};
+  a.layer = {2, "sha256:3333333333333333333333333333333333333333333333333333333333333333",
+             "COPY cudnn /usr/local/cudnn"};
   a.remediation = "Make the matching cuDNN the one found first.";
-  a.evidence = {{"compiled cuDNN", "5.1 (TensorFlow 1.2.0 tested build configuration)"},
-                {"resolved libcudnn.so.5", "/usr/local/cudnn/lib64/libcudnn.so.5.0.5 (ld-library-path /usr/local/cudnn/lib64)"}};
+  a.evidence = {
+      {"compiled cuDNN", "5.1 (TensorFlow 1.2.0 tested build configuration)"},
+      {"resolved libcudnn.so.5",
+       "/usr/local/cudnn/lib64/libcudnn.so.5.0.5 (ld-library-path /usr/local/cudnn/lib64)"}};
   rules::Finding b;
   b.rule = "IC060";
   b.name = "unsafe-library-path";
@@ -67,7 +73,8 @@ report::Report Fixed() {
   c.severity = rules::Severity::kInfo;
   c.message = "1 CUDA library in /usr/local/cudnn/lib64 belongs to no package: libcudnn.so.5.0.5";
   c.paths = {"/usr/local/cudnn/lib64/libcudnn.so.5.0.5"};
-  c.layer = {2, "sha256:3333333333333333333333333333333333333333333333333333333333333333", "COPY cudnn /usr/local/cudnn"};
+  c.layer = {2, "sha256:3333333333333333333333333333333333333333333333333333333333333333",
+             "COPY cudnn /usr/local/cudnn"};
   c.remediation = "Install it from a package.";
   r.findings = {a, b, c};
   rules::Finding d = c;
@@ -113,7 +120,9 @@ TEST_CASE("golden: sarif") {
   CHECK(run["results"][2]["level"] == "note");
 }
 
-TEST_CASE("golden: junit") { Golden("report.junit.xml", report::Render(Fixed(), report::Format::kJunit)); }
+TEST_CASE("golden: junit") {
+  Golden("report.junit.xml", report::Render(Fixed(), report::Format::kJunit));
+}
 
 TEST_CASE("the format table") {
   CHECK(report::ParseFormat("sarif") == report::Format::kSarif);

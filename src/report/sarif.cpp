@@ -11,9 +11,12 @@ namespace {
 
 std::string Level(rules::Severity s) {
   switch (s) {
-    case rules::Severity::kError: return "error";
-    case rules::Severity::kWarning: return "warning";
-    case rules::Severity::kInfo: return "note";
+    case rules::Severity::kError:
+      return "error";
+    case rules::Severity::kWarning:
+      return "warning";
+    case rules::Severity::kInfo:
+      return "note";
   }
   return "error";
 }
@@ -73,7 +76,8 @@ std::string RenderSarif(const Report& report) {
     nlohmann::ordered_json props;
     props["image"] = report.image.reference;
     if (f.layer.index >= 0)
-      props["layer"] = {{"index", f.layer.index}, {"digest", f.layer.digest}, {"created_by", f.layer.created_by}};
+      props["layer"] = {
+          {"index", f.layer.index}, {"digest", f.layer.digest}, {"created_by", f.layer.created_by}};
     props["remediation"] = f.remediation;
     nlohmann::ordered_json evidence = nlohmann::ordered_json::array();
     for (const auto& e : f.evidence) evidence.push_back(e.label + ": " + e.value);

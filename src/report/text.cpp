@@ -10,9 +10,12 @@ namespace {
 
 const char* Colour(rules::Severity s) {
   switch (s) {
-    case rules::Severity::kError: return "\033[1;31m";
-    case rules::Severity::kWarning: return "\033[1;33m";
-    case rules::Severity::kInfo: return "\033[1;36m";
+    case rules::Severity::kError:
+      return "\033[1;31m";
+    case rules::Severity::kWarning:
+      return "\033[1;33m";
+    case rules::Severity::kInfo:
+      return "\033[1;36m";
   }
   return "";
 }
@@ -35,7 +38,8 @@ std::string RenderText(const Report& report, const RenderOptions& options) {
   out << "\n";
   size_t counts[3] = {0, 0, 0};
   for (const auto& f : report.findings) ++counts[static_cast<int>(f.severity)];
-  for (rules::Severity s : {rules::Severity::kError, rules::Severity::kWarning, rules::Severity::kInfo}) {
+  for (rules::Severity s :
+       {rules::Severity::kError, rules::Severity::kWarning, rules::Severity::kInfo}) {
     size_t n = counts[static_cast<int>(s)];
     if (n == 0) continue;
     std::string heading = std::string(rules::SeverityName(s)) + (n == 1 ? "" : "s");
@@ -60,8 +64,8 @@ std::string RenderText(const Report& report, const RenderOptions& options) {
   if (!report.diagnostics.empty()) {
     out << "\nUnreadable files (" << report.diagnostics.size() << ")\n";
     for (const auto& d : report.diagnostics)
-      out << "  " << d.path << (d.layer >= 0 ? " (layer " + std::to_string(d.layer) + ")" : "") << ": "
-          << d.message << "\n";
+      out << "  " << d.path << (d.layer >= 0 ? " (layer " + std::to_string(d.layer) + ")" : "")
+          << ": " << d.message << "\n";
   }
   for (const auto& n : report.notes) out << "\nnote: " << n;
   if (!report.notes.empty()) out << "\n";
@@ -71,7 +75,8 @@ std::string RenderText(const Report& report, const RenderOptions& options) {
                                         Plural(counts[2], "error", "errors") + ", " +
                                         Plural(counts[1], "warning", "warnings") + ", " +
                                         std::to_string(counts[0]) + " info");
-  if (!report.suppressed.empty()) out << " (" << report.suppressed.size() << " suppressed by ignores)";
+  if (!report.suppressed.empty())
+    out << " (" << report.suppressed.size() << " suppressed by ignores)";
   out << "\n";
   return out.str();
 }

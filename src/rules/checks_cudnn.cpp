@@ -14,8 +14,8 @@ using catalog::Component;
 
 bool Accepts(const AcceptanceRow& rule, const Version& compiled, const Version& loaded) {
   if (loaded.major() != compiled.major()) return false;
-  bool at_least = rule.minor_at_least ||
-                  (rule.minor_at_least_from_major > 0 && compiled.major() >= rule.minor_at_least_from_major);
+  bool at_least = rule.minor_at_least || (rule.minor_at_least_from_major > 0 &&
+                                          compiled.major() >= rule.minor_at_least_from_major);
   return at_least ? loaded.minor() >= compiled.minor() : loaded.minor() == compiled.minor();
 }
 
@@ -35,8 +35,9 @@ std::string Format(const Knowledge& k, const Version& v, std::string_view format
 }
 
 // The framework's own error text for this pair of versions.
-std::string FrameworkMessage(const Knowledge& k, const std::string& message, std::string_view format,
-                             const Version& loaded, const Version& compiled) {
+std::string FrameworkMessage(const Knowledge& k, const std::string& message,
+                             std::string_view format, const Version& loaded,
+                             const Version& compiled) {
   auto compat = [&](const Version& v) { return std::to_string(k.EncodeCudnn(v) / 100 * 100); };
   std::string m = message;
   m = Replace(m, "{loaded}", Format(k, loaded, format));
@@ -71,7 +72,8 @@ void AddResolutionEvidence(Finding& f, const Context::LoadedLibrary& lib) {
   }
   if (lib.component)
     for (const auto& v : lib.component->versions)
-      f.evidence.push_back({"version " + v.value, std::string(catalog::SourceName(v.source)) + ": " + v.path});
+      f.evidence.push_back(
+          {"version " + v.value, std::string(catalog::SourceName(v.source)) + ": " + v.path});
 }
 
 std::vector<const Component*> Frameworks(const Context& ctx) {
@@ -91,18 +93,22 @@ void CheckCudnnVersion(Context& ctx) {
     for (const auto& lib : ctx.LoadedWithPrefix(ctx.ConsumersOf(*fw), "libcudnn.so.")) {
       auto loaded = ctx.VersionOf(lib.component);
       if (!loaded || Accepts(*rule, compiled->version, *loaded)) continue;
-      const std::string& path = lib.consumer->graph.objects[static_cast<size_t>(lib.index)].real_path;
-      std::string text = FrameworkMessage(ctx.k, rule->message, rule->version_format, *loaded, compiled->version);
+      const std::string& path =
+          lib.consumer->graph.objects[static_cast<size_t>(lib.index)].real_path;
+      std::string text =
+          FrameworkMessage(ctx.k, rule->message, rule->version_format, *loaded, compiled->version);
       Finding f = ctx.Make(
           "IC001",
           Title(ctx, *fw) + " was compiled with cuDNN " + compiled->version.str() +
               " but loads cuDNN " + loaded->str() + " from " + path +
-              (lib.how ? " (found through " + std::string(loader::ReasonName(lib.how->reason)) + ")" : "") +
+              (lib.how ? " (found through " + std::string(loader::ReasonName(lib.how->reason)) + ")"
+                       : "") +
               "; its run-time check rejects it: " + text,
           {path, fw->path});
-      f.evidence.push_back({"compiled cuDNN", compiled->version.str() + " (" + compiled->how + ")"});
-      f.evidence.push_back({"acceptance", fw->name + " " + rule->from.str() + "-" + rule->to.str() + ": " +
-                                              rule->source});
+      f.evidence.push_back(
+          {"compiled cuDNN", compiled->version.str() + " (" + compiled->how + ")"});
+      f.evidence.push_back({"acceptance", fw->name + " " + rule->from.str() + "-" + rule->to.str() +
+                                              ": " + rule->source});
       AddResolutionEvidence(f, lib);
       ctx.findings.push_back(std::move(f));
     }
@@ -116,11 +122,13 @@ void CheckCudaRuntime(Context& ctx) {
     for (const auto& lib : ctx.LoadedWithPrefix(ctx.ConsumersOf(*fw), "libcudart.so.")) {
       auto loaded = ctx.VersionOf(lib.component);
       if (!loaded || loaded->Prefix(2) >= compiled->version.Prefix(2)) continue;
-      const std::string& path = lib.consumer->graph.objects[static_cast<size_t>(lib.index)].real_path;
-      Finding f = ctx.Make("IC002",
-                           Title(ctx, *fw) + " needs CUDA runtime " + compiled->version.Prefix(2).str() +
-                               " or newer but loads libcudart " + loaded->str() + " from " + path,
-                           {path, fw->path});
+      const std::string& path =
+          lib.consumer->graph.objects[static_cast<size_t>(lib.index)].real_path;
+      Finding f =
+          ctx.Make("IC002",
+                   Title(ctx, *fw) + " needs CUDA runtime " + compiled->version.Prefix(2).str() +
+                       " or newer but loads libcudart " + loaded->str() + " from " + path,
+                   {path, fw->path});
       f.evidence.push_back({"compiled CUDA", compiled->version.str() + " (" + compiled->how + ")"});
       AddResolutionEvidence(f, lib);
       ctx.findings.push_back(std::move(f));
@@ -140,12 +148,14 @@ std::optional<Known> CudnnCudaMajor(const Context& ctx, const Component& c) {
   };
   if (c.owner) {
     for (std::string_view marker : {"-cuda-", "-cu"})
-      if (auto m = number_after(c.owner->name, marker)) return Known{Version({*m}), "package " + c.owner->name};
+      if (auto m = number_after(c.owner->name, marker))
+        return Known{Version({*m}), "package " + c.owner->name};
     if (auto m = number_after(c.owner->version, "+cuda"))
       return Known{Version({*m}), "package version " + c.owner->version};
   }
   for (const auto& e : c.versions)
-    if (auto m = number_after(e.detail, "+cuda")) return Known{Version({*m}), e.detail + " (" + e.path + ")"};
+    if (auto m = number_after(e.detail, "+cuda"))
+      return Known{Version({*m}), e.detail + " (" + e.path + ")"};
   if (c.elf)
     for (const auto& n : c.elf->needed)
       if (n.rfind("libcublas", 0) == 0)
@@ -159,10 +169,12 @@ std::optional<Known> CudnnCudaMajor(const Context& ctx, const Component& c) {
 // The CUDA major of the runtime in a consumer's link map.
 std::optional<Known> RuntimeCudaMajor(const Context& ctx, const Consumer& consumer) {
   for (const auto& lib : ctx.LoadedWithPrefix({&consumer}, "libcudart.so.")) {
-    if (auto v = ctx.VersionOf(lib.component, 1)) return Known{Version({v->major()}), "libcudart " + v->str()};
+    if (auto v = ctx.VersionOf(lib.component, 1))
+      return Known{Version({v->major()}), "libcudart " + v->str()};
     const auto& o = consumer.graph.objects[static_cast<size_t>(lib.index)];
     std::string soname = o.elf ? o.elf->soname : "";
-    if (auto v = Version::Parse(soname.substr(std::min(soname.size(), std::string("libcudart.so.").size()))))
+    if (auto v = Version::Parse(
+            soname.substr(std::min(soname.size(), std::string("libcudart.so.").size()))))
       return Known{Version({v->major()}), soname + " (" + o.real_path + ")"};
   }
   return std::nullopt;
@@ -182,7 +194,8 @@ void CheckCudnnCuda(Context& ctx) {
       } else if (!built) {
         auto v = ctx.VersionOf(lib.component);
         const CudnnReleaseRow* row = v ? ctx.k.CudnnRelease(*v) : nullptr;
-        if (!row || std::count(row->cuda_majors.begin(), row->cuda_majors.end(), runtime->version.major()))
+        if (!row ||
+            std::count(row->cuda_majors.begin(), row->cuda_majors.end(), runtime->version.major()))
           continue;
         why = "has no build for CUDA " + runtime->version.str() + " (" + row->source + ")";
       } else {
@@ -190,9 +203,9 @@ void CheckCudnnCuda(Context& ctx) {
       }
       reported.insert(lib.component->path);
       Finding f = ctx.Make("IC003",
-                           "cuDNN " + lib.component->version + " at " + lib.component->path + " " + why +
-                               " but runs with the CUDA " + runtime->version.str() + " runtime (" +
-                               runtime->how + ") in " + consumer->path,
+                           "cuDNN " + lib.component->version + " at " + lib.component->path + " " +
+                               why + " but runs with the CUDA " + runtime->version.str() +
+                               " runtime (" + runtime->how + ") in " + consumer->path,
                            {lib.component->path, consumer->path});
       AddResolutionEvidence(f, lib);
       ctx.findings.push_back(std::move(f));
@@ -212,15 +225,18 @@ void CheckSublibrarySkew(Context& ctx) {
     bool same_dir = util::DirName(shim.real_path) == util::DirName(r.real_path);
     bool differ = (mv && sv && *mv != *sv);
     auto owner = [](const Component* c) {
-      return c && c->owner ? std::string(catalog::ManagerName(c->owner->manager)) + ":" + c->owner->name + " " + c->owner->version
+      return c && c->owner ? std::string(catalog::ManagerName(c->owner->manager)) + ":" +
+                                 c->owner->name + " " + c->owner->version
                            : std::string("unmanaged");
     };
     if (!differ && !(!same_dir && owner(main) != owner(sub) && !(mv && sv && *mv == *sv))) continue;
-    std::string what = differ ? "cuDNN " + sv->str() + " while libcudnn is " + mv->str()
-                              : "another install (" + owner(sub) + ") than libcudnn (" + owner(main) + ")";
+    std::string what =
+        differ ? "cuDNN " + sv->str() + " while libcudnn is " + mv->str()
+               : "another install (" + owner(sub) + ") than libcudnn (" + owner(main) + ")";
     Finding f = ctx.Make("IC004",
-                         "libcudnn at " + shim.real_path + " loads its sub-library " + r.name + " from " +
-                             r.real_path + ", " + what + "; cuDNN requires all its sub-libraries to be the same version",
+                         "libcudnn at " + shim.real_path + " loads its sub-library " + r.name +
+                             " from " + r.real_path + ", " + what +
+                             "; cuDNN requires all its sub-libraries to be the same version",
                          {r.real_path, shim.real_path});
     f.evidence.push_back({"consumer", seen.consumer->path});
     f.evidence.push_back({"resolved " + r.name, Context::Describe(r)});
@@ -238,12 +254,13 @@ void CheckCudnnGpu(Context& ctx) {
       auto v = ctx.VersionOf(lib.component);
       const SmFloorRow* floor = v ? ctx.k.SmFloor(AcceptanceKey(*fw), *v) : nullptr;
       if (!floor || sm >= floor->min_sm || !reported.insert(lib.component->path).second) continue;
-      std::string text = Replace(floor->message, "{loaded_int}", std::to_string(ctx.k.EncodeCudnn(*v)));
+      std::string text =
+          Replace(floor->message, "{loaded_int}", std::to_string(ctx.k.EncodeCudnn(*v)));
       Finding f = ctx.Make("IC041",
-                           Title(ctx, *fw) + " loads cuDNN " + v->str() + " (" + lib.component->path +
-                               "), which it refuses on GPUs below SM " + std::to_string(floor->min_sm) +
-                               "; the target GPU is sm_" + std::to_string(sm) + " (" + ctx.in.target.gpu_from +
-                               "): " + text,
+                           Title(ctx, *fw) + " loads cuDNN " + v->str() + " (" +
+                               lib.component->path + "), which it refuses on GPUs below SM " +
+                               std::to_string(floor->min_sm) + "; the target GPU is sm_" +
+                               std::to_string(sm) + " (" + ctx.in.target.gpu_from + "): " + text,
                            {lib.component->path, fw->path});
       f.evidence.push_back({"rule", floor->source});
       ctx.findings.push_back(std::move(f));
@@ -257,7 +274,8 @@ void CheckCudnnGpu(Context& ctx) {
     Finding f = ctx.Make("IC041",
                          "cuDNN " + v->str() + " at " + c->path + " supports GPUs from SM " +
                              std::to_string(row->min_sm) + " (" + ctx.k.ArchName(row->min_sm) +
-                             "); the target GPU is sm_" + std::to_string(sm) + " (" + ctx.in.target.gpu_from + ")",
+                             "); the target GPU is sm_" + std::to_string(sm) + " (" +
+                             ctx.in.target.gpu_from + ")",
                          {c->path});
     f.evidence.push_back({"support matrix", row->source});
     ctx.findings.push_back(std::move(f));
@@ -281,17 +299,21 @@ void CheckMultipleCudnn(Context& ctx) {
     paths.push_back(c->path);
     if (!list.empty()) list += ", ";
     list += c->path + " (" + (c->version.empty() ? "version unknown" : c->version) + ", " +
-            (c->owner ? std::string(catalog::ManagerName(c->owner->manager)) + " " + c->owner->name : "unmanaged") + ")";
+            (c->owner ? std::string(catalog::ManagerName(c->owner->manager)) + " " + c->owner->name
+                      : "unmanaged") +
+            ")";
   }
-  Finding f = ctx.Make("IC050", std::to_string(shims.size()) + " cuDNN installations: " + list, paths);
+  Finding f =
+      ctx.Make("IC050", std::to_string(shims.size()) + " cuDNN installations: " + list, paths);
   ctx.findings.push_back(std::move(f));
 }
 
 }  // namespace
 
 std::vector<Check> CudnnChecks() {
-  return {{"IC001", CheckCudnnVersion}, {"IC002", CheckCudaRuntime}, {"IC003", CheckCudnnCuda},
-          {"IC004", CheckSublibrarySkew}, {"IC041", CheckCudnnGpu},  {"IC050", CheckMultipleCudnn}};
+  return {{"IC001", CheckCudnnVersion}, {"IC002", CheckCudaRuntime},
+          {"IC003", CheckCudnnCuda},    {"IC004", CheckSublibrarySkew},
+          {"IC041", CheckCudnnGpu},     {"IC050", CheckMultipleCudnn}};
 }
 
 }  // namespace imgcheck::rules

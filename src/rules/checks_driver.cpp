@@ -26,8 +26,9 @@ void CheckStubOnPath(Context& ctx) {
   auto report = [&](const Consumer& consumer, const loader::Resolution& r) {
     if (!r.found() || !IsStub(ctx, r.real_path) || !reported.insert(r.real_path).second) return;
     Finding f = ctx.Make("IC020",
-                         "the loader finds the toolkit stub " + r.real_path + " for " + r.name + " (" +
-                             std::string(loader::ReasonName(r.reason)) + (r.entry.empty() ? "" : " " + r.entry) +
+                         "the loader finds the toolkit stub " + r.real_path + " for " + r.name +
+                             " (" + std::string(loader::ReasonName(r.reason)) +
+                             (r.entry.empty() ? "" : " " + r.entry) +
                              "): the host driver the container runtime mounts is never reached",
                          {r.real_path});
     f.evidence.push_back({"consumer", consumer.path});
@@ -39,12 +40,13 @@ void CheckStubOnPath(Context& ctx) {
   // The CUDA runtime dlopens libcuda.so.1; resolve it as it would, whatever dlopen.json lists.
   for (const Consumer* consumer : ctx.AllConsumers())
     for (const auto& lib : ctx.LoadedWithPrefix({consumer}, "libcudart.so."))
-      report(*consumer, loader::Resolve(ctx.tree, lookup, consumer->graph, lib.index, "libcuda.so.1",
-                                        loader::Kind::kDlopen, ctx.in.options));
+      report(*consumer, loader::Resolve(ctx.tree, lookup, consumer->graph, lib.index,
+                                        "libcuda.so.1", loader::Kind::kDlopen, ctx.in.options));
 }
 
 std::string OwnerKey(const Component& c) {
-  if (c.owner) return std::string(catalog::ManagerName(c.owner->manager)) + " package " + c.owner->name;
+  if (c.owner)
+    return std::string(catalog::ManagerName(c.owner->manager)) + " package " + c.owner->name;
   return std::string(util::DirName(c.path));
 }
 
@@ -56,12 +58,13 @@ void CheckDriverInImage(Context& ctx) {
     std::vector<std::string> paths;
     for (const Component* c : list) paths.push_back(c->path);
     std::string version = list[0]->version.empty() ? "" : " " + list[0]->version;
-    ctx.findings.push_back(ctx.Make("IC021",
-                                    std::to_string(list.size()) + " user-mode driver librar" +
-                                        (list.size() == 1 ? "y" : "ies") + version + " from " + owner + " (" +
-                                        paths[0] + (list.size() > 1 ? ", ..." : "") +
-                                        ") are baked into the image; the host's driver must provide them",
-                                    paths, list[0]->layer));
+    ctx.findings.push_back(
+        ctx.Make("IC021",
+                 std::to_string(list.size()) + " user-mode driver librar" +
+                     (list.size() == 1 ? "y" : "ies") + version + " from " + owner + " (" +
+                     paths[0] + (list.size() > 1 ? ", ..." : "") +
+                     ") are baked into the image; the host's driver must provide them",
+                 paths, list[0]->layer));
   }
 }
 
@@ -78,9 +81,11 @@ void CheckForwardCompat(Context& ctx) {
   for (const auto& [dir, list] : dirs) {
     std::vector<std::string> via;
     for (const auto& e : ctx.cat.config.LdLibraryPath())
-      if (!e.empty() && e[0] == '/' && RealDir(ctx, e) == dir) via.push_back("LD_LIBRARY_PATH entry " + e);
+      if (!e.empty() && e[0] == '/' && RealDir(ctx, e) == dir)
+        via.push_back("LD_LIBRARY_PATH entry " + e);
     for (const auto& d : ctx.cat.config.ld_so_conf.dirs)
-      if (RealDir(ctx, d.dir) == dir) via.push_back(d.file + ":" + std::to_string(d.line) + " names " + d.dir);
+      if (RealDir(ctx, d.dir) == dir)
+        via.push_back(d.file + ":" + std::to_string(d.line) + " names " + d.dir);
     if (const auto& cache = ctx.cat.config.ld_so_cache)
       for (const auto& e : cache->entries)
         if (util::DirName(e.path) == dir || RealDir(ctx, util::DirName(e.path)) == dir) {
@@ -92,8 +97,8 @@ void CheckForwardCompat(Context& ctx) {
     for (const Component* c : list) paths.push_back(c->path);
     Finding f = ctx.Make("IC022",
                          "forward-compatibility driver libraries in " + dir + " (" + list[0]->name +
-                             (list[0]->version.empty() ? "" : " " + list[0]->version) + ") are on the loader path: " +
-                             via[0],
+                             (list[0]->version.empty() ? "" : " " + list[0]->version) +
+                             ") are on the loader path: " + via[0],
                          paths, list[0]->layer);
     for (const auto& v : via) f.evidence.push_back({"on path", v});
     ctx.findings.push_back(std::move(f));
@@ -112,7 +117,8 @@ void CheckDriverTooOld(Context& ctx) {
     std::string how;
     auto min = ctx.k.MinDriver(need.first.version, &how);
     if (!min) continue;
-    evidence.push_back({"CUDA " + need.first.version.str(), "needs driver " + min->str() + " (" + how + "): " + need.second});
+    evidence.push_back({"CUDA " + need.first.version.str(),
+                        "needs driver " + min->str() + " (" + how + "): " + need.second});
     if (*t.driver >= *min) continue;
     if (!worst || *min > worst_min) {
       worst = &need;
@@ -122,9 +128,10 @@ void CheckDriverTooOld(Context& ctx) {
   }
   if (!worst) return;
   Finding f = ctx.Make("IC030",
-                       "the target driver " + t.driver->str() + " (" + t.driver_from + ") cannot run CUDA " +
-                           worst->first.version.str() + " (" + worst->first.how + ", " + worst->second +
-                           "): it needs driver " + worst_min.str() + " or newer (" + worst_how + ")",
+                       "the target driver " + t.driver->str() + " (" + t.driver_from +
+                           ") cannot run CUDA " + worst->first.version.str() + " (" +
+                           worst->first.how + ", " + worst->second + "): it needs driver " +
+                           worst_min.str() + " or newer (" + worst_how + ")",
                        {worst->second});
   f.evidence = std::move(evidence);
   ctx.findings.push_back(std::move(f));
@@ -143,7 +150,8 @@ std::optional<Version> DeclaredCuda(const std::string& value) {
     for (const auto& expr : util::Split(term, ',')) {
       std::string e = Lower(expr);
       if (e.rfind("cuda>", 0) != 0) continue;
-      if (auto v = Version::Parse(e.substr(e[5] == '=' ? 6 : 5)); v && (!lowest || *v < *lowest)) lowest = v;
+      if (auto v = Version::Parse(e.substr(e[5] == '=' ? 6 : 5)); v && (!lowest || *v < *lowest))
+        lowest = v;
     }
   }
   return lowest;
@@ -163,7 +171,8 @@ void CheckRequireCuda(Context& ctx) {
   } else if (auto legacy = config.Env("CUDA_VERSION")) {
     // A legacy image: the container toolkit derives cuda>=MAJOR.MINOR from CUDA_VERSION.
     if (auto v = Version::Parse(*legacy)) declared = v->Prefix(2);
-    declared_text = "CUDA_VERSION=" + *legacy + " (legacy: cuda>=" + (declared ? declared->str() : "?") + ")";
+    declared_text =
+        "CUDA_VERSION=" + *legacy + " (legacy: cuda>=" + (declared ? declared->str() : "?") + ")";
   }
   if (!declared) return;
   const std::pair<Known, std::string>* top = nullptr;
@@ -172,11 +181,12 @@ void CheckRequireCuda(Context& ctx) {
     if (!top || need.first.version.Prefix(2) > top->first.version.Prefix(2)) top = &need;
   if (!top || top->first.version.Prefix(2) <= declared->Prefix(2)) return;
   if (declared_text.size() > 120) declared_text = declared_text.substr(0, 117) + "...";
-  Finding f = ctx.Make("IC031",
-                       declared_text + " lets the container start with CUDA " + declared->Prefix(2).str() +
-                           " drivers, but the image needs CUDA " + top->first.version.Prefix(2).str() + " (" +
-                           top->first.how + ", " + top->second + ")",
-                       {top->second}, -1);
+  Finding f =
+      ctx.Make("IC031",
+               declared_text + " lets the container start with CUDA " + declared->Prefix(2).str() +
+                   " drivers, but the image needs CUDA " + top->first.version.Prefix(2).str() +
+                   " (" + top->first.how + ", " + top->second + ")",
+               {top->second}, -1);
   ctx.findings.push_back(std::move(f));
 }
 
@@ -194,9 +204,11 @@ void CheckGpuArch(Context& ctx) {
   for (const auto& [path, elf] : ctx.cat.elves()) {
     if (elf.fatbin.empty()) continue;
     std::set<unsigned> sass, ptx;
-    for (const auto& e : elf.fatbin) (e.kind == elf::FatbinEntry::Kind::kCubin ? sass : ptx).insert(e.sm);
+    for (const auto& e : elf.fatbin)
+      (e.kind == elf::FatbinEntry::Kind::kCubin ? sass : ptx).insert(e.sm);
     // SASS runs on the same major at an equal or higher minor; PTX is JIT-compiled upwards.
-    bool ok = std::any_of(sass.begin(), sass.end(), [&](unsigned s) { return s / 10 == target / 10 && s <= target; }) ||
+    bool ok = std::any_of(sass.begin(), sass.end(),
+                          [&](unsigned s) { return s / 10 == target / 10 && s <= target; }) ||
               std::any_of(ptx.begin(), ptx.end(), [&](unsigned s) { return s <= target; });
     if (ok) continue;
     std::string dir(util::DirName(path));
@@ -208,9 +220,10 @@ void CheckGpuArch(Context& ctx) {
   for (const auto& [dir, paths] : by_dir) {
     std::string arch = ctx.k.ArchName(*ctx.in.target.sm);
     Finding f = ctx.Make("IC040",
-                         std::to_string(paths.size()) + " file(s) in " + dir + " (" + paths[0] + ": " + detail[dir] +
-                             ") have no device code for the target GPU sm_" + std::to_string(target) +
-                             (arch.empty() ? "" : " (" + arch + ")") + ", " + ctx.in.target.gpu_from,
+                         std::to_string(paths.size()) + " file(s) in " + dir + " (" + paths[0] +
+                             ": " + detail[dir] + ") have no device code for the target GPU sm_" +
+                             std::to_string(target) + (arch.empty() ? "" : " (" + arch + ")") +
+                             ", " + ctx.in.target.gpu_from,
                          paths);
     ctx.findings.push_back(std::move(f));
   }
@@ -219,8 +232,9 @@ void CheckGpuArch(Context& ctx) {
 }  // namespace
 
 std::vector<Check> DriverChecks() {
-  return {{"IC020", CheckStubOnPath}, {"IC021", CheckDriverInImage}, {"IC022", CheckForwardCompat},
-          {"IC030", CheckDriverTooOld}, {"IC031", CheckRequireCuda},  {"IC040", CheckGpuArch}};
+  return {{"IC020", CheckStubOnPath},    {"IC021", CheckDriverInImage},
+          {"IC022", CheckForwardCompat}, {"IC030", CheckDriverTooOld},
+          {"IC031", CheckRequireCuda},   {"IC040", CheckGpuArch}};
 }
 
 }  // namespace imgcheck::rules

@@ -37,18 +37,22 @@ void CheckShadowed(Context& ctx) {
     std::string origin(util::DirName(object.real_path));
     const auto& entries = object.elf->has_runpath ? object.elf->runpath : object.elf->rpath;
     for (const auto& entry : entries) {
-      if (entry.find('$') != std::string::npos && entry.find("ORIGIN") == std::string::npos) continue;
+      if (entry.find('$') != std::string::npos && entry.find("ORIGIN") == std::string::npos)
+        continue;
       auto own = ctx.tree.Resolve(util::JoinPath(ExpandOrigin(entry, origin), r.name));
-      if (!own || !own->node || own->node->type != image::NodeType::kRegular || own->path == r.real_path) continue;
+      if (!own || !own->node || own->node->type != image::NodeType::kRegular ||
+          own->path == r.real_path)
+        continue;
       auto own_version = ctx.VersionOf(ctx.LibraryAt(own->path));
       auto got_version = ctx.VersionOf(ctx.LibraryAt(r.real_path));
       if (!own_version || !got_version || *own_version == *got_version) break;
-      Finding f = ctx.Make("IC010",
-                           object.real_path + " ships " + r.name + " " + own_version->str() + " at " + own->path +
-                               " (its " + (object.elf->has_runpath ? "RUNPATH " : "RPATH ") + entry +
-                               ") but the loader finds " + r.name + " " + got_version->str() + " at " +
-                               r.real_path + " first (" + std::string(loader::ReasonName(r.reason)) + ")",
-                           {r.real_path, own->path, object.real_path});
+      Finding f = ctx.Make(
+          "IC010",
+          object.real_path + " ships " + r.name + " " + own_version->str() + " at " + own->path +
+              " (its " + (object.elf->has_runpath ? "RUNPATH " : "RPATH ") + entry +
+              ") but the loader finds " + r.name + " " + got_version->str() + " at " + r.real_path +
+              " first (" + std::string(loader::ReasonName(r.reason)) + ")",
+          {r.real_path, own->path, object.real_path});
       f.evidence.push_back({"consumer", seen.consumer->path});
       f.evidence.push_back({"resolved " + r.name, Context::Describe(r)});
       ctx.findings.push_back(std::move(f));
@@ -59,13 +63,15 @@ void CheckShadowed(Context& ctx) {
 
 // The soname major of a library component ("libcudnn.so.9" -> "9"), to tell separate ABIs apart.
 std::string SonameKey(const Component& c) {
-  std::string soname = c.elf && !c.elf->soname.empty() ? c.elf->soname : std::string(util::BaseName(c.path));
+  std::string soname =
+      c.elf && !c.elf->soname.empty() ? c.elf->soname : std::string(util::BaseName(c.path));
   size_t so = soname.find(".so");
   if (so == std::string::npos) return c.name;
   std::string rest = soname.substr(so + 3);
   auto v = Version::Parse(rest.empty() ? rest : rest.substr(1));
   // libcudart.so.10.1 and libcudart.so.10.0 are different sonames; from 11 only the major.
-  return c.name + "/" + (v ? (v->major() <= 10 ? v->Prefix(2).str() : std::to_string(v->major())) : "");
+  return c.name + "/" +
+         (v ? (v->major() <= 10 ? v->Prefix(2).str() : std::to_string(v->major())) : "");
 }
 
 void CheckStale(Context& ctx) {
@@ -74,9 +80,9 @@ void CheckStale(Context& ctx) {
     if (c.kind == catalog::ComponentKind::kCudaLibrary && !c.deleted && ctx.VersionOf(&c))
       groups[SonameKey(c)].push_back(&c);
   for (const auto& [key, copies] : groups) {
-    const Component* newest = *std::max_element(copies.begin(), copies.end(), [&](auto* a, auto* b) {
-      return *ctx.VersionOf(a) < *ctx.VersionOf(b);
-    });
+    const Component* newest =
+        *std::max_element(copies.begin(), copies.end(),
+                          [&](auto* a, auto* b) { return *ctx.VersionOf(a) < *ctx.VersionOf(b); });
     auto newest_version = *ctx.VersionOf(newest);
     for (const Component* c : copies) {
       auto v = *ctx.VersionOf(c);
@@ -85,8 +91,8 @@ void CheckStale(Context& ctx) {
       std::string state = users.empty() ? "left behind (no consumer loads it)"
                                         : "reachable: " + users[0].first->path + " loads it";
       Finding f = ctx.Make("IC011",
-                           c->name + " " + v.str() + " at " + c->path + " is older than " + newest_version.str() +
-                               " at " + newest->path + "; " + state,
+                           c->name + " " + v.str() + " at " + c->path + " is older than " +
+                               newest_version.str() + " at " + newest->path + "; " + state,
                            {c->path, newest->path}, c->layer);
       ctx.findings.push_back(std::move(f));
     }
@@ -106,11 +112,12 @@ void CheckUnresolved(Context& ctx) {
     paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
     const auto& r = list[0]->resolution;
     std::string how = r.kind == loader::Kind::kDlopen ? "dlopen" : "DT_NEEDED";
-    Finding f = ctx.Make("IC012",
-                         name + " (" + how + " of " + paths[0] +
-                             (paths.size() > 1 ? " and " + std::to_string(paths.size() - 1) + " more" : "") +
-                             ") cannot be resolved: " + Context::Describe(r),
-                         paths);
+    Finding f = ctx.Make(
+        "IC012",
+        name + " (" + how + " of " + paths[0] +
+            (paths.size() > 1 ? " and " + std::to_string(paths.size() - 1) + " more" : "") +
+            ") cannot be resolved: " + Context::Describe(r),
+        paths);
     for (const auto* s : list) f.evidence.push_back({"consumer", s->consumer->path});
     ctx.findings.push_back(std::move(f));
   }
@@ -118,7 +125,8 @@ void CheckUnresolved(Context& ctx) {
   for (const Component* d : ctx.cat.Find(catalog::ComponentKind::kPythonDist)) {
     if (d->deleted) continue;
     for (const auto& file : d->missing_files) {
-      if (file.find(".so") == std::string::npos || !IsCudaFamily(ctx, util::BaseName(file))) continue;
+      if (file.find(".so") == std::string::npos || !IsCudaFamily(ctx, util::BaseName(file)))
+        continue;
       ctx.findings.push_back(ctx.Make("IC012",
                                       d->name + " " + d->version + " lists " + file +
                                           " in its RECORD but the file is not in the image",
@@ -133,21 +141,24 @@ void CheckMissingSymbols(Context& ctx) {
     if (!r.found() || !IsCudaFamily(ctx, r.name)) continue;
     const auto& object = seen.consumer->graph.objects[static_cast<size_t>(seen.object)];
     const elf::ElfInfo* provider = ctx.cat.Elf(r.real_path);
-    if (!object.elf || !provider || !provider->problems.empty() || provider->version_definitions.empty()) continue;
+    if (!object.elf || !provider || !provider->problems.empty() ||
+        provider->version_definitions.empty())
+      continue;
     std::vector<std::string> missing;
     for (const auto& need : object.elf->version_needs) {
       if (need.file != r.name) continue;
       for (const auto& v : need.versions)
-        if (std::find(provider->version_definitions.begin(), provider->version_definitions.end(), v) ==
-            provider->version_definitions.end())
+        if (std::find(provider->version_definitions.begin(), provider->version_definitions.end(),
+                      v) == provider->version_definitions.end())
           missing.push_back("version `" + v + "'");
       for (const auto& sym : object.elf->imported) {
         if (sym.weak || sym.version.empty() ||
-            std::find(need.versions.begin(), need.versions.end(), sym.version) == need.versions.end())
+            std::find(need.versions.begin(), need.versions.end(), sym.version) ==
+                need.versions.end())
           continue;
-        bool ok = std::any_of(provider->exported.begin(), provider->exported.end(), [&](const elf::Symbol& e) {
-          return e.name == sym.name && e.version == sym.version;
-        });
+        bool ok = std::any_of(
+            provider->exported.begin(), provider->exported.end(),
+            [&](const elf::Symbol& e) { return e.name == sym.name && e.version == sym.version; });
         if (!ok) missing.push_back(sym.name + "@" + sym.version);
       }
     }
@@ -156,8 +167,8 @@ void CheckMissingSymbols(Context& ctx) {
     for (size_t i = 0; i < missing.size() && i < 5; ++i) list += (i ? ", " : "") + missing[i];
     if (missing.size() > 5) list += " and " + std::to_string(missing.size() - 5) + " more";
     Finding f = ctx.Make("IC013",
-                         object.real_path + " needs " + list + " from " + r.name + ", which resolves to " +
-                             r.real_path + " and does not provide it",
+                         object.real_path + " needs " + list + " from " + r.name +
+                             ", which resolves to " + r.real_path + " and does not provide it",
                          {r.real_path, object.real_path});
     f.evidence.push_back({"resolved " + r.name, Context::Describe(r)});
     ctx.findings.push_back(std::move(f));
@@ -174,7 +185,8 @@ void CheckBrokenLinks(Context& ctx) {
     if (r)
       if (const image::Deletion* d = ctx.tree.FindDeleted(r->path))
         why += " (deleted in layer " + std::to_string(d->layer) + ")";
-    ctx.findings.push_back(ctx.Make("IC014", path + " -> " + node.link_target + ": " + why, {path}, node.layer));
+    ctx.findings.push_back(
+        ctx.Make("IC014", path + " -> " + node.link_target + ": " + why, {path}, node.layer));
   }
 }
 
@@ -192,8 +204,9 @@ void CheckUnmanaged(Context& ctx) {
       names += std::string(util::BaseName(c->path));
     }
     ctx.findings.push_back(ctx.Make("IC051",
-                                    std::to_string(list.size()) + " CUDA librar" + (list.size() == 1 ? "y" : "ies") +
-                                        " in " + dir + " belong to no package: " + names,
+                                    std::to_string(list.size()) + " CUDA librar" +
+                                        (list.size() == 1 ? "y" : "ies") + " in " + dir +
+                                        " belong to no package: " + names,
                                     paths, list[0]->layer));
   }
 }
@@ -233,9 +246,9 @@ void CheckLdCache(Context& ctx) {
     if (!IsCudaFamily(ctx, e.name)) continue;
     auto r = ctx.tree.Resolve(e.path);
     if (r && r->node) continue;
-    ctx.findings.push_back(ctx.Make("IC061",
-                                    cache_path + " maps " + e.name + " to " + e.path + ", which is not in the image",
-                                    {e.path, cache_path}, ctx.cat.config.ld_so_cache_layer));
+    ctx.findings.push_back(ctx.Make(
+        "IC061", cache_path + " maps " + e.name + " to " + e.path + ", which is not in the image",
+        {e.path, cache_path}, ctx.cat.config.ld_so_cache_layer));
   }
   std::vector<std::string> dirs = ctx.in.options.platform.default_dirs;
   for (const auto& d : ctx.cat.config.ld_so_conf.dirs) dirs.push_back(d.dir);
@@ -246,12 +259,14 @@ void CheckLdCache(Context& ctx) {
          it != ctx.cat.elves().end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
       const std::string& soname = it->second.soname;
       if (soname.empty() || it->first.find('/', prefix.size()) != std::string::npos) continue;
-      if (!IsCudaFamily(ctx, soname) || names.count(soname) || !reported.insert(soname).second) continue;
+      if (!IsCudaFamily(ctx, soname) || names.count(soname) || !reported.insert(soname).second)
+        continue;
       const image::Node* n = ctx.tree.Find(it->first);
-      ctx.findings.push_back(ctx.Make("IC061",
-                                      it->first + " (" + soname + ") is in " + dir + ", a loader directory, but " +
-                                          cache_path + " has no entry for it (ldconfig was not run after it was added)",
-                                      {it->first, cache_path}, n ? n->layer : -1));
+      ctx.findings.push_back(ctx.Make(
+          "IC061",
+          it->first + " (" + soname + ") is in " + dir + ", a loader directory, but " + cache_path +
+              " has no entry for it (ldconfig was not run after it was added)",
+          {it->first, cache_path}, n ? n->layer : -1));
     }
   }
 }
@@ -259,9 +274,9 @@ void CheckLdCache(Context& ctx) {
 }  // namespace
 
 std::vector<Check> LoaderChecks() {
-  return {{"IC010", CheckShadowed},   {"IC011", CheckStale},     {"IC012", CheckUnresolved},
+  return {{"IC010", CheckShadowed},       {"IC011", CheckStale},       {"IC012", CheckUnresolved},
           {"IC013", CheckMissingSymbols}, {"IC014", CheckBrokenLinks}, {"IC051", CheckUnmanaged},
-          {"IC060", CheckLibraryPath}, {"IC061", CheckLdCache}};
+          {"IC060", CheckLibraryPath},    {"IC061", CheckLdCache}};
 }
 
 }  // namespace imgcheck::rules

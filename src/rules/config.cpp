@@ -54,18 +54,20 @@ util::Expected<DataFile> ParseYaml(const std::string& path, std::string_view tex
   auto fail = [&](int line, const std::string& m) {
     return util::MakeError(path + ":" + std::to_string(line) + ": " + m);
   };
-  std::string top;   // current top-level key with a block value
-  int item = -1;     // index of the current list item
+  std::string top;  // current top-level key with a block value
+  int item = -1;    // index of the current list item
   int line_no = 0;
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t nl = text.find('\n', pos);
-    std::string_view line = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    std::string_view line =
+        text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
     pos = nl == std::string_view::npos ? text.size() + 1 : nl + 1;
     ++line_no;
     std::string trimmed = Trim(line);
     if (trimmed.empty() || trimmed[0] == '#' || trimmed == "---") continue;
-    if (line.find('\t') < line.find_first_not_of(" \t")) return fail(line_no, "tabs are not allowed for indentation");
+    if (line.find('\t') < line.find_first_not_of(" \t"))
+      return fail(line_no, "tabs are not allowed for indentation");
     size_t indent = line.find_first_not_of(' ');
     bool dash = trimmed[0] == '-' && (trimmed.size() == 1 || trimmed[1] == ' ');
     std::string body = dash ? Trim(std::string_view(trimmed).substr(1)) : trimmed;
@@ -137,14 +139,18 @@ util::Expected<Config> ParseConfig(const std::string& path, std::string_view tex
   const DataFile& f = *parsed;
   Config c;
   c.path = path;
-  auto where = [&](const std::string& pointer) { return path + ":" + std::to_string(f.Line(pointer)); };
+  auto where = [&](const std::string& pointer) {
+    return path + ":" + std::to_string(f.Line(pointer));
+  };
   auto error = [&](const std::string& pointer, const std::string& m) {
     return util::MakeError(f.Where(pointer, m));
   };
-  auto rule_id = [&](const std::string& pointer, const std::string& word) -> util::Expected<std::string> {
+  auto rule_id = [&](const std::string& pointer,
+                     const std::string& word) -> util::Expected<std::string> {
     if (const RuleInfo* r = knowledge.Rule(word)) return r->id;
     std::string hint = knowledge.SuggestRule(word);
-    return error(pointer, "unknown rule \"" + word + "\"" + (hint.empty() ? "" : "; did you mean " + hint + "?"));
+    return error(pointer, "unknown rule \"" + word + "\"" +
+                              (hint.empty() ? "" : "; did you mean " + hint + "?"));
   };
   for (const auto& [key, value] : f.json.items()) {
     std::string at = "/" + key;
@@ -153,12 +159,14 @@ util::Expected<Config> ParseConfig(const std::string& path, std::string_view tex
       if (!fo) return error(at, "fail-on must be none, info, warning or error");
       c.fail_on = *fo;
     } else if (key == "severity") {
-      if (!value.is_object()) return error(at, "severity must map rule IDs to error, warning or info");
+      if (!value.is_object())
+        return error(at, "severity must map rule IDs to error, warning or info");
       for (const auto& [id, sev] : value.items()) {
         auto rid = rule_id(at + "/" + id, id);
         if (!rid) return rid.error();
         auto s = sev.is_string() ? ParseSeverity(sev.get<std::string>()) : std::nullopt;
-        if (!s) return error(at + "/" + id, "severity of " + id + " must be error, warning or info");
+        if (!s)
+          return error(at + "/" + id, "severity of " + id + " must be error, warning or info");
         c.severity[*rid] = *s;
       }
     } else if (key == "ignore") {
@@ -168,7 +176,8 @@ util::Expected<Config> ParseConfig(const std::string& path, std::string_view tex
         const auto& e = value[i];
         if (!e.is_object()) return error(item, "an ignore must be {rule, path, reason}");
         for (const auto& [k, v] : e.items()) {
-          if (k != "rule" && k != "path" && k != "reason") return error(item + "/" + k, "unknown key \"" + k + "\" in an ignore");
+          if (k != "rule" && k != "path" && k != "reason")
+            return error(item + "/" + k, "unknown key \"" + k + "\" in an ignore");
           if (!v.is_string()) return error(item + "/" + k, "\"" + k + "\" must be a string");
         }
         Ignore ig;
@@ -178,7 +187,8 @@ util::Expected<Config> ParseConfig(const std::string& path, std::string_view tex
         ig.rule = *rid;
         ig.path = e.value("path", "");
         ig.reason = e.value("reason", "");
-        if (ig.reason.empty()) return error(item, "the ignore of " + ig.rule + " needs a \"reason\"");
+        if (ig.reason.empty())
+          return error(item, "the ignore of " + ig.rule + " needs a \"reason\"");
         ig.where = where(item);
         c.ignores.push_back(std::move(ig));
       }
@@ -219,7 +229,8 @@ std::vector<Suppressed> ApplyConfig(const Config& config, std::vector<Finding>& 
   std::vector<Suppressed> removed;
   std::vector<Finding> kept;
   for (auto& f : findings) {
-    if (auto it = config.severity.find(f.rule); it != config.severity.end()) f.severity = it->second;
+    if (auto it = config.severity.find(f.rule); it != config.severity.end())
+      f.severity = it->second;
     const Ignore* hit = nullptr;
     for (const auto& ig : config.ignores) {
       if (ig.rule != f.rule) continue;

@@ -33,10 +33,10 @@ std::optional<FailOn> ParseFailOn(std::string_view text);
 bool Fails(FailOn gate, Severity severity);
 
 struct Config {
-  std::string path;                              ///< file read, "" when none
-  std::map<std::string, Severity> severity;      ///< rule ID -> severity
+  std::string path;                          ///< file read, "" when none
+  std::map<std::string, Severity> severity;  ///< rule ID -> severity
   std::vector<Ignore> ignores;
-  std::optional<FailOn> fail_on;                 ///< set by the file's `fail-on`
+  std::optional<FailOn> fail_on;  ///< set by the file's `fail-on`
 };
 
 /// Parses a config file: JSON when `path` ends in .json, else the YAML subset of rules/README.md.

@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "rules/config.h"
+
+#include <catch2/catch.hpp>
 
 using namespace imgcheck::rules;
 
@@ -44,22 +44,24 @@ TEST_CASE("the YAML subset: severity overrides, ignores with reasons and paths, 
   CHECK(c->ignores[0].where == ".imgcheck.yaml:7");
   CHECK(c->ignores[1].path == "/opt/legacy/**");
 
-  std::vector<Finding> findings = {Make("IC051", Severity::kInfo, {"/usr/lib/libcublas.so.12"}),
-                                   Make("IC060", Severity::kWarning, {}),
-                                   Make("IC011", Severity::kWarning, {"/opt/legacy/lib/libcudnn.so.8"}),
-                                   Make("IC011", Severity::kWarning, {"/usr/lib/libcudnn.so.8"})};
+  std::vector<Finding> findings = {
+      Make("IC051", Severity::kInfo, {"/usr/lib/libcublas.so.12"}),
+      Make("IC060", Severity::kWarning, {}),
+      Make("IC011", Severity::kWarning, {"/opt/legacy/lib/libcudnn.so.8"}),
+      Make("IC011", Severity::kWarning, {"/usr/lib/libcudnn.so.8"})};
   auto removed = ApplyConfig(*c, findings);
   REQUIRE(findings.size() == 2);
-  CHECK(findings[0].severity == Severity::kWarning);  // IC051 raised
+  CHECK(findings[0].severity == Severity::kWarning);        // IC051 raised
   CHECK(findings[1].paths[0] == "/usr/lib/libcudnn.so.8");  // outside the ignored path
   REQUIRE(removed.size() == 2);
   CHECK(removed[1].ignore.reason == "kept for the old model server");
 }
 
 TEST_CASE("the same config as JSON") {
-  auto c = ParseConfig("policy.json",
-                       "{\"ignore\": [{\"rule\": \"IC051\", \"reason\": \"vendored\"}], \"fail-on\": \"none\"}",
-                       Builtin());
+  auto c = ParseConfig(
+      "policy.json",
+      "{\"ignore\": [{\"rule\": \"IC051\", \"reason\": \"vendored\"}], \"fail-on\": \"none\"}",
+      Builtin());
   REQUIRE(c);
   CHECK(c->fail_on == FailOn{});
   CHECK(c->ignores.at(0).rule == "IC051");
@@ -71,7 +73,8 @@ TEST_CASE("config errors name the line, and mistyped rules get a suggestion") {
   CHECK(no_reason.error().message == "c.yaml:2: the ignore of IC051 needs a \"reason\"");
   auto typo = ParseConfig("c.yaml", "severity:\n  IC0051: error\n", Builtin());
   REQUIRE_FALSE(typo);
-  CHECK(typo.error().message == "c.yaml:2: unknown rule \"IC0051\"; did you mean IC051 (unmanaged-library)?");
+  CHECK(typo.error().message ==
+        "c.yaml:2: unknown rule \"IC0051\"; did you mean IC051 (unmanaged-library)?");
   auto bad_json = ParseConfig("c.json", "{\n\"ignore\": [\n}", Builtin());
   REQUIRE_FALSE(bad_json);
   CHECK(bad_json.error().message.rfind("c.json:3: ", 0) == 0);

@@ -17,7 +17,7 @@ namespace imgcheck::rules {
 /// A resolution seen in some consumer's link map, with the object that asked.
 struct SeenResolution {
   const Consumer* consumer = nullptr;
-  int object = -1;                      ///< index in consumer->graph.objects of the requester
+  int object = -1;  ///< index in consumer->graph.objects of the requester
   loader::Resolution resolution;
 };
 
@@ -54,7 +54,7 @@ class Context {
   struct LoadedLibrary {
     const Consumer* consumer = nullptr;
     int index = -1;
-    const loader::Resolution* how = nullptr;   ///< the request that loaded it; null for roots
+    const loader::Resolution* how = nullptr;        ///< the request that loaded it; null for roots
     const catalog::Component* component = nullptr;  ///< null when the catalog does not know it
   };
   /// Objects of `consumers`' link maps whose soname (or requested name) starts with `prefix`

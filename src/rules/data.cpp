@@ -71,8 +71,8 @@ void IndexLines(std::string_view text, std::map<std::string, int, std::less<>>& 
       }
     } else {  // number, true, false, null
       out.emplace(value_pointer(), line);
-      while (i + 1 < text.size() && std::string_view(",}] \t\r\n").find(text[i + 1]) ==
-                                        std::string_view::npos)
+      while (i + 1 < text.size() &&
+             std::string_view(",}] \t\r\n").find(text[i + 1]) == std::string_view::npos)
         ++i;
     }
   }
@@ -229,7 +229,8 @@ std::vector<Row> TableRows(const std::vector<DataFile>& files, std::string_view 
     const auto& t = f->json[key];
     std::string base = "/" + EscapePointerToken(key);
     if (!t.is_object() || !t.contains("rows") || !t["rows"].is_array())
-      throw util::Fatal(f->Where(base, "table \"" + key + "\" must be an object with a \"rows\" list"));
+      throw util::Fatal(
+          f->Where(base, "table \"" + key + "\" must be an object with a \"rows\" list"));
     const auto& list = t["rows"];
     for (size_t i = 0; i < list.size(); ++i) {
       Row row{&*f, base + "/rows/" + std::to_string(i), &list[i]};

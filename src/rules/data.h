@@ -3,19 +3,18 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "util/error.h"
 
 namespace imgcheck::rules {
 
 struct DataFile {
-  std::string path;   ///< as read (for messages)
-  std::string name;   ///< file name ("cuda.json"): a later file of the same name replaces it
+  std::string path;  ///< as read (for messages)
+  std::string name;  ///< file name ("cuda.json"): a later file of the same name replaces it
   nlohmann::json json;
   std::map<std::string, int, std::less<>> lines;  ///< JSON pointer ("/rules/3/id") -> line
 

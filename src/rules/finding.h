@@ -16,22 +16,22 @@ std::optional<Severity> ParseSeverity(std::string_view name);
 
 /// The layer that put the finding's main path into the image.
 struct LayerRef {
-  int index = -1;          ///< -1: not tied to a layer (image configuration, target)
+  int index = -1;  ///< -1: not tied to a layer (image configuration, target)
   std::string digest;
   std::string created_by;  ///< the history line
 };
 
 /// One step of evidence: how a version was learned or how the loader resolved a name.
 struct Evidence {
-  std::string label;   ///< "resolved", "compiled cuDNN", "searched", ...
-  std::string value;   ///< "/usr/lib/x86_64-linux-gnu/libcudnn.so.8 (ld-library-path)"
+  std::string label;  ///< "resolved", "compiled cuDNN", "searched", ...
+  std::string value;  ///< "/usr/lib/x86_64-linux-gnu/libcudnn.so.8 (ld-library-path)"
 };
 
 struct Finding {
-  std::string rule;         ///< "IC001"
-  std::string name;         ///< "cudnn-version-mismatch"
+  std::string rule;  ///< "IC001"
+  std::string name;  ///< "cudnn-version-mismatch"
   Severity severity = Severity::kError;
-  std::string message;      ///< one paragraph, names the versions and files involved
+  std::string message;             ///< one paragraph, names the versions and files involved
   std::vector<std::string> paths;  ///< paths inside the image, the main one first
   LayerRef layer;
   std::string remediation;

@@ -33,7 +33,8 @@ std::optional<Known> CompiledCudnn(const Context& ctx, const Component& fw) {
   auto version = ctx.FrameworkVersion(fw);
   std::string key = AcceptanceKey(fw);
   if (key == "torch") {
-    if (auto v = BuildFact(fw, "cudnn"); v && v->size() >= 2) return Known{*v, "cudnn in " + fw.path};
+    if (auto v = BuildFact(fw, "cudnn"); v && v->size() >= 2)
+      return Known{*v, "cudnn in " + fw.path};
     if (const Component* dist = ctx.Dist(fw.owner ? fw.owner->name : "torch"))
       for (const auto& req : dist->requires_dist)
         if (req.name.rfind("nvidia-cudnn-cu", 0) == 0)
@@ -68,7 +69,8 @@ std::optional<Known> CompiledCuda(const Context& ctx, const Component& fw) {
       return Known{*v, "cuda_version in " + fw.path};
     auto version = ctx.FrameworkVersion(fw);
     if (const TensorflowBuildRow* row = version ? ctx.k.TensorflowBuild(*version) : nullptr)
-      return Known{row->cuda, "TensorFlow " + row->tensorflow.str() + " tested build configuration"};
+      return Known{row->cuda,
+                   "TensorFlow " + row->tensorflow.str() + " tested build configuration"};
   } else if (key == "jax") {
     if (const JaxPluginRow* row = JaxPlugin(ctx, fw))
       return Known{row->min_cuda, fw.name + " minimum CUDA (" + row->source + ")"};

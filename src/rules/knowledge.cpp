@@ -87,9 +87,12 @@ void LoadSublibraries(const std::vector<DataFile>& files, std::vector<Sublibrary
 
 std::string_view SeverityName(Severity severity) {
   switch (severity) {
-    case Severity::kInfo: return "info";
-    case Severity::kWarning: return "warning";
-    case Severity::kError: return "error";
+    case Severity::kInfo:
+      return "info";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kError:
+      return "error";
   }
   return "error";
 }
@@ -109,24 +112,29 @@ Knowledge Knowledge::FromFiles(std::vector<DataFile> files) {
   k.files_ = std::move(files);
   const auto& f = k.files_;
   LoadRules(f, k.rules_);
-  if (k.rules_.empty()) throw util::Fatal("no rule catalogue: the rules directory has no rules.json");
+  if (k.rules_.empty())
+    throw util::Fatal("no rule catalogue: the rules directory has no rules.json");
   for (const Row& r : TableRows(f, "cuda_driver"))
     k.drivers_.push_back({VersionField(r, "cuda"), VersionField(r, "min_driver"),
                           r.String("release", false), r.String("source")});
   for (const Row& r : TableRows(f, "cuda_minor_compat"))
-    k.minor_compat_.push_back({r.Int("cuda_major"), VersionField(r, "min_driver"), r.String("source")});
+    k.minor_compat_.push_back(
+        {r.Int("cuda_major"), VersionField(r, "min_driver"), r.String("source")});
   for (const Row& r : TableRows(f, "cuda_sm"))
-    k.cuda_sm_.push_back({r.Int("cuda_major"), r.Int("min_sm"), r.Int("max_sm"), r.String("source")});
+    k.cuda_sm_.push_back(
+        {r.Int("cuda_major"), r.Int("min_sm"), r.Int("max_sm"), r.String("source")});
   for (const Row& r : TableRows(f, "container_mounts")) k.mounts_.push_back(r.String("dir"));
   for (const Row& r : TableRows(f, "cudnn_encoding")) {
-    CudnnEncodingRow e{r.Int("from_major"), r.Int("to_major"), r.Int("major_scale"), r.Int("minor_scale")};
+    CudnnEncodingRow e{r.Int("from_major"), r.Int("to_major"), r.Int("major_scale"),
+                       r.Int("minor_scale")};
     if (e.major_scale <= e.minor_scale || e.minor_scale < 100)
       r.Fail("major_scale", "major_scale must exceed minor_scale, and minor_scale be at least 100");
     k.encodings_.push_back(e);
   }
   for (const Row& r : TableRows(f, "cudnn_releases"))
-    k.cudnn_releases_.push_back({VersionField(r, "from"), VersionField(r, "to"), r.Ints("cuda_majors"),
-                                 r.Int("min_sm"), r.Int("max_sm", false), r.String("source")});
+    k.cudnn_releases_.push_back({VersionField(r, "from"), VersionField(r, "to"),
+                                 r.Ints("cuda_majors"), r.Int("min_sm"), r.Int("max_sm", false),
+                                 r.String("source")});
   LoadSublibraries(f, k.sublibraries_);
   for (const Row& r : TableRows(f, "tensorflow_builds"))
     k.tensorflow_.push_back({VersionField(r, "tensorflow"), VersionField(r, "cudnn"),
@@ -138,7 +146,8 @@ Knowledge Knowledge::FromFiles(std::vector<DataFile> files) {
     k.jax_.push_back({r.String("plugin"), r.String("module"), r.Int("cuda_major"), r.Int("min_sm"),
                       VersionField(r, "built_cuda"), VersionField(r, "built_cudnn"),
                       VersionField(r, "min_cuda"), VersionField(r, "min_cudnn"),
-                      VersionField(r, "max_cudnn"), VersionField(r, "min_driver"), r.String("source")});
+                      VersionField(r, "max_cudnn"), VersionField(r, "min_driver"),
+                      r.String("source")});
   for (const Row& r : TableRows(f, "onnxruntime_builds"))
     k.onnxruntime_.push_back({VersionField(r, "from"), VersionField(r, "to"),
                               VersionField(r, "cuda", false), VersionField(r, "cudnn", false),
@@ -151,7 +160,8 @@ Knowledge Knowledge::FromFiles(std::vector<DataFile> files) {
     a.from = VersionField(r, "from");
     a.to = VersionField(r, "to");
     std::string minor = r.String("minor");
-    if (minor != "equal" && minor != "at_least") r.Fail("minor", "minor must be \"equal\" or \"at_least\"");
+    if (minor != "equal" && minor != "at_least")
+      r.Fail("minor", "minor must be \"equal\" or \"at_least\"");
     a.minor_at_least = minor == "at_least";
     a.minor_at_least_from_major = r.Int("minor_at_least_from_major", false, 0);
     a.message = r.String("message");
@@ -232,7 +242,9 @@ std::optional<Version> Knowledge::MinDriver(const Version& cuda, std::string* ho
     if (!best || r.min_driver < best->min_driver) best = &r;
   }
   if (!best) return std::nullopt;
-  if (how) *how = "the CUDA " + best->release + " toolkit driver (no minor-version compatibility before CUDA 11)";
+  if (how)
+    *how = "the CUDA " + best->release +
+           " toolkit driver (no minor-version compatibility before CUDA 11)";
   return best->min_driver;
 }
 
@@ -251,8 +263,8 @@ std::optional<Version> Knowledge::DecodeCudnn(long value) const {
 long Knowledge::EncodeCudnn(const Version& v) const {
   for (const auto& e : encodings_)
     if (v.major() >= e.from_major && v.major() <= e.to_major)
-      return static_cast<long>(v.major()) * e.major_scale + static_cast<long>(v.minor()) * e.minor_scale +
-             v.patch();
+      return static_cast<long>(v.major()) * e.major_scale +
+             static_cast<long>(v.minor()) * e.minor_scale + v.patch();
   return -1;
 }
 
@@ -281,7 +293,8 @@ const OnnxruntimeRow* Knowledge::OnnxruntimeBuild(const Version& ort) const {
   return nullptr;
 }
 
-const AcceptanceRow* Knowledge::Acceptance(std::string_view framework, const Version& version) const {
+const AcceptanceRow* Knowledge::Acceptance(std::string_view framework,
+                                           const Version& version) const {
   for (const auto& r : acceptance_)
     if (r.framework == framework && InRange(version.Prefix(3), r.from, r.to)) return &r;
   return nullptr;

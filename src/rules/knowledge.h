@@ -19,43 +19,84 @@ struct RuleInfo {
   Severity severity = Severity::kError;
   std::string summary, breaks, remediation, source;
   std::vector<std::string> errors;  ///< real error text users see
-  std::string needs_target;  ///< "driver", "gpu", or "" when the rule needs no target
+  std::string needs_target;         ///< "driver", "gpu", or "" when the rule needs no target
 };
 
-struct DriverRow { Version cuda, min_driver; std::string release, source; };
-struct MinorCompatRow { int cuda_major = 0; Version min_driver; std::string source; };
-struct CudaSmRow { int cuda_major = 0, min_sm = 0, max_sm = 0; std::string source; };
-struct CudnnEncodingRow { int from_major = 0, to_major = 0, major_scale = 0, minor_scale = 0; };
+struct DriverRow {
+  Version cuda, min_driver;
+  std::string release, source;
+};
+struct MinorCompatRow {
+  int cuda_major = 0;
+  Version min_driver;
+  std::string source;
+};
+struct CudaSmRow {
+  int cuda_major = 0, min_sm = 0, max_sm = 0;
+  std::string source;
+};
+struct CudnnEncodingRow {
+  int from_major = 0, to_major = 0, major_scale = 0, minor_scale = 0;
+};
 struct CudnnReleaseRow {
   Version from, to;
   std::vector<int> cuda_majors;
   int min_sm = 0, max_sm = 0;  ///< max 0: not stated
   std::string source;
 };
-struct TensorflowBuildRow { Version tensorflow, cudnn, cuda; std::string package, source; };
-struct TorchBuildRow { Version torch, cuda, cudnn; std::string channel, source; };
+struct TensorflowBuildRow {
+  Version tensorflow, cudnn, cuda;
+  std::string package, source;
+};
+struct TorchBuildRow {
+  Version torch, cuda, cudnn;
+  std::string channel, source;
+};
 struct JaxPluginRow {
   std::string plugin, module;
   int cuda_major = 0, min_sm = 0;
   Version built_cuda, built_cudnn, min_cuda, min_cudnn, max_cudnn, min_driver;
   std::string source;
 };
-struct OnnxruntimeRow { Version from, to, cuda, cudnn; int cudnn_major = 0; std::string source; };
-struct CupyRow { std::string package; int cuda_major = 0; std::string source; };
+struct OnnxruntimeRow {
+  Version from, to, cuda, cudnn;
+  int cudnn_major = 0;
+  std::string source;
+};
+struct CupyRow {
+  std::string package;
+  int cuda_major = 0;
+  std::string source;
+};
 /// A framework's run-time acceptance of a loaded cuDNN against the compiled one.
 struct AcceptanceRow {
   std::string framework;
-  Version from, to;            ///< framework releases this applies to
-  bool minor_at_least = false;  ///< loaded minor >= compiled minor (else equal)
+  Version from, to;                   ///< framework releases this applies to
+  bool minor_at_least = false;        ///< loaded minor >= compiled minor (else equal)
   int minor_at_least_from_major = 0;  ///< ... also when the compiled major is at least this
-  std::string message;         ///< the framework's error text with {placeholders}
-  std::string version_format;  ///< "int", "dotted", "tuple"
+  std::string message;                ///< the framework's error text with {placeholders}
+  std::string version_format;         ///< "int", "dotted", "tuple"
   std::string source;
 };
-struct SmFloorRow { std::string framework; Version cudnn_from; int min_sm = 0; std::string message, source; };
-struct GpuRow { std::string name; int sm = 0; std::string source; };
-struct ArchRow { int min_sm = 0, max_sm = 0; std::string name; };
-struct SublibrarySet { int major = 0; std::vector<std::string> libraries; };  ///< base names
+struct SmFloorRow {
+  std::string framework;
+  Version cudnn_from;
+  int min_sm = 0;
+  std::string message, source;
+};
+struct GpuRow {
+  std::string name;
+  int sm = 0;
+  std::string source;
+};
+struct ArchRow {
+  int min_sm = 0, max_sm = 0;
+  std::string name;
+};
+struct SublibrarySet {
+  int major = 0;
+  std::vector<std::string> libraries;
+};  ///< base names
 
 class Knowledge {
  public:
@@ -80,7 +121,8 @@ class Knowledge {
   /// True when `dir` is a directory the container runtime mounts (the driver volume).
   bool IsContainerMount(std::string_view dir) const;
 
-  /// CUDNN_VERSION integer -> version (8907 -> 8.9.7, 91002 -> 9.10.2); nullopt if no encoding fits.
+  /// CUDNN_VERSION integer -> version (8907 -> 8.9.7, 91002 -> 9.10.2); nullopt if no encoding
+  /// fits.
   std::optional<Version> DecodeCudnn(long value) const;
   /// Version -> CUDNN_VERSION integer (missing components 0); -1 when no encoding fits.
   long EncodeCudnn(const Version& v) const;

@@ -1,8 +1,8 @@
-#include <catch2/catch.hpp>
+#include "rules/knowledge.h"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 
-#include "rules/knowledge.h"
 #include "rules/scan.h"
 #include "support.h"
 
@@ -43,9 +43,9 @@ TEST_CASE("versions parse the way NVIDIA and frameworks write them") {
 TEST_CASE("the rule table and the checks agree") {
   std::vector<std::string> table;
   for (const auto& r : Builtin().rules()) table.push_back(r.id);
-  const std::vector<std::string> contract = {"IC001", "IC002", "IC003", "IC004", "IC010", "IC011", "IC012",
-                                             "IC013", "IC014", "IC020", "IC021", "IC022", "IC030", "IC031",
-                                             "IC040", "IC041", "IC050", "IC051", "IC060", "IC061"};
+  const std::vector<std::string> contract = {
+      "IC001", "IC002", "IC003", "IC004", "IC010", "IC011", "IC012", "IC013", "IC014", "IC020",
+      "IC021", "IC022", "IC030", "IC031", "IC040", "IC041", "IC050", "IC051", "IC060", "IC061"};
   // rules.json holds the scan's rules; other files (probe.json) may add their own.
   for (const auto& id : contract) CHECK(std::count(table.begin(), table.end(), id) == 1);
   CHECK(ImplementedRules() == contract);
@@ -94,7 +94,8 @@ TEST_CASE("framework tables: TensorFlow tested builds, PyTorch matrix, acceptanc
   CHECK(tf12->cudnn.str() == "5.1");
   CHECK(tf12->cuda.str() == "8");
   CHECK(k.TensorflowBuild(*Version::Parse("2.15.0"))->cudnn.str() == "8.9");
-  CHECK(k.TorchBuild(*Version::Parse("2.7.0+cu126"), *Version::Parse("12.6"))->cudnn.str() == "9.5.1.17");
+  CHECK(k.TorchBuild(*Version::Parse("2.7.0+cu126"), *Version::Parse("12.6"))->cudnn.str() ==
+        "9.5.1.17");
   CHECK_FALSE(k.Acceptance("tensorflow", *Version::Parse("1.2.0"))->minor_at_least);
   CHECK(k.Acceptance("tensorflow", *Version::Parse("1.12.0"))->minor_at_least_from_major == 7);
   CHECK(k.Acceptance("tensorflow", *Version::Parse("2.16.1"))->minor_at_least);
@@ -120,28 +121,33 @@ TEST_CASE("GPU names and SM spellings") {
 TEST_CASE("malformed rule files are rejected with file:line") {
   TempDir dir;
   std::filesystem::create_directories(dir / "bad");
-  WriteFile(dir / "bad" / "cuda.json", "{\n  \"cuda_driver\": {\n    \"rows\": [\n      {\"cuda\": \"12.4\",, }\n");
+  WriteFile(dir / "bad" / "cuda.json",
+            "{\n  \"cuda_driver\": {\n    \"rows\": [\n      {\"cuda\": \"12.4\",, }\n");
   std::string m = FatalMessage({IMGCHECK_RULES_DIR, (dir / "bad").string()});
   CHECK(m.rfind((dir / "bad" / "cuda.json").string() + ":4: ", 0) == 0);
 
   std::filesystem::create_directories(dir / "nosource");
   WriteFile(dir / "nosource" / "cuda.json",
-            "{\n  \"cuda_driver\": {\n    \"rows\": [\n      {\"cuda\": \"12.4\", \"min_driver\": \"550\"}\n    ]\n  }\n}\n");
+            "{\n  \"cuda_driver\": {\n    \"rows\": [\n      {\"cuda\": \"12.4\", \"min_driver\": "
+            "\"550\"}\n    ]\n  }\n}\n");
   m = FatalMessage({IMGCHECK_RULES_DIR, (dir / "nosource").string()});
   CHECK(m == (dir / "nosource" / "cuda.json").string() +
                  ":4: row has no \"source\": every fact must say where it comes from");
 
   std::filesystem::create_directories(dir / "badfield");
   WriteFile(dir / "badfield" / "gpus.json",
-            "{\"gpu_names\": {\"rows\": [\n {\"name\": \"X\", \"source\": \"s\",\n  \"sm\": \"eighty\"}]}}\n");
+            "{\"gpu_names\": {\"rows\": [\n {\"name\": \"X\", \"source\": \"s\",\n  \"sm\": "
+            "\"eighty\"}]}}\n");
   m = FatalMessage({IMGCHECK_RULES_DIR, (dir / "badfield").string()});
   CHECK(m == (dir / "badfield" / "gpus.json").string() + ":3: field \"sm\" must be an integer");
 }
 
-TEST_CASE("Rule directories given with --rules add rows that win lookups and replace files by name") {
+TEST_CASE(
+    "Rule directories given with --rules add rows that win lookups and replace files by name") {
   TempDir dir;
   WriteFile(dir / "extra.json",
-            "{\"gpu_names\": {\"rows\": [{\"name\": \"Future GPU 9000\", \"sm\": 130, \"source\": \"test\"}]}}\n");
+            "{\"gpu_names\": {\"rows\": [{\"name\": \"Future GPU 9000\", \"sm\": 130, \"source\": "
+            "\"test\"}]}}\n");
   Knowledge k = Knowledge::Load({IMGCHECK_RULES_DIR, dir.path().string()});
   CHECK(k.GpuSm("Future GPU 9000") == 130);
   CHECK(k.GpuSm("A100") == 80);  // built-in rows still there

@@ -28,7 +28,8 @@ std::vector<loader::DlopenRule> ForBuild(const std::vector<loader::DlopenRule>& 
   std::optional<Version> cudnn;
   if (facts != nullptr)
     for (const char* key : {"cudnn_version", "cudnn"})
-      if (auto it = facts->find(key); it != facts->end() && !cudnn) cudnn = Version::Parse(it->second);
+      if (auto it = facts->find(key); it != facts->end() && !cudnn)
+        cudnn = Version::Parse(it->second);
   std::vector<loader::DlopenRule> out;
   for (loader::DlopenRule rule : rules) {
     std::vector<std::string> names;
@@ -90,7 +91,8 @@ std::vector<Consumer> LoadConsumers(const image::Image& image, const catalog::Ca
   std::vector<Root> roots;
   std::set<std::string> seen;
   auto add = [&](const std::string& path, std::string role, const catalog::Component* fw) {
-    if (roots.size() < limit && seen.insert(path).second) roots.push_back({path, std::move(role), fw});
+    if (roots.size() < limit && seen.insert(path).second)
+      roots.push_back({path, std::move(role), fw});
   };
   for (const catalog::Component* fw : catalog.Find(catalog::ComponentKind::kFramework)) {
     if (fw->deleted) continue;
@@ -138,8 +140,9 @@ Context::Context(const ScanInput& input)
     }
   for (const auto& c : cat.components) {
     using catalog::ComponentKind;
-    if (c.deleted || !(c.kind == ComponentKind::kCudaLibrary || c.kind == ComponentKind::kDriverLibrary ||
-                       c.kind == ComponentKind::kDriverStub || c.kind == ComponentKind::kCompatLibrary))
+    if (c.deleted ||
+        !(c.kind == ComponentKind::kCudaLibrary || c.kind == ComponentKind::kDriverLibrary ||
+          c.kind == ComponentKind::kDriverStub || c.kind == ComponentKind::kCompatLibrary))
       continue;
     by_path_.emplace(c.path, &c);
   }
@@ -156,7 +159,8 @@ Context::Context(const ScanInput& input)
           if (set.major != major) continue;
           for (const auto& base : set.libraries) {
             std::string name = base + ".so." + std::to_string(major);
-            bool listed = std::any_of(rs.begin(), rs.end(), [&](const auto& r) { return r.name == name; });
+            bool listed =
+                std::any_of(rs.begin(), rs.end(), [&](const auto& r) { return r.name == name; });
             if (!listed)
               rs.push_back(loader::Resolve(tree, lookup, consumer.graph, static_cast<int>(i), name,
                                            loader::Kind::kDlopen, in.options));
@@ -314,11 +318,12 @@ std::vector<Finding> RunChecks(const ScanInput& input) {
     all.insert(all.end(), list.begin(), list.end());
   std::sort(all.begin(), all.end(), [](const Check& a, const Check& b) { return a.rule < b.rule; });
   for (const auto& c : all) c.run(ctx);
-  std::stable_sort(ctx.findings.begin(), ctx.findings.end(), [](const Finding& a, const Finding& b) {
-    if (a.severity != b.severity) return a.severity > b.severity;
-    if (a.rule != b.rule) return a.rule < b.rule;
-    return a.paths < b.paths;
-  });
+  std::stable_sort(ctx.findings.begin(), ctx.findings.end(),
+                   [](const Finding& a, const Finding& b) {
+                     if (a.severity != b.severity) return a.severity > b.severity;
+                     if (a.rule != b.rule) return a.rule < b.rule;
+                     return a.paths < b.paths;
+                   });
   return std::move(ctx.findings);
 }
 

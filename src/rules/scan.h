@@ -17,17 +17,17 @@ namespace imgcheck::rules {
 
 /// The machine the image is meant to run on. Rules that need it stay silent without it.
 struct Target {
-  std::optional<Version> driver;  ///< kernel driver version ("535.104.05")
-  std::string driver_from;        ///< "--driver", "/proc/driver/nvidia/version", ...
-  std::optional<int> sm;          ///< GPU compute capability x10
-  std::string gpu_from;           ///< "--gpu A100", "nvidia-smi: NVIDIA A100-SXM4-80GB"
-  std::vector<std::string> notes; ///< why a part of the target is missing, for the report
+  std::optional<Version> driver;   ///< kernel driver version ("535.104.05")
+  std::string driver_from;         ///< "--driver", "/proc/driver/nvidia/version", ...
+  std::optional<int> sm;           ///< GPU compute capability x10
+  std::string gpu_from;            ///< "--gpu A100", "nvidia-smi: NVIDIA A100-SXM4-80GB"
+  std::vector<std::string> notes;  ///< why a part of the target is missing, for the report
 };
 
 /// One root the loader was run for, and its link map.
 struct Consumer {
-  std::string path;   ///< real path in the image
-  std::string role;   ///< "framework torch", "cuda-library cudnn", "executable"
+  std::string path;  ///< real path in the image
+  std::string role;  ///< "framework torch", "cuda-library cudnn", "executable"
   loader::LoadGraph graph;
 };
 

@@ -34,7 +34,8 @@ std::optional<SmiGpu> ParseNvidiaSmi(std::string_view csv) {
   SmiGpu g;
   g.name = trim(fields[0]);
   if (fields.size() > 1)
-    if (auto v = Version::Parse(trim(fields[1])); v && v->size() == 2) g.sm = v->major() * 10 + v->minor();
+    if (auto v = Version::Parse(trim(fields[1])); v && v->size() == 2)
+      g.sm = v->major() * 10 + v->minor();
   if (fields.size() > 2) g.driver = Version::Parse(trim(fields[2]));
   return g;
 }
@@ -42,7 +43,8 @@ std::optional<SmiGpu> ParseNvidiaSmi(std::string_view csv) {
 void SetDriver(Target& target, std::string_view version, std::string from) {
   auto v = Version::Parse(version);
   if (!v || v->str().size() != version.size())
-    throw util::Fatal("--driver: \"" + std::string(version) + "\" is not a driver version (e.g. 535.104.05)");
+    throw util::Fatal("--driver: \"" + std::string(version) +
+                      "\" is not a driver version (e.g. 535.104.05)");
   target.driver = v;
   target.driver_from = std::move(from);
 }
@@ -50,8 +52,9 @@ void SetDriver(Target& target, std::string_view version, std::string from) {
 void SetGpu(Target& target, std::string_view gpu, const Knowledge& knowledge, std::string from) {
   auto sm = knowledge.GpuSm(gpu);
   if (!sm)
-    throw util::Fatal("--gpu: unknown GPU \"" + std::string(gpu) +
-                      "\"; give its compute capability as sm_XY (e.g. sm_86) or a name from rules/gpus.json");
+    throw util::Fatal(
+        "--gpu: unknown GPU \"" + std::string(gpu) +
+        "\"; give its compute capability as sm_XY (e.g. sm_86) or a name from rules/gpus.json");
   target.sm = sm;
   target.gpu_from = std::move(from);
 }
@@ -59,9 +62,11 @@ void SetGpu(Target& target, std::string_view gpu, const Knowledge& knowledge, st
 void NoteMissingTarget(Target& target, const Knowledge& knowledge) {
   for (const auto& r : knowledge.rules()) {
     if (r.needs_target == "driver" && !target.driver)
-      target.notes.push_back(r.id + " (" + r.name + ") stays silent: no target driver (--driver VERSION or --host)");
+      target.notes.push_back(r.id + " (" + r.name +
+                             ") stays silent: no target driver (--driver VERSION or --host)");
     if (r.needs_target == "gpu" && !target.sm)
-      target.notes.push_back(r.id + " (" + r.name + ") stays silent: no target GPU (--gpu NAME|sm_XY or --host)");
+      target.notes.push_back(r.id + " (" + r.name +
+                             ") stays silent: no target GPU (--gpu NAME|sm_XY or --host)");
   }
 }
 

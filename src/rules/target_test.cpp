@@ -1,22 +1,26 @@
+#include "rules/target.h"
+
 #include <catch2/catch.hpp>
 
-#include "rules/target.h"
 #include "util/error.h"
 
 using namespace imgcheck::rules;
 
 TEST_CASE("Host target: the driver from /proc/driver/nvidia/version") {
-  CHECK(ParseProcDriverVersion("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 "
-                               "01:15:15 UTC 2023\nGCC version:  gcc version 12.2.0\n")
+  CHECK(ParseProcDriverVersion(
+            "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 "
+            "01:15:15 UTC 2023\nGCC version:  gcc version 12.2.0\n")
             ->str() == "535.104.05");
-  CHECK(ParseProcDriverVersion("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.86.15  Release "
-                               "Build  (dvs-builder@U16-I3-B03-4-3)\n")
+  CHECK(ParseProcDriverVersion(
+            "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.86.15  Release "
+            "Build  (dvs-builder@U16-I3-B03-4-3)\n")
             ->str() == "570.86.15");
   CHECK_FALSE(ParseProcDriverVersion(""));
 }
 
 TEST_CASE("Host target: the GPU from nvidia-smi's CSV") {
-  auto g = ParseNvidiaSmi("NVIDIA A100-SXM4-80GB, 8.0, 535.104.05\nNVIDIA A100-SXM4-80GB, 8.0, 535.104.05\n");
+  auto g = ParseNvidiaSmi(
+      "NVIDIA A100-SXM4-80GB, 8.0, 535.104.05\nNVIDIA A100-SXM4-80GB, 8.0, 535.104.05\n");
   REQUIRE(g);
   CHECK(g->name == "NVIDIA A100-SXM4-80GB");
   CHECK(g->sm == 80);

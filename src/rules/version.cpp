@@ -7,8 +7,8 @@ namespace imgcheck::rules {
 std::optional<Version> Version::Parse(std::string_view text) {
   size_t i = 0;
   size_t start = 0;
-  while (i < text.size() && (text[i] == ' ' || text[i] == '>' || text[i] == '<' ||
-                             text[i] == '=' || text[i] == '~'))
+  while (i < text.size() &&
+         (text[i] == ' ' || text[i] == '>' || text[i] == '<' || text[i] == '=' || text[i] == '~'))
     ++i;
   if (i < text.size() && (text[i] == 'v' || text[i] == 'V')) ++i;
   start = i;

@@ -1,4 +1,5 @@
-// Dotted numeric versions as NVIDIA and the frameworks write them ("8.9.2.26", "12.4", "535.104.05").
+// Dotted numeric versions as NVIDIA and the frameworks write them ("8.9.2.26", "12.4",
+// "535.104.05").
 #pragma once
 
 #include <compare>

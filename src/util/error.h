@@ -31,8 +31,8 @@ struct Error {
 template <class T>
 class Expected {
  public:
-  Expected(T value) : v_(std::move(value)) {}              // NOLINT(google-explicit-constructor)
-  Expected(Error error) : v_(std::move(error)) {}          // NOLINT(google-explicit-constructor)
+  Expected(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
+  Expected(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
   bool has_value() const { return v_.index() == 0; }
   explicit operator bool() const { return has_value(); }
   T& value() & { return std::get<0>(v_); }

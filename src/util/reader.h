@@ -29,7 +29,8 @@ inline std::optional<std::string_view> Slice(std::string_view data, uint64_t off
   return data.substr(offset, len);
 }
 
-/// The NUL-terminated string at `offset` in a string table; nullopt if out of range or unterminated.
+/// The NUL-terminated string at `offset` in a string table; nullopt if out of range or
+/// unterminated.
 inline std::optional<std::string_view> CString(std::string_view table, uint64_t offset) {
   if (offset >= table.size()) return std::nullopt;
   size_t end = table.find('\0', offset);
@@ -80,9 +81,12 @@ class Reader {
   template <class T>
   static T Swap(T v) {
     if constexpr (sizeof(T) == 1) return v;
-    if constexpr (sizeof(T) == 2) return static_cast<T>(__builtin_bswap16(static_cast<uint16_t>(v)));
-    if constexpr (sizeof(T) == 4) return static_cast<T>(__builtin_bswap32(static_cast<uint32_t>(v)));
-    if constexpr (sizeof(T) == 8) return static_cast<T>(__builtin_bswap64(static_cast<uint64_t>(v)));
+    if constexpr (sizeof(T) == 2)
+      return static_cast<T>(__builtin_bswap16(static_cast<uint16_t>(v)));
+    if constexpr (sizeof(T) == 4)
+      return static_cast<T>(__builtin_bswap32(static_cast<uint32_t>(v)));
+    if constexpr (sizeof(T) == 8)
+      return static_cast<T>(__builtin_bswap64(static_cast<uint64_t>(v)));
   }
 
   std::string_view data_;

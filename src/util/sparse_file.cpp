@@ -20,9 +20,9 @@ namespace {
 // The extents overlapping or touching [offset, end), as [first, last).
 template <class It>
 std::pair<It, It> Touching(It begin, It end_it, uint64_t offset, uint64_t end) {
-  auto first = std::lower_bound(begin, end_it, offset, [](const SparseFile::Extent& e, uint64_t off) {
-    return e.offset + e.bytes.size() < off;
-  });
+  auto first = std::lower_bound(
+      begin, end_it, offset,
+      [](const SparseFile::Extent& e, uint64_t off) { return e.offset + e.bytes.size() < off; });
   auto last = first;
   while (last != end_it && last->offset <= end) ++last;
   return {first, last};

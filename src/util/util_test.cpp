@@ -55,7 +55,8 @@ TEST_CASE("SparseFile grows an extent in place and keeps ranges exact in any ord
   std::string whole;
   for (int i = 0; i < 5000; ++i) whole += static_cast<char>('a' + i % 26);
   SparseFile in_order(whole.size());
-  for (size_t at = 0; at < whole.size(); at += 7) in_order.Add(at, std::string_view(whole).substr(at, 7));
+  for (size_t at = 0; at < whole.size(); at += 7)
+    in_order.Add(at, std::string_view(whole).substr(at, 7));
   REQUIRE(in_order.extents().size() == 1);
   CHECK(in_order.extents()[0].bytes == whole);
 

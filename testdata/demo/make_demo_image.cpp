@@ -57,8 +57,8 @@ int main(int argc, char** argv) {
 
     const std::string site = "usr/local/lib/python3.5/dist-packages/";
     ImageRecipe r;
-    r.env = {"PATH=/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/bin:/bin",
-             "CUDA_VERSION=8.0.61", "NVIDIA_REQUIRE_CUDA=cuda>=8.0",
+    r.env = {"PATH=/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/bin:/bin", "CUDA_VERSION=8.0.61",
+             "NVIDIA_REQUIRE_CUDA=cuda>=8.0",
              "LD_LIBRARY_PATH=/opt/cudnn/lib64:/usr/local/cuda/lib64/stubs:/usr/local/cuda/lib64"};
     r.labels = {{"org.opencontainers.image.title", "imgcheck demo: tensorflow-gpu 1.2"}};
     r.layers.push_back(
@@ -79,12 +79,15 @@ int main(int argc, char** argv) {
                "Package: cuda-cudart-8-0\nStatus: install ok installed\nArchitecture: amd64\n"
                "Version: 8.0.61-1\n\n"),
           File("var/lib/dpkg/info/libcudnn5.list",
-               "/usr/lib/x86_64-linux-gnu/libcudnn.so.5.1.10\n/usr/lib/x86_64-linux-gnu/libcudnn.so.5\n"),
+               "/usr/lib/x86_64-linux-gnu/libcudnn.so.5.1.10\n/usr/lib/x86_64-linux-gnu/"
+               "libcudnn.so.5\n"),
           File("var/lib/dpkg/info/cuda-cudart-8-0.list",
                "/usr/local/cuda-8.0/lib64/libcudart.so.8.0.61\n"
                "/usr/local/cuda-8.0/lib64/libcudart.so.8.0\n")},
-         Compression::kGzip, "FROM nvidia/cuda:8.0-cudnn5-runtime-ubuntu16.04"});
-    r.layers.push_back(EmptyLayer("ENV LD_LIBRARY_PATH=/opt/cudnn/lib64:/usr/local/cuda/lib64/stubs:/usr/local/cuda/lib64"));
+         Compression::kGzip,
+         "FROM nvidia/cuda:8.0-cudnn5-runtime-ubuntu16.04"});
+    r.layers.push_back(EmptyLayer(
+        "ENV LD_LIBRARY_PATH=/opt/cudnn/lib64:/usr/local/cuda/lib64/stubs:/usr/local/cuda/lib64"));
     r.layers.push_back(
         {{FileFrom(site + "tensorflow/python/_pywrap_tensorflow_internal.so", tf),
           File(site + "tensorflow/python/platform/build_info.py",
@@ -95,10 +98,12 @@ int main(int argc, char** argv) {
                "tensorflow/python/_pywrap_tensorflow_internal.so,,\n"
                "tensorflow/python/platform/build_info.py,,\n"
                "tensorflow_gpu-1.2.0.dist-info/METADATA,,\n")},
-         Compression::kGzip, "RUN pip install tensorflow-gpu==1.2.0"});
+         Compression::kGzip,
+         "RUN pip install tensorflow-gpu==1.2.0"});
     r.layers.push_back({{FileFrom("opt/cudnn/lib64/libcudnn.so.5.0.5", cudnn50),
                          Symlink("opt/cudnn/lib64/libcudnn.so.5", "libcudnn.so.5.0.5")},
-                        Compression::kZstd, "COPY cudnn-5.0.5/lib64 /opt/cudnn/lib64"});
+                        Compression::kZstd,
+                        "COPY cudnn-5.0.5/lib64 /opt/cudnn/lib64"});
     fs::remove_all(out);
     WriteOciLayout(out, r, "latest");
   } catch (const std::exception& e) {

@@ -60,9 +60,12 @@ std::string LayerMediaType(Compression c, bool docker) {
   if (docker && c == Compression::kGzip) return "application/vnd.docker.image.rootfs.diff.tar.gzip";
   if (docker && c == Compression::kNone) return "application/vnd.docker.image.rootfs.diff.tar";
   switch (c) {
-    case Compression::kNone: return "application/vnd.oci.image.layer.v1.tar";
-    case Compression::kGzip: return "application/vnd.oci.image.layer.v1.tar+gzip";
-    case Compression::kZstd: return "application/vnd.oci.image.layer.v1.tar+zstd";
+    case Compression::kNone:
+      return "application/vnd.oci.image.layer.v1.tar";
+    case Compression::kGzip:
+      return "application/vnd.oci.image.layer.v1.tar+gzip";
+    case Compression::kZstd:
+      return "application/vnd.oci.image.layer.v1.tar+zstd";
   }
   return "";
 }
@@ -215,14 +218,21 @@ LayerRecipe EmptyLayer(std::string created_by) {
   return l;
 }
 
-std::string WriteLayerTar(const std::vector<Entry>& entries, const fs::path& out, TarFormat format) {
+std::string WriteLayerTar(const std::vector<Entry>& entries, const fs::path& out,
+                          TarFormat format) {
   HashingFile f;
   f.out.open(out, std::ios::binary);
   ArchivePtr a(archive_write_new(), archive_write_free);
   switch (format) {
-    case TarFormat::kPax: archive_write_set_format_pax_restricted(a.get()); break;
-    case TarFormat::kGnu: archive_write_set_format_gnutar(a.get()); break;
-    case TarFormat::kUstar: archive_write_set_format_ustar(a.get()); break;
+    case TarFormat::kPax:
+      archive_write_set_format_pax_restricted(a.get());
+      break;
+    case TarFormat::kGnu:
+      archive_write_set_format_gnutar(a.get());
+      break;
+    case TarFormat::kUstar:
+      archive_write_set_format_ustar(a.get());
+      break;
   }
   archive_write_set_bytes_in_last_block(a.get(), 1);
   Check(a.get(), archive_write_open(a.get(), &f, nullptr, WriteCallback, nullptr), "tar open");
@@ -246,7 +256,9 @@ std::string WriteLayerTar(const std::vector<Entry>& entries, const fs::path& out
           size = e.content.size();
         }
         break;
-      case EntryKind::kDir: archive_entry_set_filetype(ae.get(), AE_IFDIR); break;
+      case EntryKind::kDir:
+        archive_entry_set_filetype(ae.get(), AE_IFDIR);
+        break;
       case EntryKind::kSymlink:
         archive_entry_set_filetype(ae.get(), AE_IFLNK);
         archive_entry_set_symlink(ae.get(), e.target.c_str());
@@ -257,11 +269,14 @@ std::string WriteLayerTar(const std::vector<Entry>& entries, const fs::path& out
         break;
       case EntryKind::kCharDevice:
       case EntryKind::kBlockDevice:
-        archive_entry_set_filetype(ae.get(), e.kind == EntryKind::kCharDevice ? AE_IFCHR : AE_IFBLK);
+        archive_entry_set_filetype(ae.get(),
+                                   e.kind == EntryKind::kCharDevice ? AE_IFCHR : AE_IFBLK);
         archive_entry_set_rdevmajor(ae.get(), e.dev_major);
         archive_entry_set_rdevminor(ae.get(), e.dev_minor);
         break;
-      case EntryKind::kFifo: archive_entry_set_filetype(ae.get(), AE_IFIFO); break;
+      case EntryKind::kFifo:
+        archive_entry_set_filetype(ae.get(), AE_IFIFO);
+        break;
     }
     archive_entry_set_size(ae.get(), static_cast<la_int64_t>(size));
     Check(a.get(), archive_write_header(a.get(), ae.get()), "tar header for " + e.path);
@@ -442,7 +457,8 @@ WrittenImage WriteDockerArchive(const fs::path& out_tar, const ImageRecipe& r,
       // Legacy layer directories are named by a v1 id; the diff_id's hex is a fine stand-in.
       std::string id = Hex(l.diff_id);
       fs::create_directories(stage / id);
-      if (!fs::exists(stage / id / "layer.tar")) fs::copy_file(blobs / Hex(l.digest), stage / id / "layer.tar");
+      if (!fs::exists(stage / id / "layer.tar"))
+        fs::copy_file(blobs / Hex(l.digest), stage / id / "layer.tar");
       WriteText(stage / id / "VERSION", "1.0");
       entry["Layers"].push_back(id + "/layer.tar");
     }

@@ -4,7 +4,8 @@
 //   using namespace imgcheck::testing;
 //   ImageRecipe r;
 //   r.env = {"PATH=/usr/bin"};
-//   r.layers.push_back({{Dir("usr/lib"), File("usr/lib/a.so", "bytes"), Symlink("usr/lib/b", "a.so")},
+//   r.layers.push_back({{Dir("usr/lib"), File("usr/lib/a.so", "bytes"), Symlink("usr/lib/b",
+//   "a.so")},
 //                       Compression::kGzip, "COPY a.so /usr/lib/"});
 //   r.layers.push_back(EmptyLayer("ENV X=1"));             // history only, no blob
 //   r.layers.push_back({{Whiteout("usr/lib/b"), Opaque("etc")}, Compression::kZstd, "RUN rm b"});
@@ -22,11 +23,10 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace imgcheck::testing {
 
@@ -35,11 +35,11 @@ enum class EntryKind { kFile, kDir, kSymlink, kHardlink, kCharDevice, kBlockDevi
 /// One tar entry. Build them with the helpers below.
 struct Entry {
   EntryKind kind = EntryKind::kFile;
-  std::string path;                    ///< name as stored in the tar ("usr/lib/x")
-  std::string content;                 ///< kFile: the bytes (unless host_path is set)
-  std::filesystem::path host_path;     ///< kFile: copy the bytes from this host file instead
-  std::string target;                  ///< kSymlink: link text; kHardlink: the linked tar name
-  uint32_t mode = 0644;                ///< permission bits
+  std::string path;                 ///< name as stored in the tar ("usr/lib/x")
+  std::string content;              ///< kFile: the bytes (unless host_path is set)
+  std::filesystem::path host_path;  ///< kFile: copy the bytes from this host file instead
+  std::string target;               ///< kSymlink: link text; kHardlink: the linked tar name
+  uint32_t mode = 0644;             ///< permission bits
   uint32_t dev_major = 0, dev_minor = 0;
 };
 
@@ -62,8 +62,8 @@ enum class TarFormat { kPax, kGnu, kUstar };
 struct LayerRecipe {
   std::vector<Entry> entries;
   Compression compression = Compression::kGzip;
-  std::string created_by;             ///< its history line
-  bool empty_layer = false;           ///< history entry only ("ENV ..."): no blob, no diff_id
+  std::string created_by;    ///< its history line
+  bool empty_layer = false;  ///< history entry only ("ENV ..."): no blob, no diff_id
   TarFormat format = TarFormat::kPax;
   /// When set, the blob's bytes verbatim (entries and compression are ignored); its diff_id is
   /// `raw_diff_id` or else the digest of `raw` itself.
@@ -87,8 +87,8 @@ struct ImageRecipe {
 };
 
 struct WrittenLayer {
-  std::string digest;      ///< "sha256:..." of the stored (compressed) blob
-  std::string diff_id;     ///< "sha256:..." of the uncompressed tar
+  std::string digest;   ///< "sha256:..." of the stored (compressed) blob
+  std::string diff_id;  ///< "sha256:..." of the uncompressed tar
   std::string media_type;
   uint64_t compressed_size = 0, size = 0;
   std::string created_by;

@@ -22,7 +22,7 @@ class TempDir {
 };
 
 struct CommandResult {
-  int status = -1;  ///< exit status, or -1 when it did not exit normally
+  int status = -1;     ///< exit status, or -1 when it did not exit normally
   std::string output;  ///< stdout and stderr together
 };
 /// Runs `command` through /bin/sh, capturing its output.
@@ -35,12 +35,12 @@ std::string ReadFile(const std::filesystem::path& path);
 
 /// A shared object compiled from C source by the system compiler.
 struct SharedObject {
-  std::string soname;                ///< DT_SONAME, empty for none
+  std::string soname;  ///< DT_SONAME, empty for none
   std::string source = "int imgcheck_fixture_symbol(void) { return 1; }\n";
-  std::vector<std::string> needed;   ///< libraries to link against, as paths to other .so files
-  std::string rpath;                 ///< DT_RPATH (written with --disable-new-dtags)
-  std::string runpath;               ///< DT_RUNPATH
-  std::string version_script;        ///< content of a linker version script, if any
+  std::vector<std::string> needed;  ///< libraries to link against, as paths to other .so files
+  std::string rpath;                ///< DT_RPATH (written with --disable-new-dtags)
+  std::string runpath;              ///< DT_RUNPATH
+  std::string version_script;       ///< content of a linker version script, if any
   std::vector<std::string> extra_flags;
   bool executable = false;  ///< a program (with an interpreter; `source` has main)
 };

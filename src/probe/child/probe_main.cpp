@@ -163,7 +163,8 @@ bool ProbeHost(const Options& o, JsonOut& j, std::string& no_gpu_reason) {
   abi::CuDevice dev = 0;
   if (get_device(&dev, 0) == abi::kCudaSuccess) {
     char name[256] = {};
-    if (get_name && get_name(name, sizeof name - 1, dev) == abi::kCudaSuccess) j.String("gpu", name);
+    if (get_name && get_name(name, sizeof name - 1, dev) == abi::kCudaSuccess)
+      j.String("gpu", name);
     int major = 0, minor = 0;
     if (get_attr && get_attr(&major, abi::kAttrComputeCapabilityMajor, dev) == abi::kCudaSuccess &&
         get_attr(&minor, abi::kAttrComputeCapabilityMinor, dev) == abi::kCudaSuccess)
@@ -302,8 +303,10 @@ abi::CudnnHandle ProbeCudnn(const Options& o, JsonOut& j, Cudnn& dnn) {
 
   // cuDNN 9 encodes major*10000+minor*100+patch; cuDNN 8 major*1000+minor*100+patch.
   bool v9 = version >= 90000;
-  const abi::SublibraryCheck* begin = v9 ? std::begin(abi::kCudnn9Checks) : std::begin(abi::kCudnn8Checks);
-  const abi::SublibraryCheck* end = v9 ? std::end(abi::kCudnn9Checks) : std::end(abi::kCudnn8Checks);
+  const abi::SublibraryCheck* begin =
+      v9 ? std::begin(abi::kCudnn9Checks) : std::begin(abi::kCudnn8Checks);
+  const abi::SublibraryCheck* end =
+      v9 ? std::end(abi::kCudnn9Checks) : std::end(abi::kCudnn8Checks);
   j.BeginArray("sublibraries");
   for (const auto* c = begin; c != end; ++c) {
     Stage(c->symbol);
@@ -336,7 +339,8 @@ abi::CudnnHandle ProbeCudnn(const Options& o, JsonOut& j, Cudnn& dnn) {
   return h;
 }
 
-// --- the convolution -------------------------------------------------------------------------------
+// --- the convolution
+// -------------------------------------------------------------------------------
 
 float InputAt(int i) { return static_cast<float>((i * 7) % 9 - 4); }
 float WeightAt(int i) { return static_cast<float>((i * 5) % 9 - 4) * 0.25f; }
@@ -396,7 +400,8 @@ void ProbeConvolution(JsonOut& j, const Runtime& rt, const Cudnn& dnn, abi::Cudn
   auto create_f = dnn.Get<abi::CudnnCreateFilterDescriptor>("cudnnCreateFilterDescriptor");
   auto set_f = dnn.Get<abi::CudnnSetFilter4dDescriptor>("cudnnSetFilter4dDescriptor");
   auto destroy_f = dnn.Get<abi::CudnnDestroyFilterDescriptor>("cudnnDestroyFilterDescriptor");
-  auto create_c = dnn.Get<abi::CudnnCreateConvolutionDescriptor>("cudnnCreateConvolutionDescriptor");
+  auto create_c =
+      dnn.Get<abi::CudnnCreateConvolutionDescriptor>("cudnnCreateConvolutionDescriptor");
   auto set_c = dnn.Get<abi::CudnnSetConvolution2dDescriptor>("cudnnSetConvolution2dDescriptor");
   auto destroy_c =
       dnn.Get<abi::CudnnDestroyConvolutionDescriptor>("cudnnDestroyConvolutionDescriptor");
@@ -437,7 +442,8 @@ void ProbeConvolution(JsonOut& j, const Runtime& rt, const Cudnn& dnn, abi::Cudn
   if (s == abi::kCudnnSuccess) s = create_c(&cd);
   if (s != abi::kCudnnSuccess) return fail("create descriptors", s);
   s = set_t(xd, abi::kCudnnTensorNchw, abi::kCudnnDataFloat, kN, kC, kH, kW);
-  if (s == abi::kCudnnSuccess) s = set_t(yd, abi::kCudnnTensorNchw, abi::kCudnnDataFloat, kN, kK, kH, kW);
+  if (s == abi::kCudnnSuccess)
+    s = set_t(yd, abi::kCudnnTensorNchw, abi::kCudnnDataFloat, kN, kK, kH, kW);
   if (s == abi::kCudnnSuccess)
     s = set_f(wd, abi::kCudnnDataFloat, abi::kCudnnTensorNchw, kK, kC, kR, kS);
   if (s == abi::kCudnnSuccess)

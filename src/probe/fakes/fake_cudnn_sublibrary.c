@@ -12,6 +12,6 @@
 #endif
 
 int FAKE_CHECK_SYMBOL(void) {
-  size_t (*shim)(void) = (size_t (*)(void))dlsym(RTLD_DEFAULT, "fake_cudnn_shim_version");
+  size_t (*shim)(void) = (size_t(*)(void))dlsym(RTLD_DEFAULT, "fake_cudnn_shim_version");
   return shim && shim() == FAKE_SUB_VERSION ? 0 : FAKE_MISMATCH_STATUS;
 }

@@ -17,9 +17,18 @@ int cuInit(unsigned int flags) {
   return 0;
 #endif
 }
-int cuDriverGetVersion(int* v) { *v = FAKE_DRIVER_VERSION; return 0; }
-int cuDeviceGetCount(int* n) { *n = 1; return 0; }
-int cuDeviceGet(int* d, int ordinal) { *d = ordinal; return ordinal == 0 ? 0 : 101; }
+int cuDriverGetVersion(int* v) {
+  *v = FAKE_DRIVER_VERSION;
+  return 0;
+}
+int cuDeviceGetCount(int* n) {
+  *n = 1;
+  return 0;
+}
+int cuDeviceGet(int* d, int ordinal) {
+  *d = ordinal;
+  return ordinal == 0 ? 0 : 101;
+}
 int cuDeviceGetName(char* name, int len, int dev) {
   (void)dev;
   strncpy(name, "Fake GPU", (size_t)len);

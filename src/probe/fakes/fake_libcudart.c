@@ -20,8 +20,14 @@ static int DriverVersion(void) {
   return v;
 }
 
-int cudaRuntimeGetVersion(int* v) { *v = FAKE_RUNTIME_VERSION; return 0; }
-int cudaDriverGetVersion(int* v) { *v = DriverVersion(); return 0; }
+int cudaRuntimeGetVersion(int* v) {
+  *v = FAKE_RUNTIME_VERSION;
+  return 0;
+}
+int cudaDriverGetVersion(int* v) {
+  *v = DriverVersion();
+  return 0;
+}
 int cudaMalloc(void** p, size_t n) {
   if (DriverVersion() < FAKE_RUNTIME_VERSION) return 35;
   *p = calloc(1, n ? n : 1);
@@ -32,12 +38,18 @@ int cudaMemcpy(void* dst, const void* src, size_t n, int kind) {
   memcpy(dst, src, n);
   return 0;
 }
-int cudaFree(void* p) { free(p); return 0; }
+int cudaFree(void* p) {
+  free(p);
+  return 0;
+}
 int cudaDeviceSynchronize(void) { return 0; }
 const char* cudaGetErrorName(int e) {
   switch (e) {
-    case 0: return "cudaSuccess";
-    case 35: return "cudaErrorInsufficientDriver";
-    default: return "cudaErrorUnknown";
+    case 0:
+      return "cudaSuccess";
+    case 35:
+      return "cudaErrorInsufficientDriver";
+    default:
+      return "cudaErrorUnknown";
   }
 }

@@ -27,13 +27,20 @@ size_t cudnnGetCudartVersion(void) { return FAKE_CUDNN_CUDART; }
 
 const char* cudnnGetErrorString(int s) {
   switch (s) {
-    case 0: return "CUDNN_STATUS_SUCCESS";
-    case 14: return "CUDNN_STATUS_VERSION_MISMATCH";
-    case 1002: return "CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH";
-    case 1008: return "CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED";
-    case 3005: return "CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER";
-    case 3007: return "CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH";
-    default: return "CUDNN_STATUS_UNKNOWN";
+    case 0:
+      return "CUDNN_STATUS_SUCCESS";
+    case 14:
+      return "CUDNN_STATUS_VERSION_MISMATCH";
+    case 1002:
+      return "CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH";
+    case 1008:
+      return "CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED";
+    case 3005:
+      return "CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER";
+    case 3007:
+      return "CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH";
+    default:
+      return "CUDNN_STATUS_UNKNOWN";
   }
 }
 
@@ -58,9 +65,15 @@ int cudnnCnnTrainVersionCheck(void) { return Check("cnn_train", "cudnnCnnTrainVe
 int cudnnAdvInferVersionCheck(void) { return Check("adv_infer", "cudnnAdvInferVersionCheck"); }
 int cudnnAdvTrainVersionCheck(void) { return Check("adv_train", "cudnnAdvTrainVersionCheck"); }
 
-struct cudnnContext { int unused; };
-typedef struct { int n, c, h, w; } Dims;
-typedef struct { int pad_h, pad_w, u, v, dil_h, dil_w, mode; } Conv;
+struct cudnnContext {
+  int unused;
+};
+typedef struct {
+  int n, c, h, w;
+} Dims;
+typedef struct {
+  int pad_h, pad_w, u, v, dil_h, dil_w, mode;
+} Conv;
 
 int cudnnCreate(struct cudnnContext** h) {
 #ifdef FAKE_CRASH
@@ -79,32 +92,62 @@ int cudnnCreate(struct cudnnContext** h) {
   *h = calloc(1, sizeof **h);
   return 0;
 }
-int cudnnDestroy(struct cudnnContext* h) { free(h); return 0; }
+int cudnnDestroy(struct cudnnContext* h) {
+  free(h);
+  return 0;
+}
 
-int cudnnCreateTensorDescriptor(Dims** d) { *d = calloc(1, sizeof **d); return 0; }
-int cudnnDestroyTensorDescriptor(Dims* d) { free(d); return 0; }
+int cudnnCreateTensorDescriptor(Dims** d) {
+  *d = calloc(1, sizeof **d);
+  return 0;
+}
+int cudnnDestroyTensorDescriptor(Dims* d) {
+  free(d);
+  return 0;
+}
 int cudnnSetTensor4dDescriptor(Dims* d, int format, int type, int n, int c, int h, int w) {
   if (format != 0 || type != 0) return 2000;
-  d->n = n; d->c = c; d->h = h; d->w = w;
+  d->n = n;
+  d->c = c;
+  d->h = h;
+  d->w = w;
   return 0;
 }
 int cudnnCreateFilterDescriptor(Dims** d) { return cudnnCreateTensorDescriptor(d); }
-int cudnnDestroyFilterDescriptor(Dims* d) { free(d); return 0; }
+int cudnnDestroyFilterDescriptor(Dims* d) {
+  free(d);
+  return 0;
+}
 int cudnnSetFilter4dDescriptor(Dims* d, int type, int format, int k, int c, int h, int w) {
   return cudnnSetTensor4dDescriptor(d, format, type, k, c, h, w);
 }
-int cudnnCreateConvolutionDescriptor(Conv** d) { *d = calloc(1, sizeof **d); return 0; }
-int cudnnDestroyConvolutionDescriptor(Conv* d) { free(d); return 0; }
+int cudnnCreateConvolutionDescriptor(Conv** d) {
+  *d = calloc(1, sizeof **d);
+  return 0;
+}
+int cudnnDestroyConvolutionDescriptor(Conv* d) {
+  free(d);
+  return 0;
+}
 int cudnnSetConvolution2dDescriptor(Conv* d, int pad_h, int pad_w, int u, int v, int dil_h,
                                     int dil_w, int mode, int compute) {
   if (compute != 0) return 2000;
-  d->pad_h = pad_h; d->pad_w = pad_w; d->u = u; d->v = v; d->dil_h = dil_h; d->dil_w = dil_w;
+  d->pad_h = pad_h;
+  d->pad_w = pad_w;
+  d->u = u;
+  d->v = v;
+  d->dil_h = dil_h;
+  d->dil_w = dil_w;
   d->mode = mode;
   return 0;
 }
 int cudnnGetConvolutionForwardWorkspaceSize(void* h, Dims* x, Dims* w, Conv* c, Dims* y, int algo,
                                             size_t* bytes) {
-  (void)h; (void)x; (void)w; (void)c; (void)y;
+  (void)h;
+  (void)x;
+  (void)w;
+  (void)c;
+  (void)y;
   *bytes = algo == 0 ? 64 : 0;
   return 0;
 }
@@ -112,7 +155,10 @@ int cudnnGetConvolutionForwardWorkspaceSize(void* h, Dims* x, Dims* w, Conv* c, 
 int cudnnConvolutionForward(void* h, const void* alpha, Dims* xd, const void* xp, Dims* wd,
                             const void* wp, Conv* cd, int algo, void* ws, size_t ws_bytes,
                             const void* beta, Dims* yd, void* yp) {
-  (void)h; (void)algo; (void)ws; (void)ws_bytes;
+  (void)h;
+  (void)algo;
+  (void)ws;
+  (void)ws_bytes;
 #ifdef FAKE_CONV_STATUS
   return FAKE_CONV_STATUS;
 #endif
