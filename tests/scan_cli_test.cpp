@@ -498,6 +498,46 @@ TEST_CASE("target driver and NVIDIA_REQUIRE_CUDA (IC030, IC031)", "[scan]") {
   CHECK(Scan(right).Count("IC031") == 0);
 }
 
+// The loader simulates the machine of the image's own libc: an aarch64 image is searched as one
+// (whatever its configuration says), and a machine it does not model (ppc64le) is a note, not a
+// "missing library" finding for every library of the image.
+TEST_CASE("platform: the image's libc decides the machine (IC012)", "[scan]") {
+  using namespace imgcheck::elf::fixture;
+  auto image = [](uint16_t machine, const std::string& triplet, bool with_lt) {
+    auto elf = [machine](const std::string& soname, std::vector<std::string> needed) {
+      ElfSpec spec;
+      spec.machine = machine;
+      spec.soname = soname;
+      spec.needed = std::move(needed);
+      return BuildElf(spec);
+    };
+    ImageRecipe r = Base();  // its configuration says amd64
+    std::string lib = "usr/lib/" + triplet + "/";
+    std::vector<Entry> e = {
+        File(lib + "libc.so.6", elf("libc.so.6", {})),
+        File(lib + "libcublas.so.12", elf("libcublas.so.12", {"libcublasLt.so.12", "libc.so.6"}))};
+    if (with_lt) e.push_back(File(lib + "libcublasLt.so.12", elf("libcublasLt.so.12", {})));
+    r.layers.push_back(Layer(e, "COPY libs"));
+    return r;
+  };
+  Result arm = Scan(image(183, "aarch64-linux-gnu", true));
+  INFO(Messages(arm));
+  CHECK(arm.status == 0);
+  CHECK(arm.Count("IC012") == 0);
+  Result arm_missing = Scan(image(183, "aarch64-linux-gnu", false));
+  INFO(Messages(arm_missing));
+  REQUIRE(arm_missing.Count("IC012") == 1);
+  CHECK(Messages(arm_missing).find("libcublasLt.so.12") != std::string::npos);
+
+  Result ppc = Scan(image(21, "powerpc64le-linux-gnu", true));
+  INFO(Messages(ppc));
+  CHECK(ppc.status == 0);
+  CHECK(ppc.Count("IC012") == 0);
+  REQUIRE(ppc.json.is_object());
+  CHECK(ppc.json["notes"].dump().find("ELF machine 21 (64-bit), which the loader does not model") !=
+        std::string::npos);
+}
+
 TEST_CASE("target GPU: device code and cuDNN's GPU floor (IC040, IC041)", "[scan]") {
   using namespace imgcheck::elf::fixture;
   ElfSpec spec;

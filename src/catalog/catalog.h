@@ -180,16 +180,18 @@ class Catalog {
   std::map<std::string, elf::ElfInfo, std::less<>> elves_;
 };
 
-/// What Build needs captured: the ELF capturer for likely shared objects and executables, and
-/// a bounded prefix of the metadata files it parses. Thread-safe; cheap per call.
-image::CapturePolicy CapturePolicy();
-/// Identity of CapturePolicy() for the layer cache (LoadOptions::capture_id): changes whenever
-/// what the policy keeps changes.
-inline constexpr const char* kCapturePolicyId = "catalog-capture-2";
+struct LibraryRules;
 
-/// Catalogues the merged tree of `image` (with the classification data in rules/libraries.json
-/// under `rules_dir`). Problems inside the image become diagnostics; a missing or malformed
-/// rules file is util::Fatal.
-Catalog Build(const image::Image& image, const std::string& rules_dir = IMGCHECK_RULES_DIR);
+/// What Build needs captured: the ELF capturer for likely shared objects and executables, and
+/// a bounded prefix of the metadata files it parses (some named by `rules`, which the policy
+/// copies). Thread-safe; cheap per call.
+image::CapturePolicy CapturePolicy(const LibraryRules& rules);
+/// Identity of CapturePolicy(rules) for the layer cache (LoadOptions::capture_id): changes
+/// whenever what the policy keeps changes, with the code or with the rule data.
+std::string CapturePolicyId(const LibraryRules& rules);
+
+/// Catalogues the merged tree of `image`, classified by `rules` (rules/libraries.json).
+/// Problems inside the image become diagnostics.
+Catalog Build(const image::Image& image, const LibraryRules& rules);
 
 }  // namespace imgcheck::catalog

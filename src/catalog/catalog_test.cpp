@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "catalog/test_rules.h"
 #include "support.h"
 
 namespace imgcheck::catalog {
@@ -135,7 +136,7 @@ TEST_CASE("cuDNN 8 from dpkg, cudart from the toolkit, driver files", "[catalog]
   f.image().config.env = {"PATH=/usr/bin", "CUDA_VERSION=12.1.1", "NV_CUDNN_VERSION=8.9.2.26",
                           "LD_LIBRARY_PATH=/usr/local/nvidia/lib::/usr/local/nvidia/lib64"};
   f.image().config.labels = {{"com.nvidia.cudnn.version", "8.9.2.26"}};
-  Catalog cat = Build(f.image());
+  Catalog cat = Build(f.image(), BuiltInRules());
 
   SECTION("the cuDNN shim: dpkg version, every source, alias links, owner") {
     const Component& c = One(cat, ComponentKind::kCudaLibrary, lib + "/libcudnn.so.8.9.2");
@@ -240,7 +241,7 @@ TEST_CASE("distroless: dpkg records in status.d, files in their md5sums", "[cata
   f.File("/var/lib/dpkg/status.d/libc6", "Package: libc6\nVersion: 2.36-9\n", 1);
   f.Library(lib + "/libcudnn.so.9.1.0", "libcudnn.so.9");
   f.Library(lib + "/libcudnn_ops.so.9.1.0", "libcudnn_ops.so.9");  // in no md5sums
-  Catalog cat = Build(f.image());
+  Catalog cat = Build(f.image(), BuiltInRules());
 
   const Component& p = Named(cat, ComponentKind::kOsPackage, "libcudnn9-cuda-12");
   CHECK(p.version == "9.1.0.70");
@@ -304,7 +305,7 @@ TEST_CASE("pip wheels, frameworks and conda", "[catalog]") {
          R"({"name":"python","version":"3.11.0","files":["bin/python3.11"]})");
   f.File("/opt/conda/conda-meta/broken.json", "{\"name\":");
   f.Library("/opt/conda/lib/libcudnn.so.8", "libcudnn.so.8");
-  Catalog cat = Build(f.image());
+  Catalog cat = Build(f.image(), BuiltInRules());
 
   SECTION("NVIDIA wheels name files by major only: the RECORD owner gives the version") {
     const Component& c =
@@ -389,7 +390,7 @@ TEST_CASE("a corrupt ELF is a diagnostic and the scan goes on", "[catalog]") {
   for (size_t i = 0x20; i < 0x30; ++i) bytes[i] = '\xff';
   f.File("/usr/lib/libcublas.so.12.1.3.1", bytes, 1);
   f.Library("/usr/lib/libcublasLt.so.12", "libcublasLt.so.12");
-  Catalog cat = Build(f.image());
+  Catalog cat = Build(f.image(), BuiltInRules());
   REQUIRE(cat.diagnostics.size() == 1);
   CHECK(cat.diagnostics[0].path == "/usr/lib/libcublas.so.12.1.3.1");
   CHECK(cat.diagnostics[0].layer == 1);
@@ -400,7 +401,7 @@ TEST_CASE("a corrupt ELF is a diagnostic and the scan goes on", "[catalog]") {
 }
 
 TEST_CASE("capture policy: ELF capturer for libraries, prefixes for metadata", "[catalog]") {
-  image::CapturePolicy policy = CapturePolicy();
+  image::CapturePolicy policy = CapturePolicy(BuiltInRules());
   CHECK(policy("/usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.2", 1 << 20, 0644) != nullptr);
   CHECK(policy("/usr/local/bin/python3", 1 << 20, 0644) != nullptr);
   CHECK(policy("/var/lib/dpkg/status", 1000, 0644) != nullptr);
@@ -420,6 +421,21 @@ TEST_CASE("capture policy: ELF capturer for libraries, prefixes for metadata", "
   while (cap->Feed(chunk) && fed < 200) ++fed;
   CHECK(fed < 200);
   CHECK(cap->Finish(uint64_t{1} << 40).captured_bytes() <= 64u << 20);
+}
+
+// The policy reads the rule data: what it keeps, and so the layer cache's identity, follow it.
+TEST_CASE("capture policy: rule data names headers and framework files", "[catalog]") {
+  LibraryRules rules = BuiltInRules();
+  image::CapturePolicy builtin = CapturePolicy(rules);
+  CHECK(builtin("/usr/include/cudnn_version_v9.h", 100, 0644) != nullptr);
+  CHECK(builtin("/usr/local/cuda/include/cuda_runtime_api.h", 100, 0644) != nullptr);
+  CHECK(builtin("/usr/include/stdio.h", 100, 0644) == nullptr);
+  CHECK(builtin("/x/site-packages/mxnet/libinfo.py", 100, 0644) == nullptr);
+  rules.framework_files.push_back({"mxnet/libinfo.py", "mxnet", false, "test"});
+  image::CapturePolicy more = CapturePolicy(rules);
+  CHECK(more("/x/site-packages/mxnet/libinfo.py", 100, 0644) != nullptr);
+  CHECK(CapturePolicyId(rules) != CapturePolicyId(BuiltInRules()));
+  CHECK(CapturePolicyId(BuiltInRules()) == CapturePolicyId(LibraryRules(BuiltInRules())));
 }
 
 }  // namespace imgcheck::catalog
@@ -482,7 +498,7 @@ TEST_CASE("real NVIDIA cuDNN 9 and cudart wheels from this machine's toolkit", "
       f.image().tree.mutable_nodes()[path] = std::move(n);
     }
   }
-  Catalog cat = Build(f.image());
+  Catalog cat = Build(f.image(), BuiltInRules());
   CHECK(cat.diagnostics.empty());
 
   std::vector<const Component*> cudnn = cat.Family("cudnn");

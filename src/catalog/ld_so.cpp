@@ -4,6 +4,7 @@
 #include <cctype>
 #include <limits>
 
+#include "elf/abi.h"
 #include "util/path.h"
 #include "util/reader.h"
 
@@ -144,10 +145,8 @@ util::Expected<bool> ReadOldEntries(std::string_view bytes, uint32_t nlibs, LdCa
 }  // namespace
 
 int32_t CacheFlagsFor(uint16_t machine, bool is64) {
-  constexpr uint16_t kEmX8664 = 62, kEmAarch64 = 183;
-  if (is64 && machine == kEmX8664) return kCacheFlagElfLibc6 | kCacheFlagX8664Lib64;
-  if (is64 && machine == kEmAarch64) return kCacheFlagElfLibc6 | kCacheFlagAarch64Lib64;
-  return kCacheFlagElfLibc6;  // i386, 32-bit arm: the generic _DL_CACHE_DEFAULT_ID
+  const elf::Abi* abi = elf::FindAbi(machine, is64);
+  return abi != nullptr ? abi->cache_flags : kCacheFlagElfLibc6;  // the generic default id
 }
 
 const LdCacheRecord* LdCacheFile::Lookup(std::string_view name, int32_t flags,

@@ -14,10 +14,8 @@
 namespace imgcheck::catalog {
 
 /// ld.so.cache entry flags (glibc sysdeps/generic/ldconfig.h): the low byte is the type,
-/// the next one the architecture/ABI.
+/// the next one the architecture/ABI (each modelled ABI's are in elf::kAbis).
 inline constexpr int32_t kCacheFlagElfLibc6 = 0x0003;
-inline constexpr int32_t kCacheFlagX8664Lib64 = 0x0300;
-inline constexpr int32_t kCacheFlagAarch64Lib64 = 0x0a00;
 /// Bit of LdCacheRecord::hwcap marking a glibc-hwcaps entry (DL_CACHE_HWCAP_EXTENSION); the
 /// low 32 bits then index the glibc-hwcaps extension's names.
 inline constexpr uint64_t kCacheHwcapExtension = uint64_t{1} << 62;

@@ -1,10 +1,9 @@
 #include "catalog/library_rules.h"
 
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
+#include <algorithm>
 
 #include "util/path.h"
+#include "util/sha256.h"
 
 namespace imgcheck::catalog {
 namespace {
@@ -16,21 +15,79 @@ bool AnyGlob(const std::vector<std::string>& globs, std::string_view name) {
   return false;
 }
 
-std::vector<std::string> Strings(const nlohmann::json& object, const char* key) {
-  std::vector<std::string> out;
-  auto it = object.find(key);
-  if (it == object.end()) return out;
-  for (const auto& v : *it) out.push_back(v.get<std::string>());
-  return out;
-}
-
-ComponentKind KindFromName(std::string_view name) {
-  if (name == "driver-library") return ComponentKind::kDriverLibrary;
-  if (name == "cuda-library") return ComponentKind::kCudaLibrary;
-  throw std::invalid_argument("unknown kind '" + std::string(name) + "'");
+Family ParseFamily(const util::Row& row) {
+  Family f;
+  f.family = row.String("family");
+  std::string kind = row.String("kind");
+  if (kind == "driver-library") {
+    f.kind = ComponentKind::kDriverLibrary;
+  } else if (kind == "cuda-library") {
+    f.kind = ComponentKind::kCudaLibrary;
+  } else {
+    row.Fail("kind", "kind must be \"cuda-library\" or \"driver-library\"");
+  }
+  f.libraries = row.Strings("libraries");
+  f.exclude = row.Strings("exclude", false);
+  f.dpkg = row.Strings("dpkg", false);
+  f.pip = row.Strings("pip", false);
+  f.conda = row.Strings("conda", false);
+  f.headers = row.Strings("headers", false);
+  f.version_json = row.Strings("version_json", false);
+  if (row.Has("sub_libraries")) {
+    const nlohmann::json& subs = (*row.value)["sub_libraries"];
+    if (!subs.is_object()) row.Fail("sub_libraries", "sub_libraries must be an object");
+    for (const auto& [major, list] : subs.items()) {
+      bool digits =
+          !major.empty() && major.size() < 4 &&
+          std::all_of(major.begin(), major.end(), [](char c) { return c >= '0' && c <= '9'; });
+      bool names = list.is_array() && std::all_of(list.begin(), list.end(),
+                                                  [](const auto& n) { return n.is_string(); });
+      if (!digits || !names)
+        row.Fail("sub_libraries", "sub_libraries maps a major to a list of library names");
+      f.sub_libraries[std::stoi(major)] = list.get<std::vector<std::string>>();
+    }
+  }
+  f.source = row.String("source");
+  if (f.source.empty()) row.Fail("source", "family " + f.family + " has no source");
+  return f;
 }
 
 }  // namespace
+
+LibraryRules LibraryRules::FromFiles(const std::vector<util::DataFile>& files) {
+  LibraryRules rules;
+  auto file = std::find_if(files.rbegin(), files.rend(),
+                           [](const util::DataFile& f) { return f.name == "libraries.json"; });
+  if (file != files.rend()) {
+    util::Row top{&*file, "", &file->json};
+    rules.stub_dirs = top.Strings("stub_dirs", false);
+    rules.compat_dirs = top.Strings("compat_dirs", false);
+    if (!file->json.contains("families") || !file->json["families"].is_array())
+      throw util::Fatal(file->Where("", "libraries.json must have a \"families\" list"));
+    const nlohmann::json& families = file->json["families"];
+    for (size_t i = 0; i < families.size(); ++i) {
+      util::Row row{&*file, "/families/" + std::to_string(i), &families[i]};
+      if (!families[i].is_object()) row.Fail("", "a family must be an object");
+      rules.families.push_back(ParseFamily(row));
+    }
+  }
+  for (const util::Row& row : util::TableRows(files, "framework_files")) {
+    FrameworkFile f;
+    f.path = row.String("path");
+    f.framework = row.String("framework", false);
+    std::string format = row.String("format");
+    if (format != "python" && format != "json")
+      row.Fail("format", "format must be \"python\" or \"json\"");
+    f.json = format == "json";
+    f.source = row.String("source");
+    rules.framework_files.push_back(std::move(f));
+  }
+  for (const util::Row& row : util::TableRows(files, "cuda_packages")) {
+    std::vector<std::string> names = row.Strings("names");
+    rules.cuda_packages.insert(rules.cuda_packages.end(), names.begin(), names.end());
+  }
+  return rules;
+}
 
 const Family* LibraryRules::Classify(std::string_view base_name) const {
   for (const Family& f : families) {
@@ -56,42 +113,38 @@ const Family* LibraryRules::ByHeader(std::string_view file_name) const {
   return nullptr;
 }
 
-util::Expected<LibraryRules> ParseLibraryRules(std::string_view json) {
-  try {
-    nlohmann::json doc = nlohmann::json::parse(json);
-    LibraryRules rules;
-    rules.stub_dirs = Strings(doc, "stub_dirs");
-    rules.compat_dirs = Strings(doc, "compat_dirs");
-    for (const auto& row : doc.at("families")) {
-      Family f;
-      f.family = row.at("family").get<std::string>();
-      f.kind = KindFromName(row.at("kind").get<std::string>());
-      f.libraries = Strings(row, "libraries");
-      f.exclude = Strings(row, "exclude");
-      f.dpkg = Strings(row, "dpkg");
-      f.pip = Strings(row, "pip");
-      f.conda = Strings(row, "conda");
-      f.headers = Strings(row, "headers");
-      f.version_json = Strings(row, "version_json");
-      f.source = row.at("source").get<std::string>();
-      if (f.source.empty()) throw std::invalid_argument("family " + f.family + " has no source");
-      rules.families.push_back(std::move(f));
-    }
-    return rules;
-  } catch (const std::exception& e) {
-    return util::MakeError(e.what());
+const Family* LibraryRules::Find(std::string_view family) const {
+  for (const Family& f : families) {
+    if (f.family == family) return &f;
   }
+  return nullptr;
 }
 
-LibraryRules LoadLibraryRules(const std::string& rules_dir) {
-  std::string path = rules_dir + "/libraries.json";
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw util::Fatal("cannot read " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  util::Expected<LibraryRules> rules = ParseLibraryRules(text.str());
-  if (!rules) throw util::Fatal(path + ": " + rules.error().message);
-  return std::move(rules).value();
+const FrameworkFile* LibraryRules::Framework(std::string_view path) const {
+  for (const FrameworkFile& f : framework_files) {
+    size_t parts = static_cast<size_t>(std::count(f.path.begin(), f.path.end(), '/')) + 1;
+    // The last `parts` components of `path`.
+    size_t start = path.size();
+    for (size_t i = 0; i < parts && start != std::string_view::npos; ++i) {
+      start = start == 0 ? std::string_view::npos : path.rfind('/', start - 1);
+    }
+    if (start == std::string_view::npos) continue;
+    if (util::GlobMatch(f.path, path.substr(start + 1))) return &f;
+  }
+  return nullptr;
+}
+
+bool LibraryRules::IsCudaPackage(PackageManager manager, std::string_view name) const {
+  return ByPackage(manager, name) != nullptr || AnyGlob(cuda_packages, name);
+}
+
+std::string LibraryRules::CaptureDigest() const {
+  std::string text;
+  for (const Family& f : families) {
+    for (const std::string& h : f.headers) text += "h " + h + "\n";
+  }
+  for (const FrameworkFile& f : framework_files) text += "f " + f.path + "\n";
+  return util::Sha256Digest(text);
 }
 
 }  // namespace imgcheck::catalog

@@ -1,13 +1,15 @@
-// The library families of rules/libraries.json: which file names are which CUDA library or
-// driver file, and which packages may state their version.
+// The classification data of rules/libraries.json: which file names are which CUDA library or
+// driver file, which packages may state their version, and which files of an image the catalog
+// reads (version headers, framework build files). Typed once from the loaded rule files.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "catalog/catalog.h"
-#include "util/error.h"
+#include "util/data_file.h"
 
 namespace imgcheck::catalog {
 
@@ -19,6 +21,16 @@ struct Family {
   std::vector<std::string> dpkg, pip, conda;  ///< globs on package names that version it
   std::vector<std::string> headers;           ///< version header file names (globs)
   std::vector<std::string> version_json;      ///< version.json component keys
+  /// Libraries a major's shim dlopens, by major (cuDNN: {8: [libcudnn_ops_infer, ...]}).
+  std::map<int, std::vector<std::string>> sub_libraries;
+  std::string source;
+};
+
+/// A framework's build facts file (table framework_files).
+struct FrameworkFile {
+  std::string path;       ///< glob on the path's last components ("torch/version.py")
+  std::string framework;  ///< the framework's name; empty: from the file's directory
+  bool json = false;      ///< format "json" (cupy's _wheel.json); else Python literals
   std::string source;
 };
 
@@ -26,6 +38,14 @@ struct LibraryRules {
   std::vector<Family> families;
   std::vector<std::string> stub_dirs;    ///< a directory component named so marks a stub
   std::vector<std::string> compat_dirs;  ///< ... a forward-compatibility library
+  std::vector<FrameworkFile> framework_files;
+  /// Globs on package names the catalog lists though no family versions them ("cuda-*").
+  std::vector<std::string> cuda_packages;
+
+  /// Types the last libraries.json among `files` and the framework_files / cuda_packages
+  /// tables of every file. util::Fatal("file:line: message") for a malformed row; empty rules
+  /// when no file is named libraries.json.
+  static LibraryRules FromFiles(const std::vector<util::DataFile>& files);
 
   /// The family whose `libraries` match `base_name` ("libcudnn_ops"), or null.
   const Family* Classify(std::string_view base_name) const;
@@ -33,11 +53,16 @@ struct LibraryRules {
   const Family* ByPackage(PackageManager manager, std::string_view name) const;
   /// The family with this version header file name, or null.
   const Family* ByHeader(std::string_view file_name) const;
+  /// The family named `family`, or null.
+  const Family* Find(std::string_view family) const;
+  /// The framework build file `path` is, or null.
+  const FrameworkFile* Framework(std::string_view path) const;
+  /// True when the catalog lists a package of this name: a family versions it, or it is one
+  /// of the CUDA repository's.
+  bool IsCudaPackage(PackageManager manager, std::string_view name) const;
+  /// A digest of the data that decides which files are captured (CapturePolicy): part of the
+  /// layer cache's identity, so a layer read under other rule data is read again.
+  std::string CaptureDigest() const;
 };
-
-/// Parses the JSON text of libraries.json.
-util::Expected<LibraryRules> ParseLibraryRules(std::string_view json);
-/// Reads `rules_dir`/libraries.json; util::Fatal when it is missing or malformed.
-LibraryRules LoadLibraryRules(const std::string& rules_dir);
 
 }  // namespace imgcheck::catalog

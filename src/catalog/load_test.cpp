@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "catalog/catalog.h"
+#include "catalog/test_rules.h"
 #include "image_writer.h"
 #include "support.h"
 
@@ -63,12 +64,12 @@ TEST_CASE("an OCI image loaded with the capture policy is catalogued per layer",
   std::string ref = "oci:" + (dir / "layout").string() + ":latest";
 
   image::LoadOptions options;
-  options.capture = CapturePolicy();
+  options.capture = CapturePolicy(BuiltInRules());
   image::Image img = image::Load(ref, options);
   // Unread files are not kept.
   REQUIRE(img.tree.Find("/usr/share/doc/big.txt") != nullptr);
   CHECK(img.tree.Find("/usr/share/doc/big.txt")->content == nullptr);
-  Catalog cat = Build(img);
+  Catalog cat = Build(img, BuiltInRules());
   CHECK(cat.diagnostics.empty());
 
   const Component* cudnn = At(cat, "/" + lib + "libcudnn.so.8.9.2");

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "catalog/library_rules.h"
+#include "catalog/test_rules.h"
 #include "support.h"
 
 namespace imgcheck::catalog {
@@ -165,7 +166,7 @@ TEST_CASE("cupy _wheel.json and os-release", "[catalog][metadata]") {
 }
 
 TEST_CASE("libraries.json classifies every family it names", "[catalog][rules]") {
-  LibraryRules rules = LoadLibraryRules((testing::SourceDir() / "rules").string());
+  const LibraryRules& rules = BuiltInRules();
   auto family = [&](std::string_view base) {
     const Family* f = rules.Classify(base);
     return f ? f->family : std::string("-");
@@ -194,7 +195,51 @@ TEST_CASE("libraries.json classifies every family it names", "[catalog][rules]")
   CHECK(rules.ByPackage(PackageManager::kPip, "torch") == nullptr);
   CHECK(rules.ByHeader("cudnn_version_v9.h")->family == "cudnn");
   for (const Family& f : rules.families) CHECK_FALSE(f.source.empty());
-  CHECK_FALSE(ParseLibraryRules(R"({"families":[{"family":"x","kind":"nope","source":"s"}]})"));
+}
+
+// Malformed classification data stops the run at its line: it never leaves the catalog (or the
+// checks that ask it for families) silently empty.
+TEST_CASE("libraries.json errors name the file and line", "[catalog][rules]") {
+  auto fails = [](std::string_view text) {
+    auto file = util::ParseDataFile("dir/libraries.json", text);
+    REQUIRE(file);
+    try {
+      LibraryRules::FromFiles({*file});
+    } catch (const util::Fatal& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(fails("{\"families\": [\n {\"family\": \"x\", \"libraries\": [],\n  \"kind\": \"nope\", "
+              "\"source\": \"s\"}]}") ==
+        "dir/libraries.json:3: kind must be \"cuda-library\" or \"driver-library\"");
+  CHECK(fails("{\"families\": [\n {\"family\": \"x\", \"kind\": \"cuda-library\", \"libraries\": "
+              "[], \"source\": \"\"}]}") == "dir/libraries.json:2: family x has no source");
+  CHECK(fails("{\"families\": [{\"family\": \"x\", \"kind\": \"cuda-library\",\n \"libraries\": "
+              "[], \"source\": \"s\", \"sub_libraries\": {\"9\": \"libcudnn_ops\"}}]}") ==
+        "dir/libraries.json:2: sub_libraries maps a major to a list of library names");
+  CHECK(fails("{\"families\": [],\n \"framework_files\": {\"rows\": [\n {\"path\": \"a/b.py\", "
+              "\"format\": \"yaml\", \"source\": \"s\"}]}}") ==
+        "dir/libraries.json:3: format must be \"python\" or \"json\"");
+  CHECK(fails("{\"stub_dirs\": \"stubs\",\n \"families\": []}") ==
+        "dir/libraries.json:1: field \"stub_dirs\" must be a list of strings");
+  CHECK(fails("{\"families\": {}}") ==
+        "dir/libraries.json:1: libraries.json must have a \"families\" list");
+}
+
+TEST_CASE("framework files and CUDA package names come from the rule data", "[catalog][rules]") {
+  const LibraryRules& rules = BuiltInRules();
+  REQUIRE(rules.Framework("/usr/lib/python3/dist-packages/torch/version.py") != nullptr);
+  CHECK(rules.Framework("/x/site-packages/torch/version.py")->framework == "torch");
+  CHECK(rules.Framework("/x/site-packages/jax_cuda12_plugin/version.py")->framework.empty());
+  CHECK(rules.Framework("/x/site-packages/cupy/.data/_wheel.json")->json);
+  CHECK(rules.Framework("/x/site-packages/torch/functional.py") == nullptr);
+  CHECK(rules.Framework("version.py") == nullptr);
+  for (const FrameworkFile& f : rules.framework_files) CHECK_FALSE(f.source.empty());
+  CHECK(rules.IsCudaPackage(PackageManager::kDpkg, "cuda-nvcc-12-1"));
+  CHECK(rules.IsCudaPackage(PackageManager::kConda, "cudatoolkit"));
+  CHECK(rules.IsCudaPackage(PackageManager::kDpkg, "libcudnn8"));  // by its family
+  CHECK_FALSE(rules.IsCudaPackage(PackageManager::kDpkg, "curl"));
 }
 
 }  // namespace imgcheck::catalog

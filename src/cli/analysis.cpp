@@ -1,26 +1,20 @@
 #include "cli/analysis.h"
 
-#include <filesystem>
-
 namespace imgcheck::cli {
 
-rules::Knowledge LoadKnowledge(const std::vector<std::string>& rules_dirs) {
-  std::vector<std::string> dirs = {RulesDir()};
-  dirs.insert(dirs.end(), rules_dirs.begin(), rules_dirs.end());
-  return rules::Knowledge::Load(dirs);
-}
-
-void Analyze(const ImageArgs& args, const std::vector<std::string>& rules_dirs, image::Image& image,
-             catalog::Catalog& catalog, rules::ScanInput& input) {
-  image = image::Load(args.reference, ToLoadOptions(args));
-  std::string library_dir = RulesDir();
-  for (const auto& d : rules_dirs)
-    if (std::filesystem::exists(std::filesystem::path(d) / "libraries.json")) library_dir = d;
-  catalog = catalog::Build(image, library_dir);
+void Analyze(const ImageArgs& args, image::Image& image, catalog::Catalog& catalog,
+             rules::ScanInput& input) {
+  const rules::Knowledge& k = *input.knowledge;
+  image = image::Load(args.reference, ToLoadOptions(args, k.libraries()));
+  catalog = catalog::Build(image, k.libraries());
   input.image = &image;
   input.catalog = &catalog;
-  input.options =
-      rules::LoaderOptions(image, catalog, rules::DlopenRules(input.knowledge->files()));
+  util::Expected<loader::Options> options = rules::LoaderOptions(image, catalog, k.dlopen());
+  if (!options) {
+    input.target.notes.push_back(options.error().message);  // the loader's rules stay silent
+    return;
+  }
+  input.options = std::move(*options);
   input.consumers = rules::LoadConsumers(image, catalog, input.options);
 }
 

@@ -13,14 +13,12 @@
 
 namespace imgcheck::cli {
 
-/// The built-in rule data with the `--rules` directories over it.
-rules::Knowledge LoadKnowledge(const std::vector<std::string>& rules_dirs);
-
-/// Reads the image, builds its catalog (classified with the last libraries.json among the rule
-/// directories) and every consumer's link map into `input`. `input.knowledge` and its target
-/// are the caller's; `input` points into `image` and `catalog`, which must outlive it.
-void Analyze(const ImageArgs& args, const std::vector<std::string>& rules_dirs, image::Image& image,
-             catalog::Catalog& catalog, rules::ScanInput& input);
+/// Reads the image, builds its catalog (classified by `input.knowledge`) and every consumer's
+/// link map into `input`; an image whose machine the loader does not model gets a note saying
+/// so and no link maps. `input.knowledge` and its target are the caller's; `input`
+/// points into `image` and `catalog`, which must outlive it.
+void Analyze(const ImageArgs& args, image::Image& image, catalog::Catalog& catalog,
+             rules::ScanInput& input);
 
 /// Said on stderr before the probe runs: it is opt-in because it runs the image's code.
 inline constexpr char kProbeNotice[] =

@@ -14,14 +14,16 @@ struct CatalogArgs {
   ImageArgs image;
   std::string format = "table";
   std::string output;
+  std::vector<std::string> rules_dirs;
 };
 
 int RunCatalog(const CatalogArgs& args) {
   std::optional<report::CatalogFormat> format = report::ParseCatalogFormat(args.format);
   if (!format) throw util::Fatal("--format: unknown format '" + args.format + "'");
-  image::LoadOptions load = ToLoadOptions(args.image);
-  image::Image img = image::Load(args.image.reference, load);
-  catalog::Catalog cat = catalog::Build(img);
+  rules::Knowledge knowledge = LoadKnowledge(args.rules_dirs);
+  image::Image img =
+      image::Load(args.image.reference, ToLoadOptions(args.image, knowledge.libraries()));
+  catalog::Catalog cat = catalog::Build(img, knowledge.libraries());
   cat.diagnostics.insert(cat.diagnostics.begin(), img.diagnostics.begin(), img.diagnostics.end());
   report::ImageInfo info{img.reference, img.transport, img.manifest_digest, img.config_digest,
                          args.image.platform};
@@ -51,6 +53,7 @@ Runner DefineCatalog(CLI::App& sub) {
       ->check(CLI::IsMember(names))
       ->capture_default_str();
   sub.add_option("-o,--output", args->output, "write to FILE instead of stdout");
+  AddRulesArg(sub, args->rules_dirs);
   return [args]() -> int { return RunCatalog(*args); };
 }
 

@@ -108,7 +108,10 @@ Runner DefineLayers(CLI::App& sub) {
       ->check(CLI::IsMember(names))
       ->capture_default_str();
   return [args]() -> int {
-    image::Image img = image::Load(args->image.reference, ToLoadOptions(args->image));
+    // The catalog's capture policy, so that cached layers serve every subcommand alike.
+    rules::Knowledge knowledge = LoadKnowledge({});
+    image::Image img =
+        image::Load(args->image.reference, ToLoadOptions(args->image, knowledge.libraries()));
     for (const LayersFormat& f : Formats())
       if (f.name == args->format) std::cout << f.render(img) << std::flush;
     return 0;

@@ -40,10 +40,11 @@ int Probe(const ProbeArgs& args) {
   input.knowledge = &knowledge;
   image::Image img;
   catalog::Catalog cat;
-  Analyze(args.image, args.rules_dirs, img, cat, input);
+  Analyze(args.image, img, cat, input);
 
-  probe::Session session = probe::RunSession(args.image.reference, ToLoadOptions(args.image), input,
-                                             ToRunOptions(args.run));
+  probe::Session session =
+      probe::RunSession(args.image.reference, ToLoadOptions(args.image, knowledge.libraries()),
+                        input, ToRunOptions(args.run));
   std::cout << probe::Format(session, args.format) << std::flush;
   return probe::ExitCode(session, *fail_on);
 }
@@ -57,9 +58,7 @@ Runner DefineProbe(CLI::App& sub) {
   sub.add_option("--fail-on", args->fail_on,
                  "exit 1 when a probe finding is at or above: none|info|warning|error")
       ->capture_default_str();
-  sub.add_option("--rules", args->rules_dirs,
-                 "directory of rule files that add to or override rules/")
-      ->check(CLI::ExistingDirectory);
+  AddRulesArg(sub, args->rules_dirs);
   AddProbeRunArgs(sub, args->run, "--timeout");
   return [args]() -> int { return Probe(*args); };
 }

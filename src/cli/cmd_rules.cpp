@@ -17,12 +17,6 @@ struct RulesArgs {
   bool json = false;
 };
 
-rules::Knowledge LoadKnowledge(const std::vector<std::string>& extra) {
-  std::vector<std::string> dirs = {RulesDir()};
-  dirs.insert(dirs.end(), extra.begin(), extra.end());
-  return rules::Knowledge::Load(dirs);
-}
-
 int List(const RulesArgs& args) {
   rules::Knowledge k = LoadKnowledge(args.rules_dirs);
   auto implemented = rules::ImplementedRules();
@@ -73,9 +67,7 @@ int Explain(const RulesArgs& args) {
 Runner DefineRules(CLI::App& sub) {
   auto args = std::make_shared<RulesArgs>();
   sub.require_subcommand(1);
-  sub.add_option("--rules", args->rules_dirs,
-                 "directory of rule files that add to or override rules/")
-      ->check(CLI::ExistingDirectory);
+  AddRulesArg(sub, args->rules_dirs);
   auto mode = std::make_shared<std::string>();
   CLI::App* list =
       sub.add_subcommand("list", "list every rule: ID, name, default severity, summary");

@@ -131,7 +131,7 @@ int Scan(const ScanArgs& args) {
 
   image::Image img;
   catalog::Catalog cat;
-  Analyze(args.image, args.rules_dirs, img, cat, input);
+  Analyze(args.image, img, cat, input);
 
   report::Report rep;
   rep.image = {img.reference, img.transport, img.manifest_digest, img.config_digest,
@@ -140,8 +140,9 @@ int Scan(const ScanArgs& args) {
   std::string probe_note;
   if (args.probe) {  // the GPU probe's findings join the scan's; without a GPU only a note
     std::cerr << kProbeNotice;
-    probe::Session ps = probe::RunSession(args.image.reference, ToLoadOptions(args.image), input,
-                                          ToRunOptions(args.probe_run));
+    probe::Session ps =
+        probe::RunSession(args.image.reference, ToLoadOptions(args.image, knowledge.libraries()),
+                          input, ToRunOptions(args.probe_run));
     if (ps.no_gpu) probe_note = "--probe: no GPU: probe skipped (" + ps.skip_reason + ")";
     if (ps.nothing_to_load) probe_note = "--probe: " + ps.skip_reason;
     rep.findings.insert(rep.findings.end(), ps.findings.begin(), ps.findings.end());
@@ -182,9 +183,7 @@ Runner DefineScan(CLI::App& sub) {
   sub.add_option("--config", args->config,
                  "config file (default: .imgcheck.yaml/.yml/.json in the working directory)");
   sub.add_option("--ignore", args->ignore, "rule IDs to ignore, comma separated (IC051,IC060)");
-  sub.add_option("--rules", args->rules_dirs,
-                 "directory of rule files that add to or override rules/")
-      ->check(CLI::ExistingDirectory);
+  AddRulesArg(sub, args->rules_dirs);
   sub.add_option("--driver", args->driver, "target host driver version (e.g. 535.104.05)");
   sub.add_option("--gpu", args->gpu, "target GPU: sm_XY, X.Y or a name (A100, RTX 4090)");
   sub.add_flag("--host", args->host, "use this host's driver and GPU as the target");

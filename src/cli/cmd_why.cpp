@@ -5,7 +5,6 @@
 #include "catalog/catalog.h"
 #include "cli/commands.h"
 #include "loader/why.h"
-#include "rules/data.h"
 #include "rules/scan.h"
 #include "util/error.h"
 
@@ -17,15 +16,18 @@ struct WhyArgs {
   std::string target;
   std::vector<std::string> consumers;
   std::optional<std::string> ld_library_path;
+  std::vector<std::string> rules_dirs;
 };
 
 int RunWhy(const WhyArgs& args) {
-  image::LoadOptions load = ToLoadOptions(args.image);
-  image::Image img = image::Load(args.image.reference, load);
-  catalog::Catalog cat = catalog::Build(img);
+  rules::Knowledge knowledge = LoadKnowledge(args.rules_dirs);
+  image::Image img =
+      image::Load(args.image.reference, ToLoadOptions(args.image, knowledge.libraries()));
+  catalog::Catalog cat = catalog::Build(img, knowledge.libraries());
 
-  std::vector<rules::DataFile> files = rules::LoadDataFiles({RulesDir()});
-  loader::Options options = rules::LoaderOptions(img, cat, rules::DlopenRules(files));
+  util::Expected<loader::Options> loaded = rules::LoaderOptions(img, cat, knowledge.dlopen());
+  if (!loaded) throw util::Fatal(loaded.error().message);
+  loader::Options options = std::move(*loaded);
   if (args.ld_library_path) options.ld_library_path = *args.ld_library_path;
 
   std::vector<rules::Consumer> consumers;
@@ -64,6 +66,7 @@ Runner DefineWhy(CLI::App& sub) {
                  "extension, CUDA library and CUDA executable");
   sub.add_option("--ld-library-path", args->ld_library_path,
                  "use this LD_LIBRARY_PATH instead of the image's Env");
+  AddRulesArg(sub, args->rules_dirs);
   sub.footer(
       "Exit status: 0 when every consumer finds it, 1 when one does not (or none requests it), "
       "2 when the image cannot be read.");

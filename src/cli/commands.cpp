@@ -49,7 +49,7 @@ void AddImageArgs(CLI::App& sub, ImageArgs& args) {
   sub.add_flag("-q,--quiet", args.quiet, "no progress line on stderr");
 }
 
-image::LoadOptions ToLoadOptions(const ImageArgs& args) {
+image::LoadOptions ToLoadOptions(const ImageArgs& args, const catalog::LibraryRules& libraries) {
   image::LoadOptions o;
   o.platform = args.platform;
   o.registry.creds = args.creds;
@@ -63,8 +63,8 @@ image::LoadOptions ToLoadOptions(const ImageArgs& args) {
   o.cache_max_bytes = std::min<uint64_t>(args.cache_max_mb, uint64_t{1} << 40) << 20;
   o.progress = !args.quiet;
   // Every subcommand captures what the catalog needs, so cached layers serve them all alike.
-  o.capture = catalog::CapturePolicy();
-  o.capture_id = catalog::kCapturePolicyId;
+  o.capture = catalog::CapturePolicy(libraries);
+  o.capture_id = catalog::CapturePolicyId(libraries);
   return o;
 }
 
@@ -78,6 +78,19 @@ std::string RulesDir() {
     if (std::filesystem::is_directory(installed, ec)) return installed.lexically_normal().string();
   }
   return IMGCHECK_RULES_DIR;
+}
+
+void AddRulesArg(CLI::App& sub, std::vector<std::string>& rules_dirs) {
+  // One directory per --rules, so that the image reference after it stays the image.
+  sub.add_option("--rules", rules_dirs, "directory of rule files that add to or override rules/")
+      ->check(CLI::ExistingDirectory)
+      ->allow_extra_args(false);
+}
+
+rules::Knowledge LoadKnowledge(const std::vector<std::string>& rules_dirs) {
+  std::vector<std::string> dirs = {RulesDir()};
+  dirs.insert(dirs.end(), rules_dirs.begin(), rules_dirs.end());
+  return rules::Knowledge::Load(dirs);
 }
 
 namespace {

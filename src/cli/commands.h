@@ -8,7 +8,9 @@
 #include <string_view>
 #include <vector>
 
+#include "catalog/library_rules.h"
 #include "image/image.h"
+#include "rules/knowledge.h"
 
 namespace imgcheck::cli {
 
@@ -39,8 +41,9 @@ struct ImageArgs {
   bool quiet = false;            ///< --quiet: no progress line
 };
 void AddImageArgs(CLI::App& sub, ImageArgs& args);
-/// Load options from the shared flags, with the catalog's capture policy (and its cache identity).
-image::LoadOptions ToLoadOptions(const ImageArgs& args);
+/// Load options from the shared flags, with the catalog's capture policy for `libraries` (and
+/// its cache identity).
+image::LoadOptions ToLoadOptions(const ImageArgs& args, const catalog::LibraryRules& libraries);
 
 // One function per subcommand, each in its own cmd_*.cpp.
 Runner DefineScan(CLI::App& sub);
@@ -53,6 +56,10 @@ Runner DefineProbe(CLI::App& sub);
 /// Where the built-in rule data lives: $IMGCHECK_RULES_DIR, else ../share/imgcheck/rules beside
 /// the executable (an installed copy), else the source tree's rules/ the build was made from.
 std::string RulesDir();
+/// Adds --rules DIR (repeatable) to `sub`.
+void AddRulesArg(CLI::App& sub, std::vector<std::string>& rules_dirs);
+/// The rule data every subcommand uses, each file read once: RulesDir(), then `rules_dirs`.
+rules::Knowledge LoadKnowledge(const std::vector<std::string>& rules_dirs);
 
 /// The whole command line; main() only calls this.
 int Main(int argc, char** argv);

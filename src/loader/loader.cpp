@@ -60,20 +60,6 @@ int LoadGraph::Find(std::string_view real_path) const {
 
 namespace {
 
-constexpr uint16_t kEm386 = 3, kEmArm = 40, kEmX8664 = 62, kEmAarch64 = 183;
-
-struct Abi {
-  uint16_t machine;
-  bool is64;
-  std::string_view triplet, platform, interpreter;
-};
-constexpr Abi kAbis[] = {
-    {kEmX8664, true, "x86_64-linux-gnu", "x86_64", "/lib64/ld-linux-x86-64.so.2"},
-    {kEmAarch64, true, "aarch64-linux-gnu", "aarch64", "/lib/ld-linux-aarch64.so.1"},
-    {kEm386, false, "i386-linux-gnu", "i686", "/lib/ld-linux.so.2"},
-    {kEmArm, false, "arm-linux-gnueabihf", "v7l", "/lib/ld-linux-armhf.so.3"},
-};
-
 // glibc's open_path directory form: trailing slashes collapsed to one ("" stays "": the
 // working directory).
 std::string DirPrefix(std::string dir) {
@@ -255,17 +241,16 @@ Platform DetectPlatform(const image::Tree& tree, uint16_t machine, bool is64) {
   p.machine = machine;
   p.is64 = is64;
   p.hwcaps.clear();
-  if (machine == kEmX8664 && is64) p.hwcaps = {"x86-64-v2"};
   p.lib = is64 ? "lib64" : "lib";
   p.default_dirs = is64 ? std::vector<std::string>{"/lib64", "/usr/lib64"}
                         : std::vector<std::string>{"/lib", "/usr/lib"};
   p.platform.clear();
   p.interpreter.clear();
-  for (const Abi& abi : kAbis) {
-    if (abi.machine != machine || abi.is64 != is64) continue;
-    p.platform = abi.platform;
-    p.interpreter = abi.interpreter;
-    std::string triplet(abi.triplet);
+  if (const elf::Abi* abi = elf::FindAbi(machine, is64)) {
+    if (!abi->hwcaps.empty()) p.hwcaps = {std::string(abi->hwcaps)};
+    p.platform = abi->platform;
+    p.interpreter = abi->interpreter;
+    std::string triplet(abi->triplet);
     for (const char* lib : {"/lib/", "/usr/lib/"}) {
       auto libc = tree.Resolve(lib + triplet + "/libc.so.6");
       if (libc && libc->node) {
@@ -298,6 +283,49 @@ Platform DetectPlatform(const image::Tree& tree, uint16_t machine, bool is64) {
     }
   }
   return p;
+}
+
+util::Expected<Platform> ImagePlatform(const image::Tree& tree, const catalog::Catalog& catalog,
+                                       std::string_view architecture) {
+  // The ELF that says what the image runs: its libc, else an executable's interpreter (musl's
+  // libc is its interpreter).
+  std::vector<std::string> libcs;
+  for (const elf::Abi& abi : elf::kAbis)
+    for (const char* dir : {"/lib/", "/usr/lib/"})
+      libcs.push_back(dir + std::string(abi.triplet) + "/libc.so.6");
+  for (const char* dir : {"/lib64/", "/usr/lib64/", "/lib/", "/usr/lib/"})
+    libcs.push_back(dir + std::string("libc.so.6"));
+  std::string from;
+  const elf::ElfInfo* found = nullptr;
+  auto try_path = [&](std::string_view path) {
+    auto r = tree.Resolve(path);
+    if (!r || !r->node || !(found = catalog.Elf(r->path))) return false;
+    from = r->path;
+    return true;
+  };
+  bool have = std::any_of(libcs.begin(), libcs.end(), try_path);
+  // Another ABI's multiarch libc (/lib/powerpc64le-linux-gnu/libc.so.6, libc-2.31.so).
+  for (auto it = catalog.elves().begin(); !have && it != catalog.elves().end(); ++it) {
+    std::string_view path = it->first, name = util::BaseName(path);
+    if ((path.starts_with("/lib/") || path.starts_with("/usr/lib/")) &&
+        (name == "libc.so.6" || (name.starts_with("libc-") && name.ends_with(".so"))))
+      have = try_path(path);
+  }
+  for (auto it = catalog.elves().begin(); !have && it != catalog.elves().end(); ++it)
+    if (!it->second.interpreter.empty()) have = try_path(it->second.interpreter);
+  if (have) {
+    if (elf::FindAbi(found->machine, found->is64) == nullptr)
+      return util::MakeError(from + " is for ELF machine " + std::to_string(found->machine) +
+                             (found->is64 ? " (64-bit)" : " (32-bit)") +
+                             ", which the loader does not model: library resolution skipped");
+    return DetectPlatform(tree, found->machine, found->is64);
+  }
+  // No ELF to ask: the configuration's architecture; none stated means amd64.
+  const elf::Abi* abi = elf::FindArchitecture(architecture.empty() ? "amd64" : architecture);
+  if (abi == nullptr)
+    return util::MakeError("architecture " + std::string(architecture) +
+                           " is not one the loader models: library resolution skipped");
+  return DetectPlatform(tree, abi->machine, abi->is64);
 }
 
 Resolution Resolve(const image::Tree& tree, const ElfLookup& elf, const LoadGraph& graph,

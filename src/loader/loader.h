@@ -10,9 +10,12 @@
 #include <string_view>
 #include <vector>
 
+#include "catalog/catalog.h"
 #include "catalog/ld_so.h"
+#include "elf/abi.h"
 #include "elf/elf.h"
 #include "image/tree.h"
+#include "util/error.h"
 
 namespace imgcheck::loader {
 
@@ -113,26 +116,35 @@ struct DlopenRule {
   std::string source;              ///< where this fact comes from
 };
 
-/// The loader build's platform: values glibc fixes at build time or takes from the CPU.
+/// The loader build's platform: values glibc fixes at build time or takes from the CPU. The
+/// defaults are upstream glibc's on x86-64 (elf::kX8664); an image's come from DetectPlatform.
 struct Platform {
-  uint16_t machine = 62;  ///< EM_X86_64; candidates must match it
-  bool is64 = true;
-  std::string platform = "x86_64";  ///< $PLATFORM (AT_PLATFORM)
-  std::string lib = "lib64";        ///< $LIB (Debian/Ubuntu: "lib/x86_64-linux-gnu")
+  uint16_t machine = elf::kX8664.machine;  ///< candidates must match it
+  bool is64 = elf::kX8664.is64;
+  std::string platform{elf::kX8664.platform};  ///< $PLATFORM (AT_PLATFORM)
+  std::string lib = "lib64";                   ///< $LIB (Debian/Ubuntu: "lib/x86_64-linux-gnu")
   /// System search directories in order (upstream x86-64: /lib64, /usr/lib64; Debian/Ubuntu:
   /// /lib/<triplet>, /usr/lib/<triplet>, /lib, /usr/lib).
   std::vector<std::string> default_dirs = {"/lib64", "/usr/lib64"};
   /// glibc-hwcaps subdirectories searched under every search directory, before it, in
-  /// priority order. Policy: the host CPU is unknown, so the default is the baseline every
-  /// CUDA-capable x86-64 host has ("x86-64-v2"); none on aarch64, none for glibc < 2.33.
-  /// Legacy hwcaps directories (tls/, x86_64/; gone in glibc 2.37) are not searched.
-  std::vector<std::string> hwcaps = {"x86-64-v2"};
-  std::string interpreter = "/lib64/ld-linux-x86-64.so.2";  ///< PT_INTERP when the root has none
+  /// priority order. Policy: the host CPU is unknown, so it is the ABI's baseline
+  /// (elf::Abi::hwcaps); none for glibc < 2.33. Legacy hwcaps directories (tls/, x86_64/;
+  /// gone in glibc 2.37) are not searched.
+  std::vector<std::string> hwcaps = {std::string(elf::kX8664.hwcaps)};
+  std::string interpreter{elf::kX8664.interpreter};  ///< PT_INTERP when the root has none
 };
 
 /// The platform of a glibc in `tree` for objects of `machine`/class: Debian/Ubuntu multiarch
 /// layout when the tree has /lib/<triplet>/libc.so.6 (or /usr/lib/<triplet>/), else upstream.
 Platform DetectPlatform(const image::Tree& tree, uint16_t machine, bool is64);
+
+/// The platform of the image: the machine and class of its libc.so.6 (in the modelled ABIs'
+/// multiarch directories, /lib64, /usr/lib64, /lib, /usr/lib) or, without one, of the program
+/// interpreter its executables name (musl, other ABIs); with neither, of `architecture` (the
+/// image configuration's). An error (one line, for a diagnostic) when that machine is not one
+/// of elf::kAbis: the loader cannot simulate it.
+util::Expected<Platform> ImagePlatform(const image::Tree& tree, const catalog::Catalog& catalog,
+                                       std::string_view architecture);
 
 struct Options {
   Platform platform;

@@ -312,6 +312,65 @@ TEST_CASE("platform detection: Debian multiarch vs upstream layout", "[loader]")
   CHECK(q.hwcaps.empty());
 }
 
+// The machine comes from the image's own libc (or interpreter), not from a guess: a 32-bit or
+// aarch64 image is simulated as such, and a machine the loader does not model is an error.
+TEST_CASE("image platform: from the libc's ELF header, else the configuration", "[loader]") {
+  auto platform = [](const FakeImage& img, std::string_view arch) {
+    catalog::Catalog cat;
+    cat.mutable_elves() = img.elves;
+    return ImagePlatform(img.tree, cat, arch);
+  };
+  FakeImage i386;
+  i386.Lib("/lib/i386-linux-gnu/libc.so.6", "libc.so.6").machine = 3;
+  i386.elves["/lib/i386-linux-gnu/libc.so.6"].is64 = false;
+  auto p = platform(i386, "amd64");  // the configuration may be wrong; the libc is not
+  REQUIRE(p);
+  CHECK(p->machine == 3);
+  CHECK_FALSE(p->is64);
+  CHECK(p->platform == "i686");
+  CHECK(p->default_dirs.front() == "/lib/i386-linux-gnu");
+  CHECK(p->interpreter == "/lib/ld-linux.so.2");
+  CHECK(p->hwcaps.empty());
+
+  FakeImage arm;  // glibc < 2.34: libc.so.6 links to libc-2.31.so
+  arm.Lib("/lib/aarch64-linux-gnu/libc-2.31.so", "libc.so.6").machine = 183;
+  arm.Link("/lib/aarch64-linux-gnu/libc.so.6", "libc-2.31.so");
+  p = platform(arm, "");
+  REQUIRE(p);
+  CHECK(p->machine == 183);
+  CHECK(p->platform == "aarch64");
+  CHECK(p->lib == "lib/aarch64-linux-gnu");
+
+  FakeImage musl;  // no libc.so.6: the interpreter an executable names
+  musl.Lib("/lib/ld-musl-aarch64.so.1", "libc.musl-aarch64.so.1").machine = 183;
+  musl.Lib("/bin/busybox", "").interpreter = "/lib/ld-musl-aarch64.so.1";
+  p = platform(musl, "amd64");
+  REQUIRE(p);
+  CHECK(p->machine == 183);
+
+  FakeImage ppc;  // EM_PPC64, little-endian: not modelled
+  ppc.Lib("/lib/powerpc64le-linux-gnu/libc.so.6", "libc.so.6").machine = 21;
+  ppc.Lib("/usr/lib/libcudnn.so.9", "libcudnn.so.9").machine = 21;
+  auto bad = platform(ppc, "ppc64le");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().message ==
+        "/lib/powerpc64le-linux-gnu/libc.so.6 is for ELF machine 21 (64-bit), which the loader "
+        "does not model: library resolution skipped");
+
+  FakeImage empty;  // nothing to read: the configuration decides
+  p = platform(empty, "arm64");
+  REQUIRE(p);
+  CHECK(p->machine == 183);
+  p = platform(empty, "");
+  REQUIRE(p);
+  CHECK(p->machine == 62);
+  CHECK(p->hwcaps == std::vector<std::string>{"x86-64-v2"});
+  bad = platform(empty, "s390x");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().message ==
+        "architecture s390x is not one the loader models: library resolution skipped");
+}
+
 TEST_CASE("why: every consumer's resolution of a name or path, libtree style", "[loader][why]") {
   FakeImage img;
   img.Lib("/app/a.so", "a.so", {"libcudnn.so.9"}).rpath = {"$ORIGIN/../nv"};

@@ -73,7 +73,6 @@ class Context {
   static std::string Describe(const loader::Resolution& r);
 
  private:
-  catalog::LibraryRules libraries_;
   std::map<std::string, const catalog::Component*, std::less<>> by_path_;
   std::vector<SeenResolution> resolutions_;
 };

@@ -55,34 +55,6 @@ void LoadRules(const std::vector<DataFile>& files, std::vector<RuleInfo>& out) {
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
 }
 
-// cuDNN's sub-library sets live with the library families (rules/libraries.json), which the
-// catalog reads too: families[family == "cudnn"].sub_libraries {"8": [...], "9": [...]}.
-void LoadSublibraries(const std::vector<DataFile>& files, std::vector<SublibrarySet>& out) {
-  for (const auto& f : files) {
-    if (f.name != "libraries.json" || !f.json.contains("families")) continue;
-    const auto& families = f.json["families"];
-    if (!families.is_array()) continue;
-    for (size_t i = 0; i < families.size(); ++i) {
-      const auto& fam = families[i];
-      if (!fam.is_object() || fam.value("family", "") != "cudnn" || !fam.contains("sub_libraries"))
-        continue;
-      std::string at = "/families/" + std::to_string(i) + "/sub_libraries";
-      const auto& subs = fam["sub_libraries"];
-      if (!subs.is_object()) throw util::Fatal(f.Where(at, "sub_libraries must be an object"));
-      for (const auto& [major, list] : subs.items()) {
-        SublibrarySet set;
-        auto v = Version::Parse(major);
-        if (!v || !list.is_array())
-          throw util::Fatal(f.Where(at, "sub_libraries maps a cuDNN major to a list of names"));
-        set.major = v->major();
-        for (const auto& name : list)
-          if (name.is_string()) set.libraries.push_back(name.get<std::string>());
-        out.push_back(std::move(set));
-      }
-    }
-  }
-}
-
 }  // namespace
 
 std::string_view SeverityName(Severity severity) {
@@ -104,7 +76,12 @@ std::optional<Severity> ParseSeverity(std::string_view name) {
 }
 
 Knowledge Knowledge::Load(const std::vector<std::string>& dirs) {
-  return FromFiles(LoadDataFiles(dirs));
+  std::vector<DataFile> files = LoadDataFiles(dirs);
+  // The catalog cannot tell a CUDA library from any other without it.
+  if (std::none_of(files.begin(), files.end(),
+                   [](const DataFile& f) { return f.name == "libraries.json"; }))
+    throw util::Fatal("no library families: the rules directory has no libraries.json");
+  return FromFiles(std::move(files));
 }
 
 Knowledge Knowledge::FromFiles(std::vector<DataFile> files) {
@@ -135,7 +112,12 @@ Knowledge Knowledge::FromFiles(std::vector<DataFile> files) {
     k.cudnn_releases_.push_back({VersionField(r, "from"), VersionField(r, "to"),
                                  r.Ints("cuda_majors"), r.Int("min_sm"), r.Int("max_sm", false),
                                  r.String("source")});
-  LoadSublibraries(f, k.sublibraries_);
+  k.libraries_ = catalog::LibraryRules::FromFiles(f);
+  if (const catalog::Family* cudnn = k.libraries_.Find("cudnn"))
+    for (const auto& [major, names] : cudnn->sub_libraries)
+      k.sublibraries_.push_back({major, names});
+  for (const Row& r : TableRows(f, "dlopen"))
+    k.dlopen_.push_back({r.String("caller"), r.Strings("names"), r.String("source")});
   for (const Row& r : TableRows(f, "tensorflow_builds"))
     k.tensorflow_.push_back({VersionField(r, "tensorflow"), VersionField(r, "cudnn"),
                              VersionField(r, "cuda"), r.String("package"), r.String("source")});

@@ -7,11 +7,19 @@
 #include <string_view>
 #include <vector>
 
-#include "rules/data.h"
+#include "catalog/library_rules.h"
+#include "loader/loader.h"
 #include "rules/finding.h"
 #include "rules/version.h"
+#include "util/data_file.h"
 
 namespace imgcheck::rules {
+
+using util::DataFile;
+using util::LoadDataFiles;
+using util::ParseDataFile;
+using util::Row;
+using util::TableRows;
 
 /// A rule of the catalogue (rules.json).
 struct RuleInfo {
@@ -101,12 +109,17 @@ struct SublibrarySet {
 class Knowledge {
  public:
   /// Loads and validates the files of `dirs` (the built-in rules dir first, then --rules
-  /// dirs). util::Fatal("file:line: message") for malformed data.
+  /// dirs), every one of them once. util::Fatal("file:line: message") for malformed data, and
+  /// when rules.json or libraries.json is missing.
   static Knowledge Load(const std::vector<std::string>& dirs);
   /// From already parsed files (tests).
   static Knowledge FromFiles(std::vector<DataFile> files);
 
   const std::vector<DataFile>& files() const { return files_; }
+  /// The library classification the catalog uses (libraries.json).
+  const catalog::LibraryRules& libraries() const { return libraries_; }
+  /// The dlopen lists of dlopen.json.
+  const std::vector<loader::DlopenRule>& dlopen() const { return dlopen_; }
   const std::vector<RuleInfo>& rules() const { return rules_; }
   const RuleInfo* Rule(std::string_view id) const;  ///< by ID or name, case-insensitive
   /// The closest rule ID or name to a mistyped `word`, "" when nothing is close.
@@ -144,6 +157,8 @@ class Knowledge {
 
  private:
   std::vector<DataFile> files_;
+  catalog::LibraryRules libraries_;
+  std::vector<loader::DlopenRule> dlopen_;
   std::vector<RuleInfo> rules_;
   std::vector<DriverRow> drivers_;
   std::vector<MinorCompatRow> minor_compat_;

@@ -142,6 +142,31 @@ TEST_CASE("malformed rule files are rejected with file:line") {
   CHECK(m == (dir / "badfield" / "gpus.json").string() + ":3: field \"sm\" must be an integer");
 }
 
+// The library classification is loaded with the rest: a malformed libraries.json stops the run
+// (it used to load, and leave rules::Context's family lookups empty), and a rules directory
+// without one is refused.
+TEST_CASE("libraries.json is checked when the rule data is loaded") {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "libs");
+  WriteFile(dir / "libs" / "libraries.json",
+            "{\"families\": [\n  {\"family\": \"cudnn\", \"kind\": \"cuda-libary\", "
+            "\"libraries\": [\"libcudnn\"], \"source\": \"s\"}]}\n");
+  std::string m = FatalMessage({IMGCHECK_RULES_DIR, (dir / "libs").string()});
+  CHECK(m == (dir / "libs" / "libraries.json").string() +
+                 ":2: kind must be \"cuda-library\" or \"driver-library\"");
+
+  std::filesystem::create_directories(dir / "only");
+  std::filesystem::copy_file(std::filesystem::path(IMGCHECK_RULES_DIR) / "rules.json",
+                             dir / "only" / "rules.json");
+  m = FatalMessage({(dir / "only").string()});
+  CHECK(m == "no library families: the rules directory has no libraries.json");
+
+  const Knowledge& k = Builtin();
+  REQUIRE(k.libraries().Find("cudnn") != nullptr);
+  CHECK(k.libraries().Classify("libcudnn_ops")->family == "cudnn");
+  CHECK_FALSE(k.dlopen().empty());
+}
+
 TEST_CASE(
     "Rule directories given with --rules add rows that win lookups and replace files by name") {
   TempDir dir;

@@ -49,24 +49,14 @@ std::vector<loader::DlopenRule> ForBuild(const std::vector<loader::DlopenRule>& 
 
 }  // namespace
 
-std::vector<loader::DlopenRule> DlopenRules(const std::vector<DataFile>& files) {
-  std::vector<loader::DlopenRule> out;
-  for (const Row& row : TableRows(files, "dlopen")) {
-    loader::DlopenRule r;
-    r.caller = row.String("caller");
-    r.names = row.Strings("names");
-    r.source = row.String("source");
-    out.push_back(std::move(r));
-  }
-  return out;
-}
-
-loader::Options LoaderOptions(const image::Image& image, const catalog::Catalog& catalog,
-                              std::vector<loader::DlopenRule> dlopen) {
+util::Expected<loader::Options> LoaderOptions(const image::Image& image,
+                                              const catalog::Catalog& catalog,
+                                              std::vector<loader::DlopenRule> dlopen) {
+  util::Expected<loader::Platform> platform =
+      loader::ImagePlatform(image.tree, catalog, image.config.architecture);
+  if (!platform) return platform.error();
   loader::Options o;
-  const std::string& arch = image.config.architecture;
-  uint16_t machine = arch == "arm64" || arch == "aarch64" ? 183 : 62;
-  o.platform = loader::DetectPlatform(image.tree, machine, true);
+  o.platform = std::move(*platform);
   o.ld_library_path = catalog.config.Env("LD_LIBRARY_PATH");
   if (!image.config.working_dir.empty()) o.working_dir = image.config.working_dir;
   if (catalog.config.ld_so_cache) o.cache = &*catalog.config.ld_so_cache;
@@ -133,11 +123,6 @@ std::vector<Consumer> LoadConsumers(const image::Image& image, const catalog::Ca
 
 Context::Context(const ScanInput& input)
     : in(input), cat(*input.catalog), k(*input.knowledge), tree(input.image->tree) {
-  for (const auto& f : k.files())
-    if (f.name == "libraries.json") {
-      auto parsed = catalog::ParseLibraryRules(f.json.dump());
-      if (parsed) libraries_ = std::move(*parsed);
-    }
   for (const auto& c : cat.components) {
     using catalog::ComponentKind;
     if (c.deleted ||
@@ -182,7 +167,7 @@ const catalog::Component* Context::LibraryAt(std::string_view real_path) const {
 std::string Context::FamilyOf(std::string_view name) const {
   std::string_view base = util::BaseName(name).empty() ? name : util::BaseName(name);
   if (size_t so = base.find(".so"); so != std::string_view::npos) base = base.substr(0, so);
-  const catalog::Family* f = libraries_.Classify(base);
+  const catalog::Family* f = k.libraries().Classify(base);
   return f ? f->family : "";
 }
 

@@ -41,13 +41,12 @@ struct ScanInput {
   std::vector<Consumer> consumers;
 };
 
-/// The dlopen lists of rules/dlopen.json found among `files`; util::Fatal for malformed rows.
-std::vector<loader::DlopenRule> DlopenRules(const std::vector<DataFile>& files);
-
 /// Loader options for the image: its Env's LD_LIBRARY_PATH, WorkingDir, ld.so.cache, the
-/// platform of its glibc, and `dlopen`.
-loader::Options LoaderOptions(const image::Image& image, const catalog::Catalog& catalog,
-                              std::vector<loader::DlopenRule> dlopen);
+/// platform of its glibc (loader::ImagePlatform), and `dlopen`. The error of an image whose
+/// machine the loader does not model.
+util::Expected<loader::Options> LoaderOptions(const image::Image& image,
+                                              const catalog::Catalog& catalog,
+                                              std::vector<loader::DlopenRule> dlopen);
 
 /// The top package directory of a framework: the component after site-packages/ or
 /// dist-packages/ ("/usr/lib/python3/dist-packages/torch"), else the build file's directory.

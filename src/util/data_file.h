@@ -1,5 +1,6 @@
-// Rules data files (rules/*.json): parsed JSON plus the line of every value, so that a
-// malformed or inconsistent file is reported as `file:line: message`.
+// Rule data files (rules/*.json): parsed JSON plus the line of every value, so that a
+// malformed or inconsistent file is reported as `file:line: message`. Read once by the CLI and
+// typed by each stage that consults them (catalog::LibraryRules, rules::Knowledge).
 #pragma once
 
 #include <map>
@@ -10,7 +11,7 @@
 
 #include "util/error.h"
 
-namespace imgcheck::rules {
+namespace imgcheck::util {
 
 struct DataFile {
   std::string path;  ///< as read (for messages)
@@ -25,10 +26,10 @@ struct DataFile {
 };
 
 /// Parses rules file `text`; the error is "path:line: message" for malformed JSON.
-util::Expected<DataFile> ParseDataFile(std::string path, std::string_view text);
+Expected<DataFile> ParseDataFile(std::string path, std::string_view text);
 
 /// Reads every *.json of each directory, in order (names sorted within a directory); a file
-/// in a later directory replaces an earlier one of the same name. util::Fatal ("file:line:
+/// in a later directory replaces an earlier one of the same name. Fatal ("file:line:
 /// message") for unreadable or malformed files, or a directory that does not exist.
 std::vector<DataFile> LoadDataFiles(const std::vector<std::string>& dirs);
 
@@ -38,20 +39,20 @@ struct Row {
   std::string pointer;
   const nlohmann::json* value = nullptr;
 
-  /// Typed field access; util::Fatal("file:line: ...") when missing (required) or mistyped.
+  /// Typed field access; Fatal("file:line: ...") when missing (required) or mistyped.
   std::string String(std::string_view key, bool required = true) const;
   int Int(std::string_view key, bool required = true, int fallback = 0) const;
   bool Bool(std::string_view key, bool fallback) const;
   std::vector<std::string> Strings(std::string_view key, bool required = true) const;
   std::vector<int> Ints(std::string_view key, bool required = true) const;
   bool Has(std::string_view key) const;
-  /// Throws util::Fatal naming this row's (or its field's) line.
+  /// Throws Fatal naming this row's (or its field's) line.
   [[noreturn]] void Fail(std::string_view key, std::string_view message) const;
 };
 
 /// The rows of table `table` (a top-level key whose value is {"rows": [...]}) across `files`,
 /// later files first (so their rows win lookups). Every row must be an object with a
-/// non-empty string `source` (util::Fatal otherwise). Empty when no file has the table.
+/// non-empty string `source` (Fatal otherwise). Empty when no file has the table.
 std::vector<Row> TableRows(const std::vector<DataFile>& files, std::string_view table);
 
-}  // namespace imgcheck::rules
+}  // namespace imgcheck::util

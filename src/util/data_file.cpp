@@ -1,11 +1,11 @@
-#include "rules/data.h"
+#include "util/data_file.h"
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-namespace imgcheck::rules {
+namespace imgcheck::util {
 
 namespace {
 
@@ -104,7 +104,7 @@ std::string DataFile::Where(std::string_view pointer, std::string_view message) 
   return path + ":" + std::to_string(Line(pointer)) + ": " + std::string(message);
 }
 
-util::Expected<DataFile> ParseDataFile(std::string path, std::string_view text) {
+Expected<DataFile> ParseDataFile(std::string path, std::string_view text) {
   DataFile f;
   f.name = std::filesystem::path(path).filename().string();
   f.path = std::move(path);
@@ -114,10 +114,9 @@ util::Expected<DataFile> ParseDataFile(std::string path, std::string_view text) 
     // e.byte is the 1-based offset of the character the parser stopped at.
     size_t end = std::min(text.size(), e.byte == 0 ? 0 : e.byte - 1);
     int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + end, '\n'));
-    return util::MakeError(f.path + ":" + std::to_string(line) + ": " + ParseMessage(e.what()));
+    return MakeError(f.path + ":" + std::to_string(line) + ": " + ParseMessage(e.what()));
   }
-  if (!f.json.is_object())
-    return util::MakeError(f.path + ":1: a rules file must be a JSON object");
+  if (!f.json.is_object()) return MakeError(f.path + ":1: a rules file must be a JSON object");
   IndexLines(text, f.lines);
   return f;
 }
@@ -127,7 +126,7 @@ std::vector<DataFile> LoadDataFiles(const std::vector<std::string>& dirs) {
   for (const auto& dir : dirs) {
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec))
-      throw util::Fatal("rules directory " + dir + " does not exist");
+      throw Fatal("rules directory " + dir + " does not exist");
     std::vector<std::filesystem::path> paths;
     for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
       if (entry.path().extension() == ".json") paths.push_back(entry.path());
@@ -136,9 +135,9 @@ std::vector<DataFile> LoadDataFiles(const std::vector<std::string>& dirs) {
       std::ifstream in(p, std::ios::binary);
       std::stringstream buffer;
       buffer << in.rdbuf();
-      if (!in) throw util::Fatal(p.string() + ":1: cannot read the file");
+      if (!in) throw Fatal(p.string() + ":1: cannot read the file");
       auto parsed = ParseDataFile(p.string(), buffer.str());
-      if (!parsed) throw util::Fatal(parsed.error().message);
+      if (!parsed) throw Fatal(parsed.error().message);
       auto same = std::find_if(files.begin(), files.end(),
                                [&](const DataFile& f) { return f.name == parsed->name; });
       if (same != files.end())
@@ -152,7 +151,7 @@ std::vector<DataFile> LoadDataFiles(const std::vector<std::string>& dirs) {
 
 void Row::Fail(std::string_view key, std::string_view message) const {
   std::string at = key.empty() ? pointer : pointer + "/" + EscapePointerToken(key);
-  throw util::Fatal(file->Where(at, message));
+  throw Fatal(file->Where(at, message));
 }
 
 bool Row::Has(std::string_view key) const {
@@ -229,8 +228,7 @@ std::vector<Row> TableRows(const std::vector<DataFile>& files, std::string_view 
     const auto& t = f->json[key];
     std::string base = "/" + EscapePointerToken(key);
     if (!t.is_object() || !t.contains("rows") || !t["rows"].is_array())
-      throw util::Fatal(
-          f->Where(base, "table \"" + key + "\" must be an object with a \"rows\" list"));
+      throw Fatal(f->Where(base, "table \"" + key + "\" must be an object with a \"rows\" list"));
     const auto& list = t["rows"];
     for (size_t i = 0; i < list.size(); ++i) {
       Row row{&*f, base + "/rows/" + std::to_string(i), &list[i]};
@@ -243,4 +241,4 @@ std::vector<Row> TableRows(const std::vector<DataFile>& files, std::string_view 
   return rows;
 }
 
-}  // namespace imgcheck::rules
+}  // namespace imgcheck::util

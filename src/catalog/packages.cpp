@@ -1,0 +1,143 @@
+// Package managers' databases: dpkg (status, status.d, info/*.list), pip (*.dist-info METADATA
+// and RECORD, *.egg-info PKG-INFO) and conda (conda-meta/*.json). CUDA packages become
+// components; every package records which files it owns, for the libraries' version evidence.
+#include "catalog/builder.h"
+#include "catalog/metadata.h"
+#include "util/path.h"
+
+namespace imgcheck::catalog {
+
+using image::Node;
+
+std::string Builder::Canonical(std::string_view path) const {
+  std::optional<image::Tree::Resolved> r = tree_.Resolve(path, /*follow_last=*/false);
+  return r ? r->path : util::NormalizePath(path);
+}
+
+void Builder::Own(std::string_view path, const PackageRef& owner) {
+  owners_.emplace(Canonical(path), owner);
+}
+
+void Builder::ReadDpkg() {
+  std::map<std::string, DpkgPackage> packages;
+  for (const std::string& db : dpkg_databases_) {
+    const Node* node = tree_.Find(db);
+    std::optional<std::string_view> text = Text(db, *node);
+    if (!text) continue;
+    bool status_d = db != "/var/lib/dpkg/status";
+    for (DpkgPackage& p : ParseDpkgStatus(*text)) {
+      // "install ok installed", "hold ok installed": the last word is the state. status.d
+      // records carry no Status: the package is installed.
+      if (!p.status.ends_with(" installed") && !(status_d && p.status.empty())) continue;
+      std::string name = p.name;
+      if (rules_.IsCudaPackage(PackageManager::kDpkg, name)) {
+        Component c;
+        c.kind = ComponentKind::kOsPackage;
+        c.name = name;
+        if (const Family* f = rules_.ByPackage(PackageManager::kDpkg, name)) c.family = f->family;
+        c.path = db;
+        c.layer = node->layer;
+        c.status = p.status;
+        c.held = p.status.starts_with("hold ");
+        c.versions.push_back(
+            {UpstreamVersion(p.version), VersionSource::kDpkg, db, node->layer, p.version});
+        cat_.components.push_back(std::move(c));
+      }
+      packages.emplace(name, std::move(p));
+    }
+  }
+  for (const auto& [package, list_path] : dpkg_lists_) {
+    auto it = packages.find(package);
+    if (it == packages.end()) continue;
+    const Node* node = tree_.Find(list_path);
+    std::optional<std::string_view> text = Text(list_path, *node);
+    if (!text) continue;
+    PackageRef owner{PackageManager::kDpkg, package, it->second.version, list_path, node->layer};
+    for (const std::string& line : util::Split(*text, '\n')) {
+      std::string file;
+      if (!line.empty() && line.front() == '/')
+        file = line;  // info/*.list: "/usr/lib/x"
+      else if (size_t sep = line.find("  "); sep != std::string::npos)
+        file = "/" + line.substr(sep + 2);  // status.d/*.md5sums: "<md5>  usr/lib/x"
+      if (!file.empty() && file != "/.") Own(file, owner);
+    }
+  }
+}
+
+void Builder::ReadDists() {
+  for (auto& [dir, d] : dists_) {
+    Component c;
+    c.kind = ComponentKind::kPythonDist;
+    c.path = dir;
+    DistMetadata meta;
+    int meta_layer = -1;
+    if (d.metadata != nullptr) {
+      if (std::optional<std::string_view> text = Text(d.metadata_path, *d.metadata)) {
+        meta = ParseDistMetadata(*text);
+      }
+      meta_layer = d.metadata->layer;
+      c.layer = meta_layer;
+    }
+    if (meta.name.empty()) {
+      // "torch-2.1.0.dist-info": the name is before the first '-'.
+      std::string_view base = util::BaseName(dir);
+      meta.name = std::string(base.substr(0, base.find('-')));
+      if (meta.version.empty() && base.find('-') != std::string_view::npos) {
+        std::string_view rest = base.substr(base.find('-') + 1);
+        meta.version = std::string(rest.substr(0, rest.rfind('.')));
+      }
+    }
+    c.name = NormalizeDistName(meta.name);
+    if (const Family* f = rules_.ByPackage(PackageManager::kPip, c.name)) c.family = f->family;
+    if (!meta.version.empty()) {
+      c.versions.push_back({meta.version, VersionSource::kPipMetadata,
+                            d.metadata ? d.metadata_path : dir, meta_layer, ""});
+    }
+    c.requires_dist = std::move(meta.requires_dist);
+    if (d.record != nullptr) {
+      if (c.layer < 0) c.layer = d.record->layer;
+      if (std::optional<std::string_view> text = Text(d.record_path, *d.record, true)) {
+        PackageRef owner{PackageManager::kPip, c.name, meta.version, d.record_path,
+                         d.record->layer};
+        std::string site = std::string(util::DirName(dir));
+        for (const std::string& entry : ParseRecord(*text)) {
+          std::string abs = util::JoinPath(site, entry);
+          std::optional<image::Tree::Resolved> r = tree_.Resolve(abs);
+          if (!r || r->node == nullptr) {
+            c.missing_files.push_back(abs);
+            continue;
+          }
+          Own(abs, owner);
+        }
+      }
+    }
+    cat_.components.push_back(std::move(c));
+  }
+}
+
+void Builder::ReadConda() {
+  for (const std::string& path : conda_) {
+    const Node* node = tree_.Find(path);
+    std::optional<std::string_view> text = Text(path, *node, true);
+    if (!text) continue;
+    util::Expected<CondaPackage> p = ParseCondaMeta(*text);
+    if (!p) {
+      Diagnose(path, node->layer, p.error().message);
+      continue;
+    }
+    std::string prefix(util::DirName(util::DirName(path)));
+    PackageRef owner{PackageManager::kConda, p->name, p->version, path, node->layer};
+    for (const std::string& f : p->files) Own(util::JoinPath(prefix, f), owner);
+    if (!rules_.IsCudaPackage(PackageManager::kConda, p->name)) continue;
+    Component c;
+    c.kind = ComponentKind::kCondaPackage;
+    c.name = p->name;
+    if (const Family* f = rules_.ByPackage(PackageManager::kConda, c.name)) c.family = f->family;
+    c.path = path;
+    c.layer = node->layer;
+    c.versions.push_back({p->version, VersionSource::kConda, path, node->layer, p->build});
+    cat_.components.push_back(std::move(c));
+  }
+}
+
+}  // namespace imgcheck::catalog
