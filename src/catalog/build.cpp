@@ -17,13 +17,6 @@ using image::NodeType;
 
 constexpr uint64_t kKiB = 1024, kMiB = 1024 * 1024;
 
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-bool StartsWith(std::string_view s, std::string_view prefix) {
-  return s.substr(0, prefix.size()) == prefix;
-}
-
 /// True when some directory component of `path` is one of `names`.
 bool HasDirComponent(std::string_view path, const std::vector<std::string>& names) {
   std::vector<std::string> parts = util::Split(util::DirName(path), '/');
@@ -69,7 +62,7 @@ const FrameworkFile* MatchFramework(std::string_view path) {
 bool IsCudaVersionFile(std::string_view path) {
   std::string_view dir = util::DirName(path);
   std::string_view name = util::BaseName(path);
-  return util::DirName(dir) == "/usr/local" && StartsWith(util::BaseName(dir), "cuda") &&
+  return util::DirName(dir) == "/usr/local" && util::BaseName(dir).starts_with("cuda") &&
          (name == "version.json" || name == "version.txt");
 }
 
@@ -78,20 +71,20 @@ uint64_t MetadataLimit(std::string_view path) {
   std::string_view name = util::BaseName(path);
   std::string_view dir = util::DirName(path);
   if (path == "/var/lib/dpkg/status") return 64 * kMiB;
-  if (dir == "/var/lib/dpkg/info" && EndsWith(name, ".list")) return 8 * kMiB;
+  if (dir == "/var/lib/dpkg/info" && name.ends_with(".list")) return 8 * kMiB;
   if (dir == "/var/lib/dpkg/status.d") return 1 * kMiB;
-  if (EndsWith(dir, ".dist-info") && (name == "METADATA" || name == "RECORD")) return 16 * kMiB;
-  if (EndsWith(dir, ".egg-info") && name == "PKG-INFO") return 1 * kMiB;
-  if (util::BaseName(dir) == "conda-meta" && EndsWith(name, ".json")) return 32 * kMiB;
+  if (dir.ends_with(".dist-info") && (name == "METADATA" || name == "RECORD")) return 16 * kMiB;
+  if (dir.ends_with(".egg-info") && name == "PKG-INFO") return 1 * kMiB;
+  if (util::BaseName(dir) == "conda-meta" && name.ends_with(".json")) return 32 * kMiB;
   // The version headers of rules/libraries.json ("headers"); the policy runs before the rules
   // are read, so it keeps every name those globs could match.
-  if (EndsWith(name, ".h") &&
-      (StartsWith(name, "cudnn_version") || name == "cudnn.h" || name == "cuda_runtime_api.h")) {
+  if (name.ends_with(".h") &&
+      (name.starts_with("cudnn_version") || name == "cudnn.h" || name == "cuda_runtime_api.h")) {
     return 2 * kMiB;
   }
   if (IsCudaVersionFile(path)) return 1 * kMiB;
   if (MatchFramework(path) != nullptr) return 1 * kMiB;
-  if (StartsWith(path, "/etc/ld.so.conf")) return 1 * kMiB;
+  if (path.starts_with("/etc/ld.so.conf")) return 1 * kMiB;
   if (path == "/etc/ld.so.cache") return 64 * kMiB;
   if (path == "/etc/os-release" || path == "/usr/lib/os-release") return 64 * kKiB;
   return 0;
@@ -144,7 +137,7 @@ void SettleVersion(Component& c) {
   for (const VersionEvidence& e : c.versions) {
     int p = VersionPrecision(e.value);
     // Equal precision: a value that extends the chosen one says more ("2.3.0+cu121").
-    bool extends = p == best && e.value.size() > c.version.size() && StartsWith(e.value, c.version);
+    bool extends = p == best && e.value.size() > c.version.size() && e.value.starts_with(c.version);
     if (p > best || extends) {
       best = p;
       c.version = e.value;
@@ -255,14 +248,14 @@ class Builder {
     // dpkg's database: the status file, or distroless's status.d (a record per package, its
     // files in <package>.md5sums); which files a package owns in info/<package>.list.
     bool status_d = dir == "/var/lib/dpkg/status.d";
-    if (path == "/var/lib/dpkg/status" || (status_d && !EndsWith(name, ".md5sums"))) {
+    if (path == "/var/lib/dpkg/status" || (status_d && !name.ends_with(".md5sums"))) {
       dpkg_databases_.push_back(path);
-    } else if ((dir == "/var/lib/dpkg/info" && EndsWith(name, ".list")) ||
-               (status_d && EndsWith(name, ".md5sums"))) {
+    } else if ((dir == "/var/lib/dpkg/info" && name.ends_with(".list")) ||
+               (status_d && name.ends_with(".md5sums"))) {
       std::string package(name.substr(0, name.rfind('.')));
       package = package.substr(0, package.find(':'));  // "libfoo:amd64.list"
       dpkg_lists_.emplace_back(package, path);
-    } else if (EndsWith(dir, ".dist-info") || EndsWith(dir, ".egg-info")) {
+    } else if (dir.ends_with(".dist-info") || dir.ends_with(".egg-info")) {
       DistInfo& d = dists_[std::string(dir)];
       d.dir = std::string(dir);
       if (name == "METADATA" || name == "PKG-INFO") {
@@ -272,9 +265,9 @@ class Builder {
         d.record = &node;
         d.record_path = path;
       }
-    } else if (util::BaseName(dir) == "conda-meta" && EndsWith(name, ".json")) {
+    } else if (util::BaseName(dir) == "conda-meta" && name.ends_with(".json")) {
       conda_.push_back(path);
-    } else if (const Family* f = rules_.ByHeader(name); f != nullptr && EndsWith(name, ".h")) {
+    } else if (const Family* f = rules_.ByHeader(name); f != nullptr && name.ends_with(".h")) {
       headers_.push_back(path);
       (void)f;
     } else if (IsCudaVersionFile(path)) {
@@ -298,8 +291,8 @@ class Builder {
 
   /// dpkg packages are components when some family or the CUDA repository names them.
   bool CudaPackage(PackageManager m, std::string_view name) const {
-    return rules_.ByPackage(m, name) != nullptr || StartsWith(name, "cuda-") ||
-           StartsWith(name, "cuda_") || name == "cudatoolkit";
+    return rules_.ByPackage(m, name) != nullptr || name.starts_with("cuda-") ||
+           name.starts_with("cuda_") || name == "cudatoolkit";
   }
 
   void ReadDpkg() {
@@ -312,7 +305,7 @@ class Builder {
       for (DpkgPackage& p : ParseDpkgStatus(*text)) {
         // "install ok installed", "hold ok installed": the last word is the state. status.d
         // records carry no Status: the package is installed.
-        if (!EndsWith(p.status, " installed") && !(status_d && p.status.empty())) continue;
+        if (!p.status.ends_with(" installed") && !(status_d && p.status.empty())) continue;
         std::string name = p.name;
         if (CudaPackage(PackageManager::kDpkg, name)) {
           Component c;
@@ -322,7 +315,7 @@ class Builder {
           c.path = db;
           c.layer = node->layer;
           c.status = p.status;
-          c.held = StartsWith(p.status, "hold ");
+          c.held = p.status.starts_with("hold ");
           c.versions.push_back(
               {UpstreamVersion(p.version), VersionSource::kDpkg, db, node->layer, p.version});
           cat_.components.push_back(std::move(c));
@@ -528,7 +521,7 @@ class Builder {
     std::string prefix = root == "/" ? "/" : root + "/";
     for (const auto& [path, index] : library_at_) {
       Component& c = cat_.components[index];
-      if (c.family != family || !StartsWith(path, prefix)) continue;
+      if (c.family != family || !path.starts_with(prefix)) continue;
       std::string file_major;
       for (const VersionEvidence& v : c.versions) {
         if (v.source == VersionSource::kFilename || v.source == VersionSource::kSoname) {
@@ -590,7 +583,7 @@ class Builder {
       std::optional<std::string_view> text = Text(path, *node, true);
       if (!text) continue;
       std::map<std::string, std::string> versions;
-      if (EndsWith(path, ".json")) {
+      if (path.ends_with(".json")) {
         util::Expected<std::map<std::string, std::string>> parsed = ParseCudaVersionJson(*text);
         if (!parsed) {
           Diagnose(path, node->layer, parsed.error().message);

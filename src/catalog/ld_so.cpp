@@ -39,7 +39,7 @@ struct NewPart {
 
 std::optional<NewPart> ReadNewHeader(std::string_view bytes, uint64_t base) {
   auto header = util::Slice(bytes, base, kNewHeaderSize);
-  if (!header || header->substr(0, kNewMagic.size()) != kNewMagic) return std::nullopt;
+  if (!header || !header->starts_with(kNewMagic)) return std::nullopt;
   NewPart part;
   part.base = base;
   uint8_t endian = static_cast<uint8_t>((*header)[28]) & kEndianMask;
@@ -184,7 +184,7 @@ util::Expected<LdCacheFile> ParseLdCache(std::string_view bytes) {
     if (auto ok = ReadNewEntries(bytes, *part, cache); !ok) return ok.error();
     return cache;
   }
-  if (bytes.substr(0, kOldMagic.size()) != kOldMagic || bytes.size() < kOldHeaderSize)
+  if (!bytes.starts_with(kOldMagic) || bytes.size() < kOldHeaderSize)
     return util::MakeError("ld.so.cache: not a glibc ld.so.cache (unknown magic)");
   util::Reader r(bytes);
   r.Seek(12);

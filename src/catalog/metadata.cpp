@@ -34,11 +34,11 @@ std::optional<long> Define(std::string_view text, std::string_view name) {
   std::optional<long> value;
   ForEachLine(text, [&](std::string_view line) {
     line = Trim(line);
-    if (line.substr(0, 1) != "#") return;
+    if (!line.starts_with("#")) return;
     line = Trim(line.substr(1));
-    if (line.substr(0, 6) != "define") return;
+    if (!line.starts_with("define")) return;
     line = Trim(line.substr(6));
-    if (line.substr(0, name.size()) != name) return;
+    if (!line.starts_with(name)) return;
     line = line.substr(name.size());
     if (line.empty() || !std::isspace(static_cast<unsigned char>(line.front()))) return;
     line = Trim(line);
@@ -391,13 +391,13 @@ BuildFacts ParsePythonLiterals(std::string_view text) {
       if (eq == std::string_view::npos) return;
       rest = rest.substr(eq);
     }
-    if (rest.empty() || rest.front() != '=' || rest.substr(0, 2) == "==") return;
+    if (rest.empty() || rest.front() != '=' || rest.starts_with("==")) return;
     // The value may continue on later lines (lists, OrderedDicts): lex from here on.
     std::string_view from = text.substr(static_cast<size_t>(rest.data() + 1 - text.data()));
     PyLexer lex(from);
     std::string_view head = Trim(rest.substr(1));
-    if (head.substr(0, 12) == "collections." || head.substr(0, 12) == "OrderedDict(" ||
-        head.substr(0, 5) == "dict(" || head.substr(0, 1) == "{") {
+    if (head.starts_with("collections.") || head.starts_with("OrderedDict(") ||
+        head.starts_with("dict(") || head.starts_with("{")) {
       lex.Pairs(out);
       return;
     }

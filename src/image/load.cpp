@@ -214,10 +214,10 @@ std::pair<const Transport*, std::string> SplitReference(std::string_view referen
   const Transport* docker = nullptr;
   for (const Transport& t : Transports()) {
     if (t.name == "docker") docker = &t;
-    if (reference.size() > t.name.size() && reference.substr(0, t.name.size()) == t.name &&
+    if (reference.size() > t.name.size() && reference.starts_with(t.name) &&
         reference[t.name.size()] == ':') {
       std::string_view rest = reference.substr(t.name.size() + 1);
-      if (t.name == "docker" && rest.substr(0, 2) == "//") rest.remove_prefix(2);
+      if (t.name == "docker" && rest.starts_with("//")) rest.remove_prefix(2);
       return {&t, std::string(rest)};
     }
   }

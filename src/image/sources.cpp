@@ -79,7 +79,7 @@ class OciLayoutSource : public Source {
 // (blobs/sha256/<hex>, <hex>.json), and always its location.
 json ArchiveFileDescriptor(const std::string& media_type, const std::string& name) {
   std::string hex;
-  if (name.rfind(kBlobDir, 0) == 0)
+  if (name.starts_with(kBlobDir))
     hex = name.substr(kBlobDir.size());
   else if (name.size() == 69 && name.substr(64) == ".json")
     hex = name.substr(0, 64);

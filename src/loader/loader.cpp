@@ -107,7 +107,7 @@ std::string ExpandTokens(std::string_view in, const std::string& origin, const P
                                {"LIB", p.lib}}) {
       std::string_view rest = in.substr(i + 1);
       size_t len = 0;
-      if (rest.substr(0, name.size()) == name) {
+      if (rest.starts_with(name)) {
         len = name.size();
         char next = len < rest.size() ? rest[len] : '\0';
         if (std::isalnum(static_cast<unsigned char>(next)) || next == '_') len = 0;
@@ -220,7 +220,7 @@ class Search {
     if (nodeflib) {
       // glibc: with NODEFLIB, a cache entry inside a system directory is not used.
       for (const std::string& d : p.default_dirs) {
-        if (rec->path.rfind(DirPrefix(d), 0) == 0) {
+        if (rec->path.starts_with(DirPrefix(d))) {
           r_.tried.push_back({Reason::kLdCache, kEntry, rec->path, Outcome::kRejected});
           return false;
         }

@@ -107,11 +107,10 @@ void CompareResolutions(const std::vector<StagedLibrary>& staged, std::string_vi
                         const Observation& o, Findings& f) {
   std::string prefix = std::string(dir) + "/";
   for (const auto& path : o.loaded_objects) {
-    if (path.compare(0, prefix.size(), prefix) == 0) continue;
+    if (path.starts_with(prefix)) continue;
     std::string role = RoleOf(util::BaseName(util::NormalizePath(path)));
     const StagedLibrary* s = ByRole(staged, role);
-    bool cuda_family =
-        role.rfind("cudnn", 0) == 0 || role.rfind("cublas", 0) == 0 || role == "cudart";
+    bool cuda_family = role.starts_with("cudnn") || role.starts_with("cublas") || role == "cudart";
     if (!s && !cuda_family) continue;
     std::string message = "the probe process loaded " + path + " from outside the image";
     if (s)

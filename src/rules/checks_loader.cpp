@@ -256,7 +256,7 @@ void CheckLdCache(Context& ctx) {
   for (const auto& dir : dirs) {
     std::string prefix = util::NormalizePath(dir) + "/";
     for (auto it = ctx.cat.elves().lower_bound(prefix);
-         it != ctx.cat.elves().end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+         it != ctx.cat.elves().end() && it->first.starts_with(prefix); ++it) {
       const std::string& soname = it->second.soname;
       if (soname.empty() || it->first.find('/', prefix.size()) != std::string::npos) continue;
       if (!IsCudaFamily(ctx, soname) || names.count(soname) || !reported.insert(soname).second)

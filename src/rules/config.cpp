@@ -133,7 +133,7 @@ bool Fails(FailOn gate, Severity severity) { return gate.at && severity >= *gate
 
 util::Expected<Config> ParseConfig(const std::string& path, std::string_view text,
                                    const Knowledge& knowledge) {
-  bool json = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+  bool json = path.ends_with(".json");
   auto parsed = json ? ParseDataFile(path, text) : ParseYaml(path, text);
   if (!parsed) return parsed.error();
   const DataFile& f = *parsed;
