@@ -56,16 +56,16 @@ std::optional<NewPart> ReadNewHeader(std::string_view bytes, uint64_t base) {
 }
 
 // The glibc-hwcaps names (extension tag 1) and the generator string (tag 0).
-util::Expected<bool> ReadExtensions(std::string_view bytes, const NewPart& part,
+util::Expected<void> ReadExtensions(std::string_view bytes, const NewPart& part,
                                     std::vector<std::string>& hwcaps, std::string& generator) {
-  if (part.extension_offset == 0) return true;
+  if (part.extension_offset == 0) return {};
   // ldconfig writes extension and section offsets as file offsets.
   util::Reader r(bytes, part.big_endian);
   if (!r.Seek(part.extension_offset)) return At(part.extension_offset, "extension out of range");
   auto magic = r.Read<uint32_t>();
   auto count = r.Read<uint32_t>();
   if (!magic || !count) return At(part.extension_offset, "truncated extension header");
-  if (*magic != kExtensionMagic) return true;  // glibc ignores an unknown extension block
+  if (*magic != kExtensionMagic) return {};  // glibc ignores an unknown extension block
   if (*count > r.remaining() / 16) return At(part.extension_offset, "extension count too large");
   for (uint32_t i = 0; i < *count; ++i) {
     uint32_t tag = *r.Read<uint32_t>();
@@ -87,10 +87,10 @@ util::Expected<bool> ReadExtensions(std::string_view bytes, const NewPart& part,
       }
     }
   }
-  return true;
+  return {};
 }
 
-util::Expected<bool> ReadNewEntries(std::string_view bytes, const NewPart& part,
+util::Expected<void> ReadNewEntries(std::string_view bytes, const NewPart& part,
                                     LdCacheFile& cache) {
   auto table_size = util::CheckedMul(part.nlibs, kNewEntrySize);
   auto table = util::Slice(bytes, part.base + kNewHeaderSize, table_size.value_or(UINT64_MAX));
@@ -118,10 +118,10 @@ util::Expected<bool> ReadNewEntries(std::string_view bytes, const NewPart& part,
     }
     cache.entries.push_back(std::move(e));
   }
-  return true;
+  return {};
 }
 
-util::Expected<bool> ReadOldEntries(std::string_view bytes, uint32_t nlibs, LdCacheFile& cache) {
+util::Expected<void> ReadOldEntries(std::string_view bytes, uint32_t nlibs, LdCacheFile& cache) {
   auto table_size = util::CheckedMul(nlibs, kOldEntrySize);
   auto table = util::Slice(bytes, kOldHeaderSize, table_size.value_or(UINT64_MAX));
   if (!table) return At(kOldHeaderSize, "entry table runs past the end");
@@ -138,7 +138,7 @@ util::Expected<bool> ReadOldEntries(std::string_view bytes, uint32_t nlibs, LdCa
     e.path.assign(*path);
     cache.entries.push_back(std::move(e));
   }
-  return true;
+  return {};
 }
 
 }  // namespace

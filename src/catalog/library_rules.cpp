@@ -1,9 +1,8 @@
 #include "catalog/library_rules.h"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "util/file.h"
 #include "util/path.h"
 
 namespace imgcheck::catalog {
@@ -85,11 +84,9 @@ util::Expected<LibraryRules> ParseLibraryRules(std::string_view json) {
 
 LibraryRules LoadLibraryRules(const std::string& rules_dir) {
   std::string path = rules_dir + "/libraries.json";
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw util::Fatal("cannot read " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  util::Expected<LibraryRules> rules = ParseLibraryRules(text.str());
+  util::Expected<std::string> text = util::ReadFile(path);
+  if (!text) throw util::Fatal(text.error().message);
+  util::Expected<LibraryRules> rules = ParseLibraryRules(*text);
   if (!rules) throw util::Fatal(path + ": " + rules.error().message);
   return std::move(rules).value();
 }

@@ -4,17 +4,14 @@
 #include <nlohmann/json.hpp>
 
 #include "util/path.h"
+#include "util/text.h"
 
 namespace imgcheck::catalog {
 namespace {
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
+using util::Trim;
 
 /// Calls `fn(line)` for each line (without '\n' or '\r').
 template <class Fn>
@@ -342,8 +339,14 @@ std::optional<std::string> CudnnHeaderVersion(std::string_view text) {
 std::optional<std::string> CudartHeaderVersion(std::string_view text) {
   std::optional<long> v = Define(text, "CUDART_VERSION");
   if (!v) return std::nullopt;
-  // cuda_runtime_api.h: CUDART_VERSION = major * 1000 + minor * 10.
-  return std::to_string(*v / 1000) + "." + std::to_string((*v % 1000) / 10);
+  return CudaVersionString(*v);
+}
+
+CudaVersion DecodeCudaVersion(int64_t encoded) { return {encoded / 1000, encoded % 1000 / 10}; }
+
+std::string CudaVersionString(int64_t encoded) {
+  CudaVersion v = DecodeCudaVersion(encoded);
+  return std::to_string(v.major) + "." + std::to_string(v.minor);
 }
 
 util::Expected<std::map<std::string, std::string>> ParseCudaVersionJson(std::string_view json) {

@@ -99,7 +99,4 @@ std::filesystem::path ProbeExecutable();
 Observation RunProbe(const std::vector<std::pair<std::string, std::string>>& libraries,
                      const RunOptions& options);
 
-/// "12.8" for 12080 (cudaRuntimeGetVersion / cuDriverGetVersion: major*1000 + minor*10).
-std::string CudaVersionString(int64_t encoded);
-
 }  // namespace imgcheck::probe

@@ -219,11 +219,6 @@ TEST_CASE("malformed probe output is an outcome") {
         Outcome::kBadOutput);
 }
 
-TEST_CASE("version encodings") {
-  CHECK(CudaVersionString(12080) == "12.8");
-  CHECK(CudaVersionString(11020) == "11.2");
-}
-
 TEST_CASE("load order: dependencies first, plan order otherwise") {
   Plan p;
   p.libraries = {
