@@ -39,10 +39,9 @@ std::optional<long> Define(std::string_view text, std::string_view name) {
     line = line.substr(name.size());
     if (line.empty() || !std::isspace(static_cast<unsigned char>(line.front()))) return;
     line = Trim(line);
-    long v = 0;
-    size_t i = 0;
-    for (; i < line.size() && IsDigit(line[i]) && i < 9; ++i) v = v * 10 + (line[i] - '0');
-    if (i > 0 && !value) value = v;
+    size_t digits = 0;
+    while (digits < line.size() && IsDigit(line[digits])) ++digits;
+    if (!value) value = util::ParseInt<long>(line.substr(0, digits));
   });
   return value;
 }

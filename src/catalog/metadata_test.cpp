@@ -108,6 +108,9 @@ TEST_CASE("version headers and toolkit version files", "[catalog][metadata]") {
   CHECK(CudaVersionString(11020) == "11.2");
   CHECK(DecodeCudaVersion(13010).major == 13);
   CHECK(DecodeCudaVersion(13010).minor == 1);
+  // A number no integer holds is no version (it was once cut to its first nine digits).
+  CHECK_FALSE(CudartHeaderVersion("#define CUDART_VERSION 120100000000000000000000\n"));
+  CHECK(CudartHeaderVersion("#define CUDART_VERSION 1201000000\n") == "1201000.0");
   auto json = ParseCudaVersionJson(
       R"j({"cuda":{"name":"CUDA SDK","version":"12.1.1"},"cuda_cudart":{"name":"CUDA Runtime (cudart)","version":"12.1.105"},"x":3})j");
   REQUIRE(json);

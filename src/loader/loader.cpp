@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "util/path.h"
+#include "util/text.h"
 
 namespace imgcheck::loader {
 
@@ -282,19 +283,10 @@ Platform DetectPlatform(const image::Tree& tree, uint16_t machine, bool is64) {
   for (const std::string& dir : p.default_dirs) {
     auto resolved = tree.Resolve(dir);
     if (!resolved) continue;
-    for (const std::string& name : tree.List(resolved->path)) {
-      int minor = 0;
-      if (name.rfind("libc-2.", 0) == 0 && name.size() > 10 &&
-          name.substr(name.size() - 3) == ".so") {
-        for (char c : name.substr(7, name.size() - 10)) {
-          if (c < '0' || c > '9') {
-            minor = -1;
-            break;
-          }
-          minor = minor * 10 + (c - '0');
-        }
-        if (minor >= 0 && minor < 33) p.hwcaps.clear();
-      }
+    for (std::string_view name : tree.List(resolved->path)) {
+      if (name.size() <= 10 || !name.starts_with("libc-2.") || !name.ends_with(".so")) continue;
+      std::optional<unsigned> minor = util::ParseInt<unsigned>(name.substr(7, name.size() - 10));
+      if (minor && *minor < 33) p.hwcaps.clear();
     }
   }
   return p;

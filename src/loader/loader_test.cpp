@@ -303,6 +303,13 @@ TEST_CASE("platform detection: Debian multiarch vs upstream layout", "[loader]")
   CHECK(p.hwcaps == std::vector<std::string>{"x86-64-v2"});
   deb.Lib("/usr/lib/x86_64-linux-gnu/libc-2.31.so", "libc.so.6");  // Ubuntu 20.04's glibc
   CHECK(DetectPlatform(deb.tree, 62, true).hwcaps.empty());
+  // A version in a file name too long for any integer is not a version (it once overflowed: a
+  // minor of 2^32 + 32 wrapped around to 32).
+  FakeImage huge;
+  huge.Lib("/lib64/libc.so.6", "libc.so.6");
+  huge.Lib("/lib64/libc-2.4294967328.so", "libc.so.6");
+  huge.Lib("/lib64/libc-2." + std::string(400, '9') + ".so", "libc.so.6");
+  CHECK(DetectPlatform(huge.tree, 62, true).hwcaps == std::vector<std::string>{"x86-64-v2"});
   FakeImage rh;
   rh.Lib("/usr/lib64/libc.so.6", "libc.so.6");
   Platform q = DetectPlatform(rh.tree, 183, true);

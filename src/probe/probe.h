@@ -83,6 +83,9 @@ struct Observation {
 /// Parses imgcheck-probe's JSON. A malformed document gives Outcome::kBadOutput with a reason.
 Observation ParseObservation(std::string_view json);
 
+/// The longest --timeout: a day, far inside what imgcheck-probe's own limits accept.
+inline constexpr int kMaxProbeSeconds = 86400;
+
 struct RunOptions {
   std::filesystem::path executable;  ///< imgcheck-probe; see ProbeExecutable()
   std::string libcuda;               ///< test-only: a driver library instead of libcuda.so.1
