@@ -60,7 +60,7 @@ void AddResolutionEvidence(Finding& f, const Context::LoadedLibrary& lib) {
   const auto& o = lib.consumer->graph.objects[static_cast<size_t>(lib.index)];
   f.evidence.push_back({"consumer", lib.consumer->path});
   if (lib.how) {
-    f.evidence.push_back({"resolved " + lib.how->name, Context::Describe(*lib.how)});
+    f.evidence.push_back(ResolvedEvidence(*lib.how));
     std::string searched;
     for (const auto& a : lib.how->tried) {
       if (!searched.empty()) searched += ", ";
@@ -239,7 +239,7 @@ void CheckSublibrarySkew(Context& ctx) {
                              "; cuDNN requires all its sub-libraries to be the same version",
                          {r.real_path, shim.real_path});
     f.evidence.push_back({"consumer", seen.consumer->path});
-    f.evidence.push_back({"resolved " + r.name, Context::Describe(r)});
+    f.evidence.push_back(ResolvedEvidence(r));
     ctx.findings.push_back(std::move(f));
   }
 }

@@ -32,7 +32,7 @@ void CheckStubOnPath(Context& ctx) {
                              "): the host driver the container runtime mounts is never reached",
                          {r.real_path});
     f.evidence.push_back({"consumer", consumer.path});
-    f.evidence.push_back({"resolved " + r.name, Context::Describe(r)});
+    f.evidence.push_back(ResolvedEvidence(r));
     ctx.findings.push_back(std::move(f));
   };
   for (const auto& seen : ctx.Resolutions())

@@ -285,12 +285,9 @@ Finding Context::Make(std::string_view rule, std::string message, std::vector<st
   return f;
 }
 
-std::string Context::Describe(const loader::Resolution& r) {
-  if (r.found()) {
-    std::string s = r.real_path + " (" + std::string(loader::ReasonName(r.reason));
-    if (!r.entry.empty() && r.entry != r.real_path) s += " " + r.entry;
-    return s + ")";
-  }
+Evidence ResolvedEvidence(const loader::Resolution& r) { return {"resolved " + r.name, "", r}; }
+
+std::string UnresolvedText(const loader::Resolution& r) {
   if (r.status == loader::Status::kError) return "error: " + r.error;
   std::string s = "not found; tried";
   std::set<std::string> dirs;
