@@ -73,9 +73,9 @@ std::string_view ManagerName(PackageManager manager) {
 std::string Requirement::Pinned() const {
   std::string_view s = specifier;
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
-  if (s.substr(0, 3) == "===") {
+  if (s.starts_with("===")) {
     s.remove_prefix(3);
-  } else if (s.substr(0, 2) == "==") {
+  } else if (s.starts_with("==")) {
     s.remove_prefix(2);
   } else {
     return {};

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cctype>
 #include <limits>
+#include <set>
 
 #include "elf/abi.h"
 #include "util/path.h"
 #include "util/reader.h"
+#include "util/text.h"
 
 namespace imgcheck::catalog {
 
@@ -40,7 +42,7 @@ struct NewPart {
 
 std::optional<NewPart> ReadNewHeader(std::string_view bytes, uint64_t base) {
   auto header = util::Slice(bytes, base, kNewHeaderSize);
-  if (!header || header->substr(0, kNewMagic.size()) != kNewMagic) return std::nullopt;
+  if (!header || !header->starts_with(kNewMagic)) return std::nullopt;
   NewPart part;
   part.base = base;
   uint8_t endian = static_cast<uint8_t>((*header)[28]) & kEndianMask;
@@ -57,16 +59,16 @@ std::optional<NewPart> ReadNewHeader(std::string_view bytes, uint64_t base) {
 }
 
 // The glibc-hwcaps names (extension tag 1) and the generator string (tag 0).
-util::Expected<bool> ReadExtensions(std::string_view bytes, const NewPart& part,
+util::Expected<void> ReadExtensions(std::string_view bytes, const NewPart& part,
                                     std::vector<std::string>& hwcaps, std::string& generator) {
-  if (part.extension_offset == 0) return true;
+  if (part.extension_offset == 0) return {};
   // ldconfig writes extension and section offsets as file offsets.
   util::Reader r(bytes, part.big_endian);
   if (!r.Seek(part.extension_offset)) return At(part.extension_offset, "extension out of range");
   auto magic = r.Read<uint32_t>();
   auto count = r.Read<uint32_t>();
   if (!magic || !count) return At(part.extension_offset, "truncated extension header");
-  if (*magic != kExtensionMagic) return true;  // glibc ignores an unknown extension block
+  if (*magic != kExtensionMagic) return {};  // glibc ignores an unknown extension block
   if (*count > r.remaining() / 16) return At(part.extension_offset, "extension count too large");
   for (uint32_t i = 0; i < *count; ++i) {
     uint32_t tag = *r.Read<uint32_t>();
@@ -88,10 +90,10 @@ util::Expected<bool> ReadExtensions(std::string_view bytes, const NewPart& part,
       }
     }
   }
-  return true;
+  return {};
 }
 
-util::Expected<bool> ReadNewEntries(std::string_view bytes, const NewPart& part,
+util::Expected<void> ReadNewEntries(std::string_view bytes, const NewPart& part,
                                     LdCacheFile& cache) {
   auto table_size = util::CheckedMul(part.nlibs, kNewEntrySize);
   auto table = util::Slice(bytes, part.base + kNewHeaderSize, table_size.value_or(UINT64_MAX));
@@ -119,10 +121,10 @@ util::Expected<bool> ReadNewEntries(std::string_view bytes, const NewPart& part,
     }
     cache.entries.push_back(std::move(e));
   }
-  return true;
+  return {};
 }
 
-util::Expected<bool> ReadOldEntries(std::string_view bytes, uint32_t nlibs, LdCacheFile& cache) {
+util::Expected<void> ReadOldEntries(std::string_view bytes, uint32_t nlibs, LdCacheFile& cache) {
   auto table_size = util::CheckedMul(nlibs, kOldEntrySize);
   auto table = util::Slice(bytes, kOldHeaderSize, table_size.value_or(UINT64_MAX));
   if (!table) return At(kOldHeaderSize, "entry table runs past the end");
@@ -139,7 +141,7 @@ util::Expected<bool> ReadOldEntries(std::string_view bytes, uint32_t nlibs, LdCa
     e.path.assign(*path);
     cache.entries.push_back(std::move(e));
   }
-  return true;
+  return {};
 }
 
 }  // namespace
@@ -183,7 +185,7 @@ util::Expected<LdCacheFile> ParseLdCache(std::string_view bytes) {
     if (auto ok = ReadNewEntries(bytes, *part, cache); !ok) return ok.error();
     return cache;
   }
-  if (bytes.substr(0, kOldMagic.size()) != kOldMagic || bytes.size() < kOldHeaderSize)
+  if (!bytes.starts_with(kOldMagic) || bytes.size() < kOldHeaderSize)
     return util::MakeError("ld.so.cache: not a glibc ld.so.cache (unknown magic)");
   util::Reader r(bytes);
   r.Seek(12);
@@ -210,6 +212,9 @@ util::Expected<LdCacheFile> ParseLdCache(std::string_view bytes) {
 namespace {
 
 constexpr int kMaxIncludeDepth = 16;
+// Work (lines read, include patterns, directory entries matched against them) over all the files
+// of one ld.so.conf: real ones need a few hundred; a hostile image must not make it unbounded.
+constexpr size_t kIncludeBudget = size_t{1} << 16;
 
 std::optional<std::string> ReadWhole(const image::Tree& tree, std::string_view path) {
   auto resolved = tree.Resolve(path);
@@ -223,96 +228,137 @@ std::optional<std::string> ReadWhole(const image::Tree& tree, std::string_view p
   return std::string(*view);
 }
 
-// Paths of the tree matching an absolute glob pattern, sorted (glob(3) with no flags).
-void ExpandGlob(const image::Tree& tree, const std::vector<std::string>& parts, size_t i,
-                const std::string& prefix, std::vector<std::string>& out) {
-  if (i == parts.size()) {
-    if (tree.Resolve(prefix)) out.push_back(prefix);
-    return;
-  }
-  const std::string& part = parts[i];
-  if (part.empty()) return ExpandGlob(tree, parts, i + 1, prefix, out);
-  if (part.find_first_of("*?[") == std::string::npos) {
-    return ExpandGlob(tree, parts, i + 1, util::JoinPath(prefix, part), out);
-  }
-  auto dir = tree.Resolve(prefix);
-  if (!dir || !dir->node || dir->node->type != image::NodeType::kDirectory) return;
-  for (const std::string& name : tree.List(dir->path)) {
-    if (name[0] == '.' && part[0] != '.') continue;  // glob(3): a leading dot must be explicit
-    if (util::GlobMatch(part, name))
-      ExpandGlob(tree, parts, i + 1, util::JoinPath(prefix, name), out);
-  }
-}
+// One ReadLdSoConf: what is read so far, and the work left.
+struct ConfReader {
+  ConfReader(const image::Tree& t, LdSoConf& c) : tree(t), conf(c) {}
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
+  const image::Tree& tree;
+  LdSoConf& conf;
+  std::set<std::string> read;    // files read or being read: each is read once
+  std::set<std::string> active;  // the include chain being read now
+  std::set<std::pair<std::string, std::string>> loops;  // (includer, included), reported once
+  std::set<std::string, std::less<>> dirs;
+  size_t budget = kIncludeBudget;
+  bool over_budget = false;
 
-void ParseConf(const image::Tree& tree, const std::string& file, int depth, LdSoConf& conf) {
-  if (depth > kMaxIncludeDepth) {
-    conf.diagnostics.push_back({file, -1,
-                                "ld.so.conf includes nest deeper than " +
-                                    std::to_string(kMaxIncludeDepth) + " (a loop?)"});
-    return;
-  }
-  auto text = ReadWhole(tree, file);
-  const image::Node* node = tree.Find(file);
-  int layer = node ? node->layer : -1;
-  if (!text) {
-    if (depth > 0 || tree.Resolve(file).value_or(image::Tree::Resolved{}).node)
-      conf.diagnostics.push_back({file, layer, "ld.so.conf file not readable (not captured)"});
-    return;
-  }
-  conf.files.push_back(file);
-  int line_no = 0;
-  for (std::string_view rest = *text; !rest.empty();) {
-    size_t eol = rest.find('\n');
-    std::string_view line = rest.substr(0, eol);
-    rest = eol == std::string_view::npos ? std::string_view() : rest.substr(eol + 1);
-    ++line_no;
-    line = Trim(line.substr(0, line.find('#')));
-    if (line.empty()) continue;
-    auto keyword = [&](std::string_view word, bool nocase) {
-      if (line.size() <= word.size() || (line[word.size()] != ' ' && line[word.size()] != '\t'))
-        return false;
-      for (size_t k = 0; k < word.size(); ++k) {
-        char c = line[k];
-        if (nocase) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        if (c != word[k]) return false;
-      }
+  // Takes one unit of work; false (with one diagnostic) once the budget is spent.
+  bool Spend(const std::string& file) {
+    if (budget > 0) {
+      --budget;
       return true;
-    };
-    if (keyword("include", false)) {
-      for (std::string_view args = line.substr(8); !args.empty();) {
-        size_t end = args.find_first_of(" \t");
-        std::string_view pattern = args.substr(0, end);
-        args = end == std::string_view::npos ? std::string_view() : args.substr(end + 1);
-        if (pattern.empty()) continue;
-        std::string absolute = util::JoinPath(util::DirName(file), pattern);
-        std::vector<std::string> matches;
-        ExpandGlob(tree, util::Split(absolute, '/'), 0, "/", matches);
-        std::sort(matches.begin(), matches.end());
-        for (const std::string& m : matches) ParseConf(tree, m, depth + 1, conf);
-      }
-    } else if (keyword("hwcap", true)) {
-      continue;  // ldconfig: "hwcap directive ignored"
-    } else {
-      std::string_view dir = Trim(line.substr(0, line.find('=')));
-      std::string normalized = util::NormalizePath(dir);
-      bool seen = std::any_of(conf.dirs.begin(), conf.dirs.end(),
-                              [&](const LdSoConfDir& d) { return d.dir == normalized; });
-      if (!seen) conf.dirs.push_back({normalized, file, line_no, layer});
+    }
+    if (!over_budget)
+      conf.diagnostics.push_back({file, -1,
+                                  "ld.so.conf includes stopped after " +
+                                      std::to_string(kIncludeBudget) +
+                                      " lines, patterns and glob matches; the rest is ignored"});
+    over_budget = true;
+    return false;
+  }
+
+  // Paths of the tree matching an absolute glob pattern (glob(3) with no flags, unsorted).
+  void ExpandGlob(const std::string& file, const std::vector<std::string>& parts, size_t i,
+                  const std::string& prefix, std::vector<std::string>& out) {
+    if (i == parts.size()) {
+      if (tree.Resolve(prefix)) out.push_back(prefix);
+      return;
+    }
+    const std::string& part = parts[i];
+    if (part.empty()) return ExpandGlob(file, parts, i + 1, prefix, out);
+    if (part.find_first_of("*?[") == std::string::npos) {
+      return ExpandGlob(file, parts, i + 1, util::JoinPath(prefix, part), out);
+    }
+    auto dir = tree.Resolve(prefix);
+    if (!dir || !dir->node || dir->node->type != image::NodeType::kDirectory) return;
+    for (const std::string& name : tree.List(dir->path)) {
+      if (!Spend(file)) return;
+      if (name[0] == '.' && part[0] != '.') continue;  // glob(3): a leading dot must be explicit
+      if (util::GlobMatch(part, name))
+        ExpandGlob(file, parts, i + 1, util::JoinPath(prefix, name), out);
     }
   }
-}
+
+  void Include(const std::string& from, const std::string& file, int depth) {
+    if (active.count(file)) {
+      if (loops.emplace(from, file).second)
+        conf.diagnostics.push_back(
+            {from, -1, "ld.so.conf include loop: " + file + " is already being read"});
+      return;
+    }
+    // ldconfig reads a file named twice twice, but its directories are already listed.
+    if (!read.insert(file).second) return;
+    active.insert(file);
+    Parse(file, depth);
+    active.erase(file);
+  }
+
+  void Parse(const std::string& file, int depth) {
+    if (depth > kMaxIncludeDepth) {
+      conf.diagnostics.push_back(
+          {file, -1, "ld.so.conf includes nest deeper than " + std::to_string(kMaxIncludeDepth)});
+      return;
+    }
+    auto text = ReadWhole(tree, file);
+    const image::Node* node = tree.Find(file);
+    int layer = node ? node->layer : -1;
+    if (!text) {
+      if (depth > 0 || tree.Resolve(file).value_or(image::Tree::Resolved{}).node)
+        conf.diagnostics.push_back({file, layer, "ld.so.conf file not readable (not captured)"});
+      return;
+    }
+    conf.files.push_back(file);
+    int line_no = 0;
+    for (std::string_view rest = *text; !rest.empty();) {
+      if (!Spend(file)) return;
+      size_t eol = rest.find('\n');
+      std::string_view line = rest.substr(0, eol);
+      rest = eol == std::string_view::npos ? std::string_view() : rest.substr(eol + 1);
+      ++line_no;
+      line = util::Trim(line.substr(0, line.find('#')));
+      if (line.empty()) continue;
+      auto keyword = [&](std::string_view word, bool nocase) {
+        if (line.size() <= word.size() || (line[word.size()] != ' ' && line[word.size()] != '\t'))
+          return false;
+        for (size_t k = 0; k < word.size(); ++k) {
+          char c = line[k];
+          if (nocase) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+          if (c != word[k]) return false;
+        }
+        return true;
+      };
+      if (keyword("include", false)) {
+        for (std::string_view args = line.substr(8); !args.empty();) {
+          size_t end = args.find_first_of(" \t");
+          std::string_view pattern = args.substr(0, end);
+          args = end == std::string_view::npos ? std::string_view() : args.substr(end + 1);
+          if (pattern.empty()) continue;
+          if (!Spend(file)) return;
+          std::string absolute = util::JoinPath(util::DirName(file), pattern);
+          std::vector<std::string> matches;
+          ExpandGlob(file, util::Split(absolute, '/'), 0, "/", matches);
+          std::sort(matches.begin(), matches.end());
+          for (const std::string& m : matches) Include(file, m, depth + 1);
+        }
+      } else if (keyword("hwcap", true)) {
+        continue;  // ldconfig: "hwcap directive ignored"
+      } else {
+        std::string normalized = util::NormalizePath(util::Trim(line.substr(0, line.find('='))));
+        if (dirs.insert(normalized).second)
+          conf.dirs.push_back({std::move(normalized), file, line_no, layer});
+      }
+    }
+  }
+};
 
 }  // namespace
 
 LdSoConf ReadLdSoConf(const image::Tree& tree, std::string_view path) {
   LdSoConf conf;
-  ParseConf(tree, util::NormalizePath(path), 0, conf);
+  ConfReader reader(tree, conf);
+  std::string file = util::NormalizePath(path);
+  reader.read.insert(file);
+  reader.active.insert(file);
+  reader.Parse(file, 0);
   return conf;
 }
 

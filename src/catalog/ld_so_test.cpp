@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <sstream>
@@ -274,6 +275,48 @@ TEST_CASE("ld.so.conf include loop is bounded and reported", "[ld_so]") {
   CHECK(!conf.diagnostics.empty());
   CHECK(ReadLdSoConf(image::Tree()).dirs.empty());
   CHECK(ReadLdSoConf(image::Tree()).diagnostics.empty());
+}
+
+bool Mentions(const LdSoConf& conf, std::string_view text) {
+  return std::any_of(
+      conf.diagnostics.begin(), conf.diagnostics.end(),
+      [&](const util::Diagnostic& d) { return d.message.find(text) != std::string::npos; });
+}
+
+TEST_CASE("ld.so.conf include bomb: each file is read once", "[ld_so]") {
+  // Each file includes all three: followed naively, the files read grow as 3^depth.
+  std::vector<std::pair<std::string, std::string>> files = {
+      {"/etc/ld.so.conf", "include ld.so.conf.d/*.conf\n"}};
+  for (std::string name : {"a", "b", "c"})
+    files.push_back({"/etc/ld.so.conf.d/" + name + ".conf", "include *.conf\n/opt/" + name + "\n"});
+  auto start = std::chrono::steady_clock::now();
+  LdSoConf conf = ReadLdSoConf(TreeOf(files));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+  CHECK(conf.files.size() == 4);
+  std::vector<std::string> dirs;
+  for (const auto& d : conf.dirs) dirs.push_back(d.dir);
+  CHECK(dirs == std::vector<std::string>{"/opt/c", "/opt/b", "/opt/a"});
+  // a includes a; b includes a, b; c includes a, b, c: six loops, each reported once.
+  CHECK(conf.diagnostics.size() == 6);
+  CHECK(Mentions(conf, "ld.so.conf include loop: /etc/ld.so.conf.d/a.conf is already being read"));
+}
+
+TEST_CASE("ld.so.conf includes stop at a total budget, with a diagnostic", "[ld_so]") {
+  // 300 files, each matched by each of 300 include lines: 90000 glob matches.
+  std::vector<std::pair<std::string, std::string>> files;
+  std::string conf_text;
+  for (int i = 0; i < 300; ++i) conf_text += "include /etc/d/*.conf\n";
+  files.push_back({"/etc/ld.so.conf", conf_text});
+  for (int i = 0; i < 300; ++i)
+    files.push_back({"/etc/d/" + std::to_string(i) + ".conf", "/opt/" + std::to_string(i) + "\n"});
+  auto start = std::chrono::steady_clock::now();
+  LdSoConf conf = ReadLdSoConf(TreeOf(files));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+  CHECK(conf.files.size() == 301);
+  CHECK(conf.dirs.size() == 300);
+  REQUIRE(conf.diagnostics.size() == 1);
+  CHECK(conf.diagnostics[0].path == "/etc/ld.so.conf");
+  CHECK(Mentions(conf, "ld.so.conf includes stopped after 65536 lines, patterns and glob matches"));
 }
 
 }  // namespace

@@ -4,17 +4,14 @@
 #include <nlohmann/json.hpp>
 
 #include "util/path.h"
+#include "util/text.h"
 
 namespace imgcheck::catalog {
 namespace {
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
+using util::Trim;
 
 /// Calls `fn(line)` for each line (without '\n' or '\r').
 template <class Fn>
@@ -34,18 +31,17 @@ std::optional<long> Define(std::string_view text, std::string_view name) {
   std::optional<long> value;
   ForEachLine(text, [&](std::string_view line) {
     line = Trim(line);
-    if (line.substr(0, 1) != "#") return;
+    if (!line.starts_with("#")) return;
     line = Trim(line.substr(1));
-    if (line.substr(0, 6) != "define") return;
+    if (!line.starts_with("define")) return;
     line = Trim(line.substr(6));
-    if (line.substr(0, name.size()) != name) return;
+    if (!line.starts_with(name)) return;
     line = line.substr(name.size());
     if (line.empty() || !std::isspace(static_cast<unsigned char>(line.front()))) return;
     line = Trim(line);
-    long v = 0;
-    size_t i = 0;
-    for (; i < line.size() && IsDigit(line[i]) && i < 9; ++i) v = v * 10 + (line[i] - '0');
-    if (i > 0 && !value) value = v;
+    size_t digits = 0;
+    while (digits < line.size() && IsDigit(line[digits])) ++digits;
+    if (!value) value = util::ParseInt<long>(line.substr(0, digits));
   });
   return value;
 }
@@ -342,8 +338,14 @@ std::optional<std::string> CudnnHeaderVersion(std::string_view text) {
 std::optional<std::string> CudartHeaderVersion(std::string_view text) {
   std::optional<long> v = Define(text, "CUDART_VERSION");
   if (!v) return std::nullopt;
-  // cuda_runtime_api.h: CUDART_VERSION = major * 1000 + minor * 10.
-  return std::to_string(*v / 1000) + "." + std::to_string((*v % 1000) / 10);
+  return CudaVersionString(*v);
+}
+
+CudaVersion DecodeCudaVersion(int64_t encoded) { return {encoded / 1000, encoded % 1000 / 10}; }
+
+std::string CudaVersionString(int64_t encoded) {
+  CudaVersion v = DecodeCudaVersion(encoded);
+  return std::to_string(v.major) + "." + std::to_string(v.minor);
 }
 
 util::Expected<std::map<std::string, std::string>> ParseCudaVersionJson(std::string_view json) {
@@ -391,13 +393,13 @@ BuildFacts ParsePythonLiterals(std::string_view text) {
       if (eq == std::string_view::npos) return;
       rest = rest.substr(eq);
     }
-    if (rest.empty() || rest.front() != '=' || rest.substr(0, 2) == "==") return;
+    if (rest.empty() || rest.front() != '=' || rest.starts_with("==")) return;
     // The value may continue on later lines (lists, OrderedDicts): lex from here on.
     std::string_view from = text.substr(static_cast<size_t>(rest.data() + 1 - text.data()));
     PyLexer lex(from);
     std::string_view head = Trim(rest.substr(1));
-    if (head.substr(0, 12) == "collections." || head.substr(0, 12) == "OrderedDict(" ||
-        head.substr(0, 5) == "dict(" || head.substr(0, 1) == "{") {
+    if (head.starts_with("collections.") || head.starts_with("OrderedDict(") ||
+        head.starts_with("dict(") || head.starts_with("{")) {
       lex.Pairs(out);
       return;
     }

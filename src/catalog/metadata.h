@@ -2,6 +2,7 @@
 // framework build files. Each works on the file's text only, is bounded by it, and never prints.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -51,6 +52,15 @@ util::Expected<CondaPackage> ParseCondaMeta(std::string_view json);
 std::optional<std::string> CudnnHeaderVersion(std::string_view text);
 /// cuda_runtime_api.h: CUDART_VERSION 12010 -> "12.1".
 std::optional<std::string> CudartHeaderVersion(std::string_view text);
+/// CUDA's integer version (CUDART_VERSION, cudaRuntimeGetVersion, cuDriverGetVersion:
+/// major * 1000 + minor * 10), decoded: 12080 -> {12, 8}.
+struct CudaVersion {
+  int64_t major = 0;
+  int64_t minor = 0;
+};
+CudaVersion DecodeCudaVersion(int64_t encoded);
+/// "12.8" for 12080.
+std::string CudaVersionString(int64_t encoded);
 /// /usr/local/cuda*/version.json: component key -> version ("cuda" -> "12.1.1",
 /// "cuda_cudart" -> "12.1.105").
 util::Expected<std::map<std::string, std::string>> ParseCudaVersionJson(std::string_view json);

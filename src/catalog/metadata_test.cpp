@@ -105,6 +105,13 @@ TEST_CASE("version headers and toolkit version files", "[catalog][metadata]") {
       "#define CUDNN_MAJORX 8\n#define CUDNN_MINOR 9\n#define CUDNN_PATCHLEVEL 2"));
   CHECK(CudartHeaderVersion("#define CUDART_VERSION 12010\n") == "12.1");
   CHECK(CudartHeaderVersion("#define CUDART_VERSION  11080\n") == "11.8");
+  CHECK(CudaVersionString(12080) == "12.8");
+  CHECK(CudaVersionString(11020) == "11.2");
+  CHECK(DecodeCudaVersion(13010).major == 13);
+  CHECK(DecodeCudaVersion(13010).minor == 1);
+  // A number no integer holds is no version (it was once cut to its first nine digits).
+  CHECK_FALSE(CudartHeaderVersion("#define CUDART_VERSION 120100000000000000000000\n"));
+  CHECK(CudartHeaderVersion("#define CUDART_VERSION 1201000000\n") == "1201000.0");
   auto json = ParseCudaVersionJson(
       R"j({"cuda":{"name":"CUDA SDK","version":"12.1.1"},"cuda_cudart":{"name":"CUDA Runtime (cudart)","version":"12.1.105"},"x":3})j");
   REQUIRE(json);

@@ -21,7 +21,7 @@ void Analyze(const ImageArgs& args, image::Image& image, catalog::Catalog& catal
 void AddProbeRunArgs(CLI::App& sub, ProbeRunArgs& args, const std::string& timeout_flag) {
   sub.add_option(timeout_flag, args.timeout, "seconds before the probe process is killed")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, probe::kMaxProbeSeconds));
   // For tests only: a fake driver library stands in for the host's libcuda.so.1.
   sub.add_option("--test-libcuda", args.libcuda)->group("");
 }

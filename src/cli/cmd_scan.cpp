@@ -7,7 +7,6 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include "catalog/catalog.h"
 #include "cli/analysis.h"
@@ -18,6 +17,7 @@
 #include "rules/scan.h"
 #include "rules/target.h"
 #include "util/error.h"
+#include "util/file.h"
 #include "util/path.h"
 
 namespace imgcheck::cli {
@@ -38,13 +38,6 @@ struct ScanArgs {
   ProbeRunArgs probe_run;
 };
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return in ? s.str() : "";
-}
-
 // `command`'s stdout, "" when it cannot run.
 std::string Capture(const std::string& command) {
   std::string out;
@@ -59,11 +52,13 @@ std::string Capture(const std::string& command) {
 
 // --host: the driver from /proc/driver/nvidia/version, the GPU (and driver) from nvidia-smi.
 void ReadHost(rules::Target& t, const rules::Knowledge& k) {
-  if (!t.driver)
-    if (auto v = rules::ParseProcDriverVersion(ReadText("/proc/driver/nvidia/version"))) {
+  if (!t.driver) {
+    util::Expected<std::string> proc = util::ReadFile("/proc/driver/nvidia/version");
+    if (auto v = rules::ParseProcDriverVersion(proc ? *proc : "")) {
       t.driver = v;
       t.driver_from = "host /proc/driver/nvidia/version";
     }
+  }
   auto gpu = rules::ParseNvidiaSmi(Capture(
       "nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader 2>/dev/null"));
   if (!gpu) {
@@ -88,7 +83,9 @@ rules::Config LoadConfig(const ScanArgs& args, const rules::Knowledge& k) {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec))
       throw util::Fatal("--config: " + path + " does not exist");
-    auto parsed = rules::ParseConfig(path, ReadText(path), k);
+    util::Expected<std::string> text = util::ReadFile(path);
+    if (!text) throw util::Fatal("--config: " + text.error().message);
+    auto parsed = rules::ParseConfig(path, *text, k);
     if (!parsed) throw util::Fatal(parsed.error().message);
     config = std::move(*parsed);
   }

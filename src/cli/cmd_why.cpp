@@ -5,6 +5,7 @@
 #include "catalog/catalog.h"
 #include "cli/commands.h"
 #include "loader/why.h"
+#include "report/why.h"
 #include "rules/scan.h"
 #include "util/error.h"
 
@@ -47,7 +48,7 @@ int RunWhy(const WhyArgs& args) {
   std::vector<loader::Root> roots;
   for (const rules::Consumer& c : consumers) roots.push_back({c.path, c.role, &c.graph});
   std::vector<loader::WhyEntry> entries = loader::FindWhy(img.tree, roots, args.target);
-  std::cout << loader::ExplainWhy(img.tree, args.target, entries) << std::flush;
+  std::cout << report::RenderWhy(img.tree, args.target, entries) << std::flush;
   bool all_found = !entries.empty();
   for (const loader::WhyEntry& e : entries) all_found &= e.resolution.found();
   return all_found ? 0 : 1;

@@ -105,7 +105,7 @@ std::shared_ptr<const util::SparseFile> Finish(Capturer& c, uint64_t size) {
 // Turns whiteout names into whiteout entries. False when the entry is to be dropped.
 bool ClassifyWhiteout(LayerEntry& e, int layer, std::vector<util::Diagnostic>& diags) {
   std::string_view base = util::BaseName(e.path);
-  if (base.substr(0, kWhiteoutPrefix.size()) != kWhiteoutPrefix) return true;
+  if (!base.starts_with(kWhiteoutPrefix)) return true;
   std::string dir(util::DirName(e.path));
   if (base == kOpaqueName) {
     e.kind = EntryKind::kOpaque;
@@ -113,7 +113,7 @@ bool ClassifyWhiteout(LayerEntry& e, int layer, std::vector<util::Diagnostic>& d
     return true;
   }
   // Other ".wh..wh." names are aufs bookkeeping (.wh..wh.plnk), skipped as containerd does.
-  if (base.substr(0, 8) == ".wh..wh.") return false;
+  if (base.starts_with(".wh..wh.")) return false;
   std::string_view name = base.substr(kWhiteoutPrefix.size());
   if (name.empty() || name == "." || name == "..") {
     diags.push_back({e.path, layer, "whiteout names no file; ignored"});

@@ -300,7 +300,7 @@ uint64_t LayerCache::Prune() const {
     std::string name = it->path().filename().string();
     struct stat st;
     if (lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    if (name.rfind(kTempPrefix, 0) == 0) {
+    if (name.starts_with(kTempPrefix)) {
       if (now - st.st_mtim.tv_sec > kAbandonedTempSeconds && unlink(it->path().c_str()) == 0)
         freed += static_cast<uint64_t>(st.st_size);
       continue;

@@ -18,14 +18,24 @@ namespace {
 
 constexpr int kMaxIndexDepth = 4;  // an index may point at an index, but not forever
 
+// A blob that does not hash to its descriptor's digest: the cause to report, even when reading
+// the blob failed first.
+class DigestMismatch : public util::Fatal {
+ public:
+  DigestMismatch(const std::string& what, const std::string& got)
+      : util::Fatal(what + ": digest mismatch: content is " + got) {}
+};
+
+void CheckDigest(const Descriptor& d, const std::string& got, const std::string& what) {
+  if (!d.digest.empty() && got != d.digest) throw DigestMismatch(what, got);
+}
+
 // Checks a small blob against its descriptor.
 void Verify(const Descriptor& d, std::string_view bytes, const std::string& what) {
   if (d.size >= 0 && static_cast<uint64_t>(d.size) != bytes.size())
     throw util::Fatal(what + ": size mismatch: descriptor says " + std::to_string(d.size) +
                       " bytes, blob has " + std::to_string(bytes.size()));
-  if (d.digest.empty()) return;
-  std::string got = util::Sha256Digest(bytes);
-  if (got != d.digest) throw util::Fatal(what + ": digest mismatch: content is " + got);
+  if (!d.digest.empty()) CheckDigest(d, util::Sha256Digest(bytes), what);
 }
 
 // Reads and checks one layer (on a worker thread: see read_layers.h), its blob opened through
@@ -38,24 +48,19 @@ LayerContents ReadVerified(Source& src, const Descriptor& d, const std::string& 
   std::unique_ptr<BlobReader> blob = track(src.OpenBlob(d));
   HashingReader stored(*blob);
   LayerContents contents;
-  std::string got;
-  auto check_digest = [&] {
-    got = stored.Finish();
-    if (!d.digest.empty() && got != d.digest)
-      throw util::Fatal(what + ": digest mismatch: content is " + got);
-  };
   try {
     contents = ReadLayer(stored, index, options.capture);
   } catch (const util::Fatal& e) {
     try {
-      check_digest();
-    } catch (const util::Fatal& mismatch) {
-      if (std::string_view(mismatch.what()).find("digest mismatch") != std::string_view::npos)
-        throw;
+      CheckDigest(d, stored.Finish(), what);
+    } catch (const DigestMismatch&) {
+      throw;
+    } catch (const util::Fatal&) {  // the stream's own error says more
     }
     throw util::Fatal(what + ": " + e.what());
   }
-  check_digest();
+  std::string got = stored.Finish();
+  CheckDigest(d, got, what);
   if (d.size >= 0 && stored.count() != static_cast<uint64_t>(d.size))
     throw util::Fatal(what + ": size mismatch: descriptor says " + std::to_string(d.size) +
                       " bytes, blob has " + std::to_string(stored.count()));
@@ -214,10 +219,10 @@ std::pair<const Transport*, std::string> SplitReference(std::string_view referen
   const Transport* docker = nullptr;
   for (const Transport& t : Transports()) {
     if (t.name == "docker") docker = &t;
-    if (reference.size() > t.name.size() && reference.substr(0, t.name.size()) == t.name &&
+    if (reference.size() > t.name.size() && reference.starts_with(t.name) &&
         reference[t.name.size()] == ':') {
       std::string_view rest = reference.substr(t.name.size() + 1);
-      if (t.name == "docker" && rest.substr(0, 2) == "//") rest.remove_prefix(2);
+      if (t.name == "docker" && rest.starts_with("//")) rest.remove_prefix(2);
       return {&t, std::string(rest)};
     }
   }

@@ -116,6 +116,12 @@ TEST_CASE("every transport reads the same image identically", "[load]") {
                   CaptureAll())) == want);
   CHECK(Dump(Load("docker-archive:" + (tmp / "legacy.tar").string() + ":@0", CaptureAll())) ==
         want);
+  // An index is all digits and fits: no sign, no trailing text, no wrap-around.
+  for (std::string bad : {"@", "@x", "@0x", "@-1", "@+0", "@ 0", "@99999999999999999999999"})
+    CHECK_THROWS_WITH(Load("docker-archive:" + (tmp / "legacy.tar").string() + ":" + bad, {}),
+                      Contains(": bad image index '" + bad + "'"));
+  CHECK_THROWS_WITH(Load("docker-archive:" + (tmp / "legacy.tar").string() + ":@1", {}),
+                    Contains(": no image @1; it holds 1"));
   CHECK(Dump(Load("docker-archive:" + (tmp / "new.tar").string(), CaptureAll())) == want);
   CHECK(Dump(Load("oci:" + (tmp / "docker-types").string(), CaptureAll())) == want);
   CHECK_THROWS_WITH(Load("docker-archive:" + (tmp / "legacy.tar").string() + ":other:1", {}),

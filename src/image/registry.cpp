@@ -10,17 +10,16 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <thread>
 
 #include "image/registry_auth.h"
 #include "image/registry_http.h"
 #include "image/registry_reference.h"
 #include "util/error.h"
+#include "util/file.h"
 #include "util/sha256.h"
 
 namespace imgcheck::image {
@@ -126,11 +125,9 @@ struct TokenCache {
 };
 
 std::string ReadTextFile(const std::filesystem::path& p, const std::string& what) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) throw util::Fatal("cannot read " + what + " " + p.string());
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  util::Expected<std::string> text = util::ReadFile(p);
+  if (!text) throw util::Fatal(what + ": " + text.error().message);
+  return std::move(text).value();
 }
 
 // --ca-cert, and a certs.d-style directory (containers-certs.d(5)): *.crt are CAs, a *.cert

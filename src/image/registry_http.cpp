@@ -8,6 +8,8 @@
 #include <mutex>
 #include <utility>
 
+#include "util/text.h"
+
 namespace imgcheck::image {
 namespace {
 
@@ -28,15 +30,6 @@ std::string Lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() &&
-         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
-    s.remove_suffix(1);
-  }
-  return s;
 }
 
 }  // namespace
@@ -64,7 +57,7 @@ struct HttpExchange::State {
     size_t len = size * n;
     s->header_bytes += len;
     if (s->header_bytes > kMaxHeaderBytes) return 0;  // aborts the transfer: a hostile server
-    std::string_view line = Trim(std::string_view(data, len));
+    std::string_view line = util::Trim(std::string_view(data, len));
     s->last_progress = Clock::now();
     if (line.starts_with("HTTP/")) {  // a new response (after 1xx): forget the last one's headers
       s->response_headers.clear();
@@ -75,8 +68,8 @@ struct HttpExchange::State {
     } else if (line.empty()) {
       if (s->status >= 200) s->headers_done = true;
     } else if (size_t colon = line.find(':'); colon != std::string_view::npos) {
-      s->response_headers.emplace_back(Lower(Trim(line.substr(0, colon))),
-                                       std::string(Trim(line.substr(colon + 1))));
+      s->response_headers.emplace_back(Lower(util::Trim(line.substr(0, colon))),
+                                       std::string(util::Trim(line.substr(colon + 1))));
     }
     return len;
   }

@@ -6,6 +6,7 @@
 #include "image/registry_reference.h"
 #include "image/stream.h"
 #include "util/error.h"
+#include "util/text.h"
 
 namespace imgcheck::image {
 
@@ -79,7 +80,7 @@ class OciLayoutSource : public Source {
 // (blobs/sha256/<hex>, <hex>.json), and always its location.
 json ArchiveFileDescriptor(const std::string& media_type, const std::string& name) {
   std::string hex;
-  if (name.rfind(kBlobDir, 0) == 0)
+  if (name.starts_with(kBlobDir))
     hex = name.substr(kBlobDir.size());
   else if (name.size() == 69 && name.substr(64) == ".json")
     hex = name.substr(0, 64);
@@ -139,15 +140,11 @@ class DockerArchiveSource : public Source {
                         " images; name one: " + Tags(doc));
     }
     if (ref_.front() == '@') {
-      size_t n = 0;
-      try {
-        n = std::stoul(ref_.substr(1));
-      } catch (const std::exception&) {
-        throw util::Fatal(what + ": bad image index '" + ref_ + "'");
-      }
-      if (n >= doc.size())
+      std::optional<size_t> n = util::ParseInt<size_t>(std::string_view(ref_).substr(1));
+      if (!n) throw util::Fatal(what + ": bad image index '" + ref_ + "'");
+      if (*n >= doc.size())
         throw util::Fatal(what + ": no image " + ref_ + "; it holds " + std::to_string(doc.size()));
-      return doc[n];
+      return doc[*n];
     }
     // Tags compare as references: "example/img:1" is "docker.io/example/img:1".
     std::string want = Canonical(ref_);

@@ -65,7 +65,7 @@ const char* CompressionName(Compression c) {
 }
 
 bool IsSha256Digest(const std::string& digest) {
-  if (digest.size() != 71 || digest.compare(0, 7, "sha256:") != 0) return false;
+  if (digest.size() != 71 || !digest.starts_with("sha256:")) return false;
   for (size_t i = 7; i < digest.size(); ++i) {
     char c = digest[i];
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
@@ -86,22 +86,21 @@ struct Decompressor::Zstd {
 Decompressor::Decompressor(ChunkReader& in) : in_(in) {
   size_t have = Peek(6);  // a shorter stream is not compressed
   std::string_view head = Input().substr(0, have);
-  auto starts = [&](std::string_view magic) { return head.substr(0, magic.size()) == magic; };
-  if (starts("\x1f\x8b")) {
+  if (head.starts_with("\x1f\x8b")) {
     compression_ = Compression::kGzip;
     gzip_ = std::make_unique<Gzip>();
     isal_inflate_init(&gzip_->state);
     gzip_->state.crc_flag = ISAL_GZIP;
-  } else if (starts("\x28\xb5\x2f\xfd")) {
+  } else if (head.starts_with("\x28\xb5\x2f\xfd")) {
     compression_ = Compression::kZstd;
     zstd_ = std::make_unique<Zstd>();
     if (zstd_->ctx == nullptr) throw util::Fatal("out of memory for zstd");
     // Windows up to 2 GiB (zstd --long=31) are accepted; larger ones are refused by zstd.
     ZSTD_DCtx_setParameter(zstd_->ctx, ZSTD_d_windowLogMax, 31);
-  } else if (starts("BZh")) {
+  } else if (head.starts_with("BZh")) {
     throw util::Fatal("bzip2-compressed layers are not supported");
-  } else if (starts("\xfd"
-                    "7zXZ")) {
+  } else if (head.starts_with("\xfd"
+                              "7zXZ")) {
     throw util::Fatal("xz-compressed layers are not supported");
   }
 }
@@ -181,7 +180,7 @@ size_t Decompressor::ReadGzip(char* buf, size_t n) {
     if (stream_end_) {
       // A member ended. Another member may follow (gzip allows concatenation); anything else
       // after the last member is ignored, as gzip(1) does.
-      if (Peek(2) < 2 || Input().substr(0, 2) != "\x1f\x8b") {
+      if (Peek(2) < 2 || !Input().starts_with("\x1f\x8b")) {
         finished_ = true;
         return 0;
       }

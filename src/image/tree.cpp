@@ -65,7 +65,7 @@ std::vector<std::string> Tree::List(std::string_view dir) const {
   auto it = nodes_.lower_bound(prefix);
   while (it != nodes_.end()) {
     std::string_view p = it->first;
-    if (p.substr(0, prefix.size()) != prefix) break;
+    if (!p.starts_with(prefix)) break;
     std::string_view rest = p.substr(prefix.size());
     size_t slash = rest.find('/');
     if (slash == std::string_view::npos) {

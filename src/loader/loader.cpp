@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "util/path.h"
+#include "util/text.h"
 
 namespace imgcheck::loader {
 
@@ -93,7 +94,7 @@ std::string ExpandTokens(std::string_view in, const std::string& origin, const P
                                {"LIB", p.lib}}) {
       std::string_view rest = in.substr(i + 1);
       size_t len = 0;
-      if (rest.substr(0, name.size()) == name) {
+      if (rest.starts_with(name)) {
         len = name.size();
         char next = len < rest.size() ? rest[len] : '\0';
         if (std::isalnum(static_cast<unsigned char>(next)) || next == '_') len = 0;
@@ -206,7 +207,7 @@ class Search {
     if (nodeflib) {
       // glibc: with NODEFLIB, a cache entry inside a system directory is not used.
       for (const std::string& d : p.default_dirs) {
-        if (rec->path.rfind(DirPrefix(d), 0) == 0) {
+        if (rec->path.starts_with(DirPrefix(d))) {
           r_.tried.push_back({Reason::kLdCache, kEntry, rec->path, Outcome::kRejected});
           return false;
         }
@@ -267,19 +268,10 @@ Platform DetectPlatform(const image::Tree& tree, uint16_t machine, bool is64) {
   for (const std::string& dir : p.default_dirs) {
     auto resolved = tree.Resolve(dir);
     if (!resolved) continue;
-    for (const std::string& name : tree.List(resolved->path)) {
-      int minor = 0;
-      if (name.rfind("libc-2.", 0) == 0 && name.size() > 10 &&
-          name.substr(name.size() - 3) == ".so") {
-        for (char c : name.substr(7, name.size() - 10)) {
-          if (c < '0' || c > '9') {
-            minor = -1;
-            break;
-          }
-          minor = minor * 10 + (c - '0');
-        }
-        if (minor >= 0 && minor < 33) p.hwcaps.clear();
-      }
+    for (std::string_view name : tree.List(resolved->path)) {
+      if (name.size() <= 10 || !name.starts_with("libc-2.") || !name.ends_with(".so")) continue;
+      std::optional<unsigned> minor = util::ParseInt<unsigned>(name.substr(7, name.size() - 10));
+      if (minor && *minor < 33) p.hwcaps.clear();
     }
   }
   return p;

@@ -1,5 +1,5 @@
-// `imgcheck why`: every resolution of one soname or path across link maps, explained the way
-// libtree does (where it was found and by which rule, or every place tried).
+// `imgcheck why`: every resolution of one soname or path across link maps, with what libtree
+// shows (where it was found and by which rule, or every place tried); report/why.h renders it.
 #pragma once
 
 #include <string>
@@ -29,11 +29,5 @@ struct WhyEntry {
 /// Identical resolutions (same consumer, name, kind and outcome) are listed once.
 std::vector<WhyEntry> FindWhy(const image::Tree& tree, const std::vector<Root>& roots,
                               std::string_view target);
-
-/// The text `imgcheck why` prints for `entries`: per consumer, the hit (reason, search entry,
-/// whose RPATH, real file and layer) or "not found" with every candidate tried and why it was
-/// passed over.
-std::string ExplainWhy(const image::Tree& tree, std::string_view target,
-                       const std::vector<WhyEntry>& entries);
 
 }  // namespace imgcheck::loader

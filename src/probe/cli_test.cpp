@@ -48,6 +48,17 @@ CommandResult Probe(const Image& img, const std::string& extra) {
   return Imgcheck("probe", img, extra);
 }
 
+TEST_CASE("imgcheck probe: a timeout that is not 1 to 86400 seconds is refused, exit 2") {
+  for (std::string bad : {"0", "-1", "86401", "2147483648", "99999999999999999999", "5s"}) {
+    auto r =
+        Run("'" + (BinaryDir() / "imgcheck").string() + "' probe oci:/nowhere --timeout " + bad);
+    INFO(r.output);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.output, Catch::Contains("--timeout"));
+    CHECK_THAT(r.output, Catch::Contains(bad));
+  }
+}
+
 TEST_CASE("imgcheck probe: a consistent image runs clean, exit 0") {
   Image img;
   Write(FakeStack{}, img);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "catalog/metadata.h"
 #include "probe/abi.h"
 #include "util/path.h"
 
@@ -89,7 +90,8 @@ void CompareVersions(const std::vector<StagedLibrary>& staged, const Observation
   }
   if (const PlannedLibrary* rt = PlannedByRole(staged, "cudart"); rt && o.runtime_version) {
     auto predicted = Version::Parse(rt->version);
-    Version observed({*o.runtime_version / 1000, *o.runtime_version % 1000 / 10});
+    catalog::CudaVersion runtime = catalog::DecodeCudaVersion(*o.runtime_version);
+    Version observed({static_cast<int>(runtime.major), static_cast<int>(runtime.minor)});
     if (predicted && !Agrees(predicted->Prefix(2), observed)) {
       f.Add("IC076",
             "the scan predicted CUDA runtime " + predicted->str() + " for " + rt->image_path +
@@ -107,11 +109,10 @@ void CompareResolutions(const std::vector<StagedLibrary>& staged, std::string_vi
                         const Observation& o, Findings& f) {
   std::string prefix = std::string(dir) + "/";
   for (const auto& path : o.loaded_objects) {
-    if (path.compare(0, prefix.size(), prefix) == 0) continue;
+    if (path.starts_with(prefix)) continue;
     std::string role = RoleOf(util::BaseName(util::NormalizePath(path)));
     const StagedLibrary* s = ByRole(staged, role);
-    bool cuda_family =
-        role.rfind("cudnn", 0) == 0 || role.rfind("cublas", 0) == 0 || role == "cudart";
+    bool cuda_family = role.starts_with("cudnn") || role.starts_with("cublas") || role == "cudart";
     if (!s && !cuda_family) continue;
     std::string message = "the probe process loaded " + path + " from outside the image";
     if (s)
@@ -146,8 +147,10 @@ std::vector<Finding> Compare(const std::vector<StagedLibrary>& staged, std::stri
 
   const PlannedLibrary* cudart = PlannedByRole(staged, "cudart");
   if (o.first_call && *o.first_call != 0) {
-    std::string driver = o.driver_version ? CudaVersionString(*o.driver_version) : "unknown";
-    std::string runtime = o.runtime_version ? CudaVersionString(*o.runtime_version) : "unknown";
+    std::string driver =
+        o.driver_version ? catalog::CudaVersionString(*o.driver_version) : "unknown";
+    std::string runtime =
+        o.runtime_version ? catalog::CudaVersionString(*o.runtime_version) : "unknown";
     if (*o.first_call == abi::kCudaRtInsufficientDriver) {
       f.Add("IC071",
             "the image's CUDA runtime " + runtime +

@@ -117,8 +117,4 @@ Observation ParseObservation(std::string_view text) {
   return o;
 }
 
-std::string CudaVersionString(int64_t encoded) {
-  return std::to_string(encoded / 1000) + "." + std::to_string(encoded % 1000 / 10);
-}
-
 }  // namespace imgcheck::probe

@@ -7,7 +7,7 @@ namespace imgcheck::probe {
 
 std::string RoleOf(std::string_view soname) {
   std::string_view s = soname;
-  if (s.substr(0, 3) == "lib") s.remove_prefix(3);
+  if (s.starts_with("lib")) s.remove_prefix(3);
   if (size_t so = s.find(".so"); so != std::string_view::npos) s = s.substr(0, so);
   return std::string(s);
 }

@@ -93,7 +93,7 @@ Plan PlanFromScan(const rules::ScanInput& scan) {
   for (const auto* fw : scan.catalog->Find(catalog::ComponentKind::kFramework)) {
     std::string dir = rules::FrameworkPackageDir(*fw) + "/";
     for (const auto& c : scan.consumers)
-      if (c.path.compare(0, dir.size(), dir) == 0) chosen.push_back(&c);
+      if (c.path.starts_with(dir)) chosen.push_back(&c);
   }
   if (chosen.empty())
     for (const auto& c : scan.consumers) chosen.push_back(&c);

@@ -83,6 +83,9 @@ struct Observation {
 /// Parses imgcheck-probe's JSON. A malformed document gives Outcome::kBadOutput with a reason.
 Observation ParseObservation(std::string_view json);
 
+/// The longest --timeout: a day, far inside what imgcheck-probe's own limits accept.
+inline constexpr int kMaxProbeSeconds = 86400;
+
 struct RunOptions {
   std::filesystem::path executable;  ///< imgcheck-probe; see ProbeExecutable()
   std::string libcuda;               ///< test-only: a driver library instead of libcuda.so.1
@@ -98,8 +101,5 @@ std::filesystem::path ProbeExecutable();
 /// printed. A crash, a kill or a timeout is an Outcome, never an exception.
 Observation RunProbe(const std::vector<std::pair<std::string, std::string>>& libraries,
                      const RunOptions& options);
-
-/// "12.8" for 12080 (cudaRuntimeGetVersion / cuDriverGetVersion: major*1000 + minor*10).
-std::string CudaVersionString(int64_t encoded);
 
 }  // namespace imgcheck::probe

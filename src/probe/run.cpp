@@ -25,7 +25,7 @@ constexpr size_t kKeepStderr = 16u << 10;
 // let host CUDA libraries stand in for the image's.
 bool KeepInChildEnv(std::string_view var) {
   for (std::string_view drop : {"LD_LIBRARY_PATH=", "LD_PRELOAD=", "LD_AUDIT="})
-    if (var.substr(0, drop.size()) == drop) return false;
+    if (var.starts_with(drop)) return false;
   return true;
 }
 

@@ -200,6 +200,19 @@ TEST_CASE("the probe rejects relative library paths and unknown options") {
   CHECK(imgcheck::testing::Run("'" + exe + "' --lib").status == 2);
 }
 
+TEST_CASE("the probe rejects limits that are not whole seconds it can set") {
+  auto exe = (imgcheck::testing::BinaryDir() / "imgcheck-probe").string();
+  for (std::string bad : {"", "0", "-5", "5x", "+5", "1000001", "99999999999999999999999"}) {
+    auto r = imgcheck::testing::Run("'" + exe + "' --cpu-seconds '" + bad + "'");
+    CHECK(r.status == 2);
+    CHECK_THAT(r.output, Catch::StartsWith("imgcheck-probe: --cpu-seconds: '" + bad +
+                                           "' is not a whole number from 1 to 1000000\n"));
+  }
+  auto r = imgcheck::testing::Run("'" + exe + "' --wall-seconds 1e3");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.output, Catch::Contains("--wall-seconds: '1e3' is not a whole number"));
+}
+
 TEST_CASE("the host's own driver: no GPU here, or a real result; never a crash") {
   // The default: libcuda.so.1 through this host's loader, as on a user's machine.
   RunOptions o;
@@ -217,11 +230,6 @@ TEST_CASE("malformed probe output is an outcome") {
             .outcome == Outcome::kRan);
   CHECK(ParseObservation("{\"probe\":\"imgcheck-probe\",\"status\":\"ran\"").outcome ==
         Outcome::kBadOutput);
-}
-
-TEST_CASE("version encodings") {
-  CHECK(CudaVersionString(12080) == "12.8");
-  CHECK(CudaVersionString(11020) == "11.2");
 }
 
 TEST_CASE("load order: dependencies first, plan order otherwise") {

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "catalog/metadata.h"
 #include "probe/stage.h"
 
 namespace imgcheck::probe {
@@ -135,7 +136,7 @@ std::string FormatText(const Session& s) {
   if (s.no_gpu) return out + "no GPU: probe skipped (" + s.skip_reason + ")\n";
   out += "note: this ran the image's own libraries (untrusted code) on this host\n";
   if (o.driver_version) {
-    out += "host: driver for CUDA " + CudaVersionString(*o.driver_version);
+    out += "host: driver for CUDA " + catalog::CudaVersionString(*o.driver_version);
     if (!o.gpu.empty()) out += ", " + o.gpu;
     if (!o.sm.empty()) out += " (sm_" + o.sm;
     if (o.memory_bytes) out += Fmt(", %.1f GiB", static_cast<double>(*o.memory_bytes) / (1 << 30));
@@ -157,13 +158,13 @@ std::string FormatText(const Session& s) {
     out += "probe: " + o.reason + "\n";
   } else {
     if (o.runtime_version)
-      out += "CUDA runtime: " + CudaVersionString(*o.runtime_version) + ", first call " +
+      out += "CUDA runtime: " + catalog::CudaVersionString(*o.runtime_version) + ", first call " +
              o.first_call_name + "\n";
     if (o.cudnn_version) {
       out += "cuDNN: " +
              (s.cudnn_version.empty() ? std::to_string(*o.cudnn_version) : s.cudnn_version);
       if (o.cudnn_cudart_version)
-        out += ", built for CUDA " + CudaVersionString(*o.cudnn_cudart_version);
+        out += ", built for CUDA " + catalog::CudaVersionString(*o.cudnn_cudart_version);
       out += "\n  sub-libraries:";
       for (const auto& c : o.sublibraries)
         out += " " + c.sublibrary + " " +

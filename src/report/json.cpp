@@ -24,7 +24,7 @@ nlohmann::ordered_json FindingJson(const rules::Finding& f) {
   j["remediation"] = f.remediation;
   j["evidence"] = nlohmann::ordered_json::array();
   for (const auto& e : f.evidence)
-    j["evidence"].push_back({{"label", e.label}, {"value", e.value}});
+    j["evidence"].push_back({{"label", e.label}, {"value", EvidenceValue(e)}});
   return j;
 }
 

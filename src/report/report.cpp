@@ -38,4 +38,15 @@ std::string Render(const Report& report, Format format, const RenderOptions& opt
   return RenderText(report, options);
 }
 
+std::string ResolutionText(const loader::Resolution& r) {
+  if (!r.found()) return rules::UnresolvedText(r);
+  std::string s = r.real_path + " (" + std::string(loader::ReasonName(r.reason));
+  if (!r.entry.empty() && r.entry != r.real_path) s += " " + r.entry;
+  return s + ")";
+}
+
+std::string EvidenceValue(const rules::Evidence& e) {
+  return e.resolution ? ResolutionText(*e.resolution) : e.value;
+}
+
 }  // namespace imgcheck::report

@@ -52,6 +52,12 @@ struct RenderOptions {
 
 std::string Render(const Report& report, Format format, const RenderOptions& options = {});
 
+/// A resolution as evidence shows it: "REAL_PATH (REASON ENTRY)" when found (the entry left out
+/// when empty or the path itself), else rules::UnresolvedText.
+std::string ResolutionText(const loader::Resolution& r);
+/// The value of one step of evidence, rendered from its resolution when it has one.
+std::string EvidenceValue(const rules::Evidence& e);
+
 std::string RenderText(const Report& report, const RenderOptions& options);
 std::string RenderJson(const Report& report);
 std::string RenderSarif(const Report& report);

@@ -57,10 +57,15 @@ report::Report Fixed() {
   a.layer = {2, "sha256:3333333333333333333333333333333333333333333333333333333333333333",
              "COPY cudnn /usr/local/cudnn"};
   a.remediation = "Make the matching cuDNN the one found first.";
-  a.evidence = {
-      {"compiled cuDNN", "5.1 (TensorFlow 1.2.0 tested build configuration)"},
-      {"resolved libcudnn.so.5",
-       "/usr/local/cudnn/lib64/libcudnn.so.5.0.5 (ld-library-path /usr/local/cudnn/lib64)"}};
+  loader::Resolution cudnn;
+  cudnn.name = "libcudnn.so.5";
+  cudnn.status = loader::Status::kFound;
+  cudnn.reason = loader::Reason::kLdLibraryPath;
+  cudnn.entry = "/usr/local/cudnn/lib64";
+  cudnn.path = "/usr/local/cudnn/lib64/libcudnn.so.5";
+  cudnn.real_path = "/usr/local/cudnn/lib64/libcudnn.so.5.0.5";
+  a.evidence = {{"compiled cuDNN", "5.1 (TensorFlow 1.2.0 tested build configuration)"},
+                rules::ResolvedEvidence(cudnn)};
   rules::Finding b;
   b.rule = "IC060";
   b.name = "unsafe-library-path";
@@ -128,4 +133,29 @@ TEST_CASE("the format table") {
   CHECK(report::ParseFormat("sarif") == report::Format::kSarif);
   CHECK_FALSE(report::ParseFormat("yaml"));
   CHECK(report::FormatNames() == "text|json|sarif|junit");
+}
+
+TEST_CASE("a resolution as evidence: found, not found with the directories tried, an error") {
+  using loader::Outcome;
+  using loader::Reason;
+  loader::Resolution r;
+  r.name = "libx.so.1";
+  r.status = loader::Status::kFound;
+  r.reason = Reason::kDirectPath;
+  r.path = r.real_path = r.entry = "/opt/libx.so.1";
+  CHECK(report::ResolutionText(r) == "/opt/libx.so.1 (direct-path)");
+  r.reason = Reason::kLdCache;
+  r.entry = "/etc/ld.so.cache";
+  CHECK(report::ResolutionText(r) == "/opt/libx.so.1 (ld.so.cache /etc/ld.so.cache)");
+  r.status = loader::Status::kNotFound;
+  CHECK(report::ResolutionText(r) == "not found");
+  r.tried = {{Reason::kRunpath, "/a", "/a/libx.so.1", Outcome::kMissing},
+             {Reason::kDefaultDir, "/b", "/b/libx.so.1", Outcome::kMissing},
+             {Reason::kDefaultDir, "/a", "/a/libx.so.1", Outcome::kMissing}};
+  CHECK(report::ResolutionText(r) == "not found; tried /a /b");
+  r.status = loader::Status::kError;
+  r.error = "invalid ELF header";
+  CHECK(report::ResolutionText(r) == "error: invalid ELF header");
+  CHECK(report::EvidenceValue(rules::ResolvedEvidence(r)) == "error: invalid ELF header");
+  CHECK(report::EvidenceValue({"compiled cuDNN", "8.9"}) == "8.9");
 }

@@ -80,7 +80,7 @@ std::string RenderSarif(const Report& report) {
           {"index", f.layer.index}, {"digest", f.layer.digest}, {"created_by", f.layer.created_by}};
     props["remediation"] = f.remediation;
     nlohmann::ordered_json evidence = nlohmann::ordered_json::array();
-    for (const auto& e : f.evidence) evidence.push_back(e.label + ": " + e.value);
+    for (const auto& e : f.evidence) evidence.push_back(e.label + ": " + EvidenceValue(e));
     props["evidence"] = evidence;
     res["properties"] = props;
     results.push_back(std::move(res));

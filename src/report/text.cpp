@@ -57,7 +57,7 @@ std::string RenderText(const Report& report, const RenderOptions& options) {
         out << "\n";
       }
       for (const auto& e : f.evidence)
-        out << "    " << paint(kDim, e.label + ": " + e.value) << "\n";
+        out << "    " << paint(kDim, e.label + ": " + EvidenceValue(e)) << "\n";
       if (!f.remediation.empty()) out << "    fix: " << f.remediation << "\n";
     }
   }

@@ -60,7 +60,7 @@ void AddResolutionEvidence(Finding& f, const Context::LoadedLibrary& lib) {
   const auto& o = lib.consumer->graph.objects[static_cast<size_t>(lib.index)];
   f.evidence.push_back({"consumer", lib.consumer->path});
   if (lib.how) {
-    f.evidence.push_back({"resolved " + lib.how->name, Context::Describe(*lib.how)});
+    f.evidence.push_back(ResolvedEvidence(*lib.how));
     std::string searched;
     for (const auto& a : lib.how->tried) {
       if (!searched.empty()) searched += ", ";
@@ -158,7 +158,7 @@ std::optional<Known> CudnnCudaMajor(const Context& ctx, const Component& c) {
       return Known{Version({*m}), e.detail + " (" + e.path + ")"};
   if (c.elf)
     for (const auto& n : c.elf->needed)
-      if (n.rfind("libcublas", 0) == 0)
+      if (n.starts_with("libcublas"))
         if (size_t so = n.find(".so."); so != std::string::npos)
           if (auto v = Version::Parse(n.substr(so + 4)); v && v->major() >= 10)
             return Known{Version({v->major()}), "links " + n};
@@ -217,8 +217,8 @@ void CheckSublibrarySkew(Context& ctx) {
   for (const auto& seen : ctx.Resolutions()) {
     const auto& shim = seen.consumer->graph.objects[static_cast<size_t>(seen.object)];
     const auto& r = seen.resolution;
-    if (!shim.elf || shim.elf->soname.rfind("libcudnn.so.", 0) != 0 || !r.found()) continue;
-    if (ctx.FamilyOf(r.name) != "cudnn" || r.name.rfind("libcudnn.so.", 0) == 0) continue;
+    if (!shim.elf || !shim.elf->soname.starts_with("libcudnn.so.") || !r.found()) continue;
+    if (ctx.FamilyOf(r.name) != "cudnn" || r.name.starts_with("libcudnn.so.")) continue;
     const Component* main = ctx.LibraryAt(shim.real_path);
     const Component* sub = ctx.LibraryAt(r.real_path);
     auto mv = ctx.VersionOf(main), sv = ctx.VersionOf(sub);
@@ -239,7 +239,7 @@ void CheckSublibrarySkew(Context& ctx) {
                              "; cuDNN requires all its sub-libraries to be the same version",
                          {r.real_path, shim.real_path});
     f.evidence.push_back({"consumer", seen.consumer->path});
-    f.evidence.push_back({"resolved " + r.name, Context::Describe(r)});
+    f.evidence.push_back(ResolvedEvidence(r));
     ctx.findings.push_back(std::move(f));
   }
 }

@@ -32,11 +32,11 @@ void CheckStubOnPath(Context& ctx) {
                              "): the host driver the container runtime mounts is never reached",
                          {r.real_path});
     f.evidence.push_back({"consumer", consumer.path});
-    f.evidence.push_back({"resolved " + r.name, Context::Describe(r)});
+    f.evidence.push_back(ResolvedEvidence(r));
     ctx.findings.push_back(std::move(f));
   };
   for (const auto& seen : ctx.Resolutions())
-    if (seen.resolution.name.rfind("libcuda.so", 0) == 0) report(*seen.consumer, seen.resolution);
+    if (seen.resolution.name.starts_with("libcuda.so")) report(*seen.consumer, seen.resolution);
   // The CUDA runtime dlopens libcuda.so.1; resolve it as it would, whatever dlopen.json lists.
   for (const Consumer* consumer : ctx.AllConsumers())
     for (const auto& lib : ctx.LoadedWithPrefix({consumer}, "libcudart.so."))
@@ -149,7 +149,7 @@ std::optional<Version> DeclaredCuda(const std::string& value) {
   for (const auto& term : util::Split(value, ' ')) {
     for (const auto& expr : util::Split(term, ',')) {
       std::string e = Lower(expr);
-      if (e.rfind("cuda>", 0) != 0) continue;
+      if (!e.starts_with("cuda>")) continue;
       if (auto v = Version::Parse(e.substr(e[5] == '=' ? 6 : 5)); v && (!lowest || *v < *lowest))
         lowest = v;
     }

@@ -54,7 +54,7 @@ void CheckShadowed(Context& ctx) {
               " first (" + std::string(loader::ReasonName(r.reason)) + ")",
           {r.real_path, own->path, object.real_path});
       f.evidence.push_back({"consumer", seen.consumer->path});
-      f.evidence.push_back({"resolved " + r.name, Context::Describe(r)});
+      f.evidence.push_back(ResolvedEvidence(r));
       ctx.findings.push_back(std::move(f));
       break;
     }
@@ -116,7 +116,7 @@ void CheckUnresolved(Context& ctx) {
         "IC012",
         name + " (" + how + " of " + paths[0] +
             (paths.size() > 1 ? " and " + std::to_string(paths.size() - 1) + " more" : "") +
-            ") cannot be resolved: " + Context::Describe(r),
+            ") cannot be resolved: " + UnresolvedText(r),
         paths);
     for (const auto* s : list) f.evidence.push_back({"consumer", s->consumer->path});
     ctx.findings.push_back(std::move(f));
@@ -170,7 +170,7 @@ void CheckMissingSymbols(Context& ctx) {
                          object.real_path + " needs " + list + " from " + r.name +
                              ", which resolves to " + r.real_path + " and does not provide it",
                          {r.real_path, object.real_path});
-    f.evidence.push_back({"resolved " + r.name, Context::Describe(r)});
+    f.evidence.push_back(ResolvedEvidence(r));
     ctx.findings.push_back(std::move(f));
   }
 }
@@ -256,7 +256,7 @@ void CheckLdCache(Context& ctx) {
   for (const auto& dir : dirs) {
     std::string prefix = util::NormalizePath(dir) + "/";
     for (auto it = ctx.cat.elves().lower_bound(prefix);
-         it != ctx.cat.elves().end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+         it != ctx.cat.elves().end() && it->first.starts_with(prefix); ++it) {
       const std::string& soname = it->second.soname;
       if (soname.empty() || it->first.find('/', prefix.size()) != std::string::npos) continue;
       if (!IsCudaFamily(ctx, soname) || names.count(soname) || !reported.insert(soname).second)

@@ -3,21 +3,15 @@
 #include <filesystem>
 
 #include "util/path.h"
+#include "util/text.h"
 
 namespace imgcheck::rules {
 
 namespace {
 
-std::string Trim(std::string_view s) {
-  size_t b = s.find_first_not_of(" \t\r");
-  if (b == std::string_view::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r");
-  return std::string(s.substr(b, e - b + 1));
-}
-
 // A YAML scalar: quoted ("..." with \" and \\, or '...' with '') or plain up to a " #" comment.
 util::Expected<std::string> Scalar(std::string_view raw) {
-  std::string s = Trim(raw);
+  std::string s(util::Trim(raw));
   if (!s.empty() && (s[0] == '"' || s[0] == '\'')) {
     char q = s[0];
     std::string out;
@@ -34,11 +28,12 @@ util::Expected<std::string> Scalar(std::string_view raw) {
       }
     }
     if (i >= s.size()) return util::MakeError("unterminated quoted string");
-    std::string rest = Trim(std::string_view(s).substr(i + 1));
+    std::string rest(util::Trim(std::string_view(s).substr(i + 1)));
     if (!rest.empty() && rest[0] != '#') return util::MakeError("text after a quoted string");
     return out;
   }
-  if (size_t hash = s.find(" #"); hash != std::string::npos) s = Trim(s.substr(0, hash));
+  if (size_t hash = s.find(" #"); hash != std::string::npos)
+    s = std::string(util::Trim(std::string_view(s).substr(0, hash)));
   if (!s.empty() && s[0] == '#') return std::string();
   return s;
 }
@@ -64,17 +59,17 @@ util::Expected<DataFile> ParseYaml(const std::string& path, std::string_view tex
         text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
     pos = nl == std::string_view::npos ? text.size() + 1 : nl + 1;
     ++line_no;
-    std::string trimmed = Trim(line);
+    std::string trimmed(util::Trim(line));
     if (trimmed.empty() || trimmed[0] == '#' || trimmed == "---") continue;
     if (line.find('\t') < line.find_first_not_of(" \t"))
       return fail(line_no, "tabs are not allowed for indentation");
     size_t indent = line.find_first_not_of(' ');
     bool dash = trimmed[0] == '-' && (trimmed.size() == 1 || trimmed[1] == ' ');
-    std::string body = dash ? Trim(std::string_view(trimmed).substr(1)) : trimmed;
+    std::string body(dash ? util::Trim(std::string_view(trimmed).substr(1)) : trimmed);
     size_t colon = body.find(':');
     if (colon == std::string::npos || (colon + 1 < body.size() && body[colon + 1] != ' '))
       return fail(line_no, "expected \"key: value\"");
-    std::string key = Trim(std::string_view(body).substr(0, colon));
+    std::string key(util::Trim(std::string_view(body).substr(0, colon)));
     auto value = Scalar(std::string_view(body).substr(colon + 1));
     if (!value) return fail(line_no, value.error().message);
     if (key.empty()) return fail(line_no, "empty key");
@@ -133,7 +128,7 @@ bool Fails(FailOn gate, Severity severity) { return gate.at && severity >= *gate
 
 util::Expected<Config> ParseConfig(const std::string& path, std::string_view text,
                                    const Knowledge& knowledge) {
-  bool json = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+  bool json = path.ends_with(".json");
   auto parsed = json ? ParseDataFile(path, text) : ParseYaml(path, text);
   if (!parsed) return parsed.error();
   const DataFile& f = *parsed;

@@ -69,8 +69,6 @@ class Context {
   Finding Make(std::string_view rule, std::string message, std::vector<std::string> paths,
                int layer = -2) const;
   LayerRef Layer(int index) const;
-  /// "path (reason entry)" for a found resolution; "not found" plus tried dirs otherwise.
-  static std::string Describe(const loader::Resolution& r);
 
  private:
   std::map<std::string, const catalog::Component*, std::less<>> by_path_;

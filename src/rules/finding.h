@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "loader/loader.h"
+
 namespace imgcheck::rules {
 
 enum class Severity : uint8_t { kInfo, kWarning, kError };
@@ -24,8 +26,17 @@ struct LayerRef {
 /// One step of evidence: how a version was learned or how the loader resolved a name.
 struct Evidence {
   std::string label;  ///< "resolved", "compiled cuDNN", "searched", ...
-  std::string value;  ///< "/usr/lib/x86_64-linux-gnu/libcudnn.so.8 (ld-library-path)"
+  std::string value;  ///< "12.1", "/opt/a /opt/b"; empty when `resolution` is set
+  /// How the loader resolved a name: report renders the value from it
+  /// ("/usr/lib/x86_64-linux-gnu/libcudnn.so.8 (ld-library-path /usr/lib/x86_64-linux-gnu)").
+  std::optional<loader::Resolution> resolution = std::nullopt;
 };
+
+/// "resolved NAME" evidence carrying the loader's resolution of `r`.
+Evidence ResolvedEvidence(const loader::Resolution& r);
+/// Why `r` did not resolve, in IC012's words: "not found; tried DIR..." (each directory once, in
+/// search order), "not found" when nothing was tried, or "error: " and ld.so's message.
+std::string UnresolvedText(const loader::Resolution& r);
 
 struct Finding {
   std::string rule;  ///< "IC001"

@@ -8,8 +8,8 @@ using catalog::Component;
 
 std::string AcceptanceKey(const Component& fw) {
   if (fw.name == "torch") return "torch";
-  if (fw.name.rfind("tensorflow", 0) == 0) return "tensorflow";
-  if (fw.name.rfind("jax-cuda", 0) == 0) return "jax";
+  if (fw.name.starts_with("tensorflow")) return "tensorflow";
+  if (fw.name.starts_with("jax-cuda")) return "jax";
   return "";
 }
 
@@ -37,7 +37,7 @@ std::optional<Known> CompiledCudnn(const Context& ctx, const Component& fw) {
       return Known{*v, "cudnn in " + fw.path};
     if (const Component* dist = ctx.Dist(fw.owner ? fw.owner->name : "torch"))
       for (const auto& req : dist->requires_dist)
-        if (req.name.rfind("nvidia-cudnn-cu", 0) == 0)
+        if (req.name.starts_with("nvidia-cudnn-cu"))
           if (auto v = Version::Parse(req.Pinned()))
             return Known{*v, "Requires-Dist " + req.raw + " (" + dist->path + ")"};
     auto cuda = BuildFact(fw, "cuda");

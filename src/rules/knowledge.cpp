@@ -34,7 +34,7 @@ void LoadRules(const std::vector<DataFile>& files, std::vector<RuleInfo>& out) {
   for (const Row& row : TableRows(files, "rules")) {
     RuleInfo r;
     r.id = row.String("id");
-    if (r.id.size() != 5 || r.id.compare(0, 2, "IC") != 0 ||
+    if (r.id.size() != 5 || !r.id.starts_with("IC") ||
         !std::all_of(r.id.begin() + 2, r.id.end(), [](char c) { return c >= '0' && c <= '9'; }))
       row.Fail("id", "rule id \"" + r.id + "\" must be IC followed by three digits");
     if (!seen.insert(r.id).second) continue;  // a later file overrode this rule
@@ -294,7 +294,7 @@ std::optional<int> Knowledge::GpuSm(std::string_view gpu) const {
   // "sm_86", "sm86", "compute_86", "86", "8.6"
   std::string_view digits = g;
   for (std::string_view prefix : {"sm_", "sm", "compute_"})
-    if (digits.substr(0, prefix.size()) == prefix) {
+    if (digits.starts_with(prefix)) {
       digits.remove_prefix(prefix.size());
       break;
     }
@@ -307,7 +307,7 @@ std::optional<int> Knowledge::GpuSm(std::string_view gpu) const {
     return std::nullopt;
   }
   // A product name: the longest table name contained in it, ignoring a leading "nvidia ".
-  if (g.rfind("nvidia ", 0) == 0) g.erase(0, 7);
+  if (g.starts_with("nvidia ")) g.erase(0, 7);
   const GpuRow* best = nullptr;
   size_t best_size = 0;
   for (const auto& r : gpus_) {
@@ -315,7 +315,7 @@ std::optional<int> Knowledge::GpuSm(std::string_view gpu) const {
     std::string full = Lower(r.name);
     std::vector<std::string> names = {full};
     for (std::string_view brand : {"geforce ", "tesla ", "quadro "})
-      if (full.rfind(brand, 0) == 0) names.push_back(full.substr(brand.size()));
+      if (full.starts_with(brand)) names.push_back(full.substr(brand.size()));
     for (const auto& name : names) {
       size_t at = g.find(name);
       if (at == std::string::npos) continue;

@@ -12,7 +12,7 @@ namespace {
 
 bool IsCudnnShim(std::string_view soname, int* major) {
   constexpr std::string_view kPrefix = "libcudnn.so.";
-  if (soname.substr(0, kPrefix.size()) != kPrefix) return false;
+  if (!soname.starts_with(kPrefix)) return false;
   auto v = Version::Parse(soname.substr(kPrefix.size()));
   if (!v) return false;
   *major = v->major();
@@ -88,7 +88,7 @@ std::vector<Consumer> LoadConsumers(const image::Image& image, const catalog::Ca
     if (fw->deleted) continue;
     std::string dir = FrameworkPackageDir(*fw);
     for (auto it = catalog.elves().lower_bound(dir + "/");
-         it != catalog.elves().end() && it->first.compare(0, dir.size() + 1, dir + "/") == 0; ++it)
+         it != catalog.elves().end() && it->first.starts_with(dir + "/"); ++it)
       if (it->first.find(".so") != std::string::npos && it->second.type == 3)
         add(it->first, "framework " + fw->name, fw);
   }
@@ -98,7 +98,7 @@ std::vector<Consumer> LoadConsumers(const image::Image& image, const catalog::Ca
   for (const auto& [path, elf] : catalog.elves()) {
     if (elf.interpreter.empty()) continue;
     bool cuda = std::any_of(elf.needed.begin(), elf.needed.end(), [](const std::string& n) {
-      return n.rfind("libcu", 0) == 0 || n.rfind("libnv", 0) == 0 || n.rfind("libnccl", 0) == 0;
+      return n.starts_with("libcu") || n.starts_with("libnv") || n.starts_with("libnccl");
     });
     if (cuda) add(path, "executable", nullptr);
   }
@@ -190,7 +190,7 @@ std::vector<const Consumer*> Context::ConsumersOf(const catalog::Component& fw) 
   std::string dir = FrameworkPackageDir(fw) + "/";
   std::vector<const Consumer*> out;
   for (const auto& c : in.consumers)
-    if (c.path.compare(0, dir.size(), dir) == 0) out.push_back(&c);
+    if (c.path.starts_with(dir)) out.push_back(&c);
   return out;
 }
 
@@ -217,8 +217,8 @@ std::vector<Context::LoadedLibrary> Context::LoadedWithPrefix(
     const auto& objects = c->graph.objects;
     for (size_t i = 0; i < objects.size(); ++i) {
       const auto& o = objects[i];
-      bool match = o.elf && o.elf->soname.compare(0, prefix.size(), prefix) == 0;
-      for (const auto& n : o.names) match = match || n.compare(0, prefix.size(), prefix) == 0;
+      bool match = o.elf && o.elf->soname.starts_with(prefix);
+      for (const auto& n : o.names) match = match || n.starts_with(prefix);
       if (!match || !seen.insert(o.real_path).second) continue;
       LoadedLibrary l{c, static_cast<int>(i), nullptr, LibraryAt(o.real_path)};
       if (o.loader >= 0 && static_cast<size_t>(o.loader) < objects.size())
@@ -270,12 +270,9 @@ Finding Context::Make(std::string_view rule, std::string message, std::vector<st
   return f;
 }
 
-std::string Context::Describe(const loader::Resolution& r) {
-  if (r.found()) {
-    std::string s = r.real_path + " (" + std::string(loader::ReasonName(r.reason));
-    if (!r.entry.empty() && r.entry != r.real_path) s += " " + r.entry;
-    return s + ")";
-  }
+Evidence ResolvedEvidence(const loader::Resolution& r) { return {"resolved " + r.name, "", r}; }
+
+std::string UnresolvedText(const loader::Resolution& r) {
   if (r.status == loader::Status::kError) return "error: " + r.error;
   std::string s = "not found; tried";
   std::set<std::string> dirs;

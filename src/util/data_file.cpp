@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+
+#include "util/file.h"
 
 namespace imgcheck::util {
 
@@ -132,12 +132,10 @@ std::vector<DataFile> LoadDataFiles(const std::vector<std::string>& dirs) {
       if (entry.path().extension() == ".json") paths.push_back(entry.path());
     std::sort(paths.begin(), paths.end());
     for (const auto& p : paths) {
-      std::ifstream in(p, std::ios::binary);
-      std::stringstream buffer;
-      buffer << in.rdbuf();
-      if (!in) throw Fatal(p.string() + ":1: cannot read the file");
-      auto parsed = ParseDataFile(p.string(), buffer.str());
-      if (!parsed) throw Fatal(parsed.error().message);
+      util::Expected<std::string> text = util::ReadFile(p);
+      if (!text) throw util::Fatal(p.string() + ":1: cannot read the file");
+      auto parsed = ParseDataFile(p.string(), *text);
+      if (!parsed) throw util::Fatal(parsed.error().message);
       auto same = std::find_if(files.begin(), files.end(),
                                [&](const DataFile& f) { return f.name == parsed->name; });
       if (same != files.end())

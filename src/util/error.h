@@ -1,6 +1,7 @@
 // Errors and diagnostics shared by every stage.
 #pragma once
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -46,6 +47,20 @@ class Expected {
 
  private:
   std::variant<T, Error> v_;
+};
+
+/// An operation that returns nothing but may fail: `return {};` on success.
+template <>
+class Expected<void> {
+ public:
+  Expected() = default;
+  Expected(Error error) : error_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
+  bool has_value() const { return !error_.has_value(); }
+  explicit operator bool() const { return has_value(); }
+  const Error& error() const { return *error_; }
+
+ private:
+  std::optional<Error> error_;
 };
 
 inline Error MakeError(std::string message) { return Error{std::move(message)}; }

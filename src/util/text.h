@@ -1,13 +1,35 @@
-// Small text helpers shared by the stages: "did you mean" distances, sizes for people.
+// Small text helpers shared by the stages: trimming, checked numbers, "did you mean" distances,
+// sizes for people.
 #pragma once
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace imgcheck::util {
+
+/// `s` without leading and trailing ASCII whitespace (" \t\n\v\f\r"; no locale).
+inline std::string_view Trim(std::string_view s) {
+  constexpr std::string_view kSpace = " \t\n\v\f\r";
+  size_t b = s.find_first_not_of(kSpace);
+  if (b == std::string_view::npos) return {};
+  return s.substr(b, s.find_last_not_of(kSpace) - b + 1);
+}
+
+/// All of `text` as a decimal T: digits only (a '-' first when T is signed), no spaces, no
+/// overflow. nullopt for "", "12x", " 1" or a value T cannot hold.
+template <class T>
+std::optional<T> ParseInt(std::string_view text) {
+  T value{};
+  const char* end = text.data() + text.size();
+  auto [stop, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || stop != end) return std::nullopt;
+  return value;
+}
 
 /// Levenshtein distance (insertions, deletions, substitutions), for "did you mean".
 inline size_t EditDistance(std::string_view a, std::string_view b) {

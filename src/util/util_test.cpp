@@ -1,9 +1,16 @@
 #include <catch2/catch.hpp>
+#include <cstdint>
+#include <filesystem>
+#include <string>
 
+#include "support.h"
+#include "util/error.h"
+#include "util/file.h"
 #include "util/path.h"
 #include "util/reader.h"
 #include "util/sha256.h"
 #include "util/sparse_file.h"
+#include "util/text.h"
 
 using namespace imgcheck::util;
 
@@ -103,4 +110,53 @@ TEST_CASE("AsyncSha256 can be abandoned with spans still queued") {
   }  // joins without hashing the rest
   AsyncSha256 empty;
   CHECK("sha256:" + empty.HexDigest() == Sha256Digest(""));
+}
+
+TEST_CASE("Trim drops ASCII whitespace at both ends only") {
+  CHECK(Trim(" \t a b \r\n") == "a b");
+  CHECK(Trim("\v\f") == "");
+  CHECK(Trim("") == "");
+  CHECK(Trim("x") == "x");
+}
+
+TEST_CASE("ParseInt takes all of the text or nothing, and never overflows") {
+  CHECK(ParseInt<int>("42") == 42);
+  CHECK(ParseInt<int>("-7") == -7);
+  CHECK(ParseInt<int>("2147483647") == 2147483647);
+  CHECK_FALSE(ParseInt<int>("2147483648"));
+  CHECK_FALSE(ParseInt<unsigned>("-1"));
+  CHECK(ParseInt<uint64_t>("18446744073709551615") == UINT64_MAX);
+  CHECK_FALSE(ParseInt<uint64_t>("18446744073709551616"));
+  CHECK_FALSE(ParseInt<long>(std::string(400, '9')));
+  for (const char* bad : {"", " 1", "1 ", "+1", "1x", "0x10", "1.0", "-"})
+    CHECK_FALSE(ParseInt<long>(bad));
+}
+
+TEST_CASE("ReadFile reads a whole host file, or says why not") {
+  imgcheck::testing::TempDir tmp;
+  const std::filesystem::path& dir = tmp.path();
+  std::string big(200000, 'x');
+  imgcheck::testing::WriteFile(dir / "f", big);
+  CHECK(ReadFile(dir / "f").value() == big);
+  CHECK(ReadFile(dir / "f", big.size()).value() == big);
+  auto over = ReadFile(dir / "f", 1000);
+  REQUIRE_FALSE(over);
+  CHECK(over.error().message == (dir / "f").string() + " is larger than 1000 bytes");
+  auto missing = ReadFile(dir / "none");
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().message ==
+        "cannot read " + (dir / "none").string() + ": No such file or directory");
+  auto directory = ReadFile(dir);
+  REQUIRE_FALSE(directory);
+  CHECK(directory.error().message == "cannot read " + dir.string() + ": Is a directory");
+}
+
+TEST_CASE("Expected<void> carries only success or an error") {
+  auto check = [](int v) -> Expected<void> {
+    if (v < 0) return MakeError("negative");
+    return {};
+  };
+  CHECK(check(1).has_value());
+  REQUIRE_FALSE(check(-1));
+  CHECK(check(-1).error().message == "negative");
 }

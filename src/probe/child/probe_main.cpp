@@ -22,12 +22,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "probe/abi.h"
 #include "probe/child/json_out.h"
+#include "util/text.h"
 
 namespace imgcheck::probe::child {
 namespace {
@@ -81,26 +83,33 @@ Fn Sym(void* handle, const char* name) {
   return fn;
 }
 
-bool ParseArgs(int argc, char** argv, Options& o) {
+// The longest limit accepted: setrlimit and alarm take it as it is, without overflow.
+constexpr long kMaxSeconds = 1000000;
+
+// Empty when the arguments are usable, else what is wrong with them.
+std::string ParseArgs(int argc, char** argv, Options& o) {
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
-    if (i + 1 >= argc) return false;
+    if (i + 1 >= argc) return "no value after " + std::string(a);
     std::string_view v = argv[++i];
     if (a == "--libcuda") {
       o.libcuda = v;
-    } else if (a == "--cpu-seconds") {
-      o.cpu_seconds = std::strtol(argv[i], nullptr, 10);
-    } else if (a == "--wall-seconds") {
-      o.wall_seconds = std::strtol(argv[i], nullptr, 10);
+    } else if (a == "--cpu-seconds" || a == "--wall-seconds") {
+      std::optional<long> n = imgcheck::util::ParseInt<long>(v);
+      if (!n || *n < 1 || *n > kMaxSeconds)
+        return std::string(a) + ": '" + std::string(v) + "' is not a whole number from 1 to " +
+               std::to_string(kMaxSeconds);
+      (a == "--cpu-seconds" ? o.cpu_seconds : o.wall_seconds) = *n;
     } else if (a == "--lib") {
       size_t eq = v.find('=');
-      if (eq == std::string_view::npos || eq + 1 >= v.size() || v[eq + 1] != '/') return false;
+      if (eq == std::string_view::npos || eq + 1 >= v.size() || v[eq + 1] != '/')
+        return "--lib: '" + std::string(v) + "' is not ROLE=/ABSOLUTE/PATH";
       o.libs.push_back({std::string(v.substr(0, eq)), std::string(v.substr(eq + 1))});
     } else {
-      return false;
+      return "unknown argument " + std::string(a);
     }
   }
-  return o.cpu_seconds > 0 && o.wall_seconds > 0;
+  return "";
 }
 
 void SetLimits(const Options& o) {
@@ -511,10 +520,12 @@ void ProbeConvolution(JsonOut& j, const Runtime& rt, const Cudnn& dnn, abi::Cudn
 
 int Main(int argc, char** argv) {
   Options o;
-  if (!ParseArgs(argc, argv, o)) {
+  if (std::string error = ParseArgs(argc, argv, o); !error.empty()) {
     std::fprintf(stderr,
+                 "imgcheck-probe: %s\n"
                  "usage: imgcheck-probe [--libcuda PATH] [--cpu-seconds N] [--wall-seconds N] "
-                 "--lib ROLE=/ABSOLUTE/PATH...\n");
+                 "--lib ROLE=/ABSOLUTE/PATH...\n",
+                 error.c_str());
     return kExitUsage;
   }
   SetLimits(o);
