@@ -71,6 +71,13 @@ class Context {
   LayerRef Layer(int index) const;
   /// "path (reason entry)" for a found resolution; "not found" plus tried dirs otherwise.
   static std::string Describe(const loader::Resolution& r);
+  /// Every path a resolution tried, with its outcome ("/a/libx.so.1 (missing), ..."); "" when
+  /// it tried none.
+  static std::string Searched(const loader::Resolution& r);
+  /// Evidence of a library component: where it is, each statement of its version and the
+  /// package that owns it (or none), each label prefixed with `what` ("older copy ").
+  static void AddComponentEvidence(Finding& f, const catalog::Component& c,
+                                   const std::string& what = "");
 
  private:
   catalog::LibraryRules libraries_;
