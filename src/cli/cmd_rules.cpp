@@ -73,6 +73,8 @@ int Explain(const RulesArgs& args) {
 Runner DefineRules(CLI::App& sub) {
   auto args = std::make_shared<RulesArgs>();
   sub.require_subcommand(1);
+  // `rules list --rules DIR` as well as `rules --rules DIR list`: list/explain hand --rules up.
+  sub.fallthrough();
   sub.add_option("--rules", args->rules_dirs,
                  "directory of rule files that add to or override rules/")
       ->check(CLI::ExistingDirectory);
