@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <system_error>
 
 #include "image/stream.h"
@@ -25,6 +26,29 @@ constexpr size_t kReadBuffer = 1 << 20;
 constexpr std::string_view kWhiteoutPrefix = ".wh.";
 constexpr std::string_view kOpaqueName = ".wh..wh..opq";
 constexpr size_t kMaxDirDiagnostics = 100;  // dir: on a damaged tree: not 100,000 lines
+
+// The kind of an entry of file type `type` (S_IFMT bits; libarchive's AE_IF* are the same
+// values); nullopt for a socket or anything else no layer can hold.
+std::optional<EntryKind> KindOfType(unsigned type) {
+  static_assert(AE_IFREG == S_IFREG && AE_IFDIR == S_IFDIR && AE_IFLNK == S_IFLNK &&
+                AE_IFCHR == S_IFCHR && AE_IFBLK == S_IFBLK && AE_IFIFO == S_IFIFO);
+  switch (type) {
+    case S_IFREG:
+      return EntryKind::kFile;
+    case S_IFDIR:
+      return EntryKind::kDirectory;
+    case S_IFLNK:
+      return EntryKind::kSymlink;
+    case S_IFCHR:
+      return EntryKind::kCharDevice;
+    case S_IFBLK:
+      return EntryKind::kBlockDevice;
+    case S_IFIFO:
+      return EntryKind::kFifo;
+    default:
+      return std::nullopt;
+  }
+}
 
 // libarchive is C: an exception must not cross it. The callback parks it here instead.
 struct ReadState {
@@ -174,33 +198,18 @@ LayerContents ReadLayer(HashingReader& blob, int layer, const CapturePolicy& cap
         e.kind = EntryKind::kHardlink;
         e.link_target = EntryPath(hardlink, layer, out.diagnostics);
       } else {
-        switch (archive_entry_filetype(ae)) {
-          case AE_IFREG:
-            e.kind = EntryKind::kFile;
-            break;
-          case AE_IFDIR:
-            e.kind = EntryKind::kDirectory;
-            break;
-          case AE_IFLNK:
-            e.kind = EntryKind::kSymlink;
-            if (const char* t = archive_entry_symlink(ae); t != nullptr)
-              e.link_target = t;
-            else if (const char* u = archive_entry_symlink_utf8(ae); u != nullptr)
-              e.link_target = u;
-            break;
-          case AE_IFCHR:
-            e.kind = EntryKind::kCharDevice;
-            break;
-          case AE_IFBLK:
-            e.kind = EntryKind::kBlockDevice;
-            break;
-          case AE_IFIFO:
-            e.kind = EntryKind::kFifo;
-            break;
-          default:
-            out.diagnostics.push_back(
-                {e.path, layer, "tar entry of unsupported type (socket?); skipped"});
-            continue;
+        std::optional<EntryKind> kind = KindOfType(archive_entry_filetype(ae));
+        if (!kind) {
+          out.diagnostics.push_back(
+              {e.path, layer, "tar entry of unsupported type (socket?); skipped"});
+          continue;
+        }
+        e.kind = *kind;
+        if (e.kind == EntryKind::kSymlink) {
+          if (const char* t = archive_entry_symlink(ae); t != nullptr)
+            e.link_target = t;
+          else if (const char* u = archive_entry_symlink_utf8(ae); u != nullptr)
+            e.link_target = u;
         }
       }
       if (!ClassifyWhiteout(e, layer, out.diagnostics)) continue;
@@ -265,39 +274,25 @@ LayerContents ReadDirectory(const fs::path& root, const CapturePolicy& capture) 
         continue;
       }
       e.mode = static_cast<uint32_t>(st.st_mode) & 07777;
-      switch (st.st_mode & S_IFMT) {
-        case S_IFDIR:
-          e.kind = EntryKind::kDirectory;
-          // One file system, the one `root` is on: /proc, /sys, /dev, /run and volumes are
-          // mounts of others (and /proc alone is endless); recorded as empty directories.
-          if (st.st_dev != root_st.st_dev)
-            note(e.path, "mount point of another file system; its contents not read");
-          else
-            pending.push_back(host);
-          break;
-        case S_IFLNK:
-          e.kind = EntryKind::kSymlink;
-          e.link_target = fs::read_symlink(host, ec).string();
-          if (ec) {
-            note(e.path, "cannot read symlink: " + ec.message() + "; skipped");
-            continue;
-          }
-          break;
-        case S_IFCHR:
-          e.kind = EntryKind::kCharDevice;
-          break;
-        case S_IFBLK:
-          e.kind = EntryKind::kBlockDevice;
-          break;
-        case S_IFIFO:
-          e.kind = EntryKind::kFifo;
-          break;
-        case S_IFREG:
-          e.kind = EntryKind::kFile;
-          break;
-        default:
-          note(e.path, "unsupported file type (socket?); skipped");
+      std::optional<EntryKind> kind = KindOfType(st.st_mode & S_IFMT);
+      if (!kind) {
+        note(e.path, "unsupported file type (socket?); skipped");
+        continue;
+      }
+      e.kind = *kind;
+      if (e.kind == EntryKind::kDirectory) {
+        // One file system, the one `root` is on: /proc, /sys, /dev, /run and volumes are
+        // mounts of others (and /proc alone is endless); recorded as empty directories.
+        if (st.st_dev != root_st.st_dev)
+          note(e.path, "mount point of another file system; its contents not read");
+        else
+          pending.push_back(host);
+      } else if (e.kind == EntryKind::kSymlink) {
+        e.link_target = fs::read_symlink(host, ec).string();
+        if (ec) {
+          note(e.path, "cannot read symlink: " + ec.message() + "; skipped");
           continue;
+        }
       }
       if (e.kind == EntryKind::kFile) {
         e.size = static_cast<uint64_t>(st.st_size);
