@@ -267,6 +267,11 @@ TEST_CASE("names that are not UTF-8 or hold control characters, in every format"
     if (format != "table")
       CHECK_THAT(nlohmann::json::parse(c.output).dump(), Contains("caf\\\\xE9"));
   }
+  CommandResult why =
+      Run(Imgcheck("why --quiet --no-cache " + image + " '/" + dir + "/libcudnn.so.8'") +
+          " 2>/dev/null");
+  CHECK(why.output.find('\x1B') == std::string::npos);
+  CHECK_THAT(why.output, Contains("caf\\xE9\\x1B[31m/libcudnn.so.8"));
 }
 
 TEST_CASE("words are not images: help, version, typos and flags before the image", "[cli]") {

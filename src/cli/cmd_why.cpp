@@ -5,9 +5,11 @@
 #include "catalog/catalog.h"
 #include "cli/commands.h"
 #include "loader/why.h"
+#include "report/escape.h"
 #include "rules/data.h"
 #include "rules/scan.h"
 #include "util/error.h"
+#include "util/path.h"
 
 namespace imgcheck::cli {
 namespace {
@@ -45,7 +47,12 @@ int RunWhy(const WhyArgs& args) {
   std::vector<loader::Root> roots;
   for (const rules::Consumer& c : consumers) roots.push_back({c.path, c.role, &c.graph});
   std::vector<loader::WhyEntry> entries = loader::FindWhy(img.tree, roots, args.target);
-  std::cout << loader::ExplainWhy(img.tree, args.target, entries) << std::flush;
+  // Line by line: the explanation's own newlines stay, a name's bytes cannot drive the terminal.
+  std::vector<std::string> lines =
+      util::Split(loader::ExplainWhy(img.tree, args.target, entries), '\n');
+  for (size_t i = 0; i < lines.size(); ++i)
+    std::cout << (i == 0 ? "" : "\n") << report::Visible(lines[i]);
+  std::cout << std::flush;
   bool all_found = !entries.empty();
   for (const loader::WhyEntry& e : entries) all_found &= e.resolution.found();
   return all_found ? 0 : 1;
