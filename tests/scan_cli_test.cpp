@@ -157,6 +157,12 @@ Result Scan(const ImageRecipe& recipe, const std::string& args = "") {
   if (fs::exists(out)) res.json = nlohmann::json::parse(ReadFile(out), nullptr, false);
   INFO(r.output);
   INFO(res.json.dump(2));
+  // Whatever the rule, a finding shows what it is based on.
+  if (res.json.is_object())
+    for (const auto& f : res.json["findings"]) {
+      INFO(f.dump(2));
+      CHECK(!f["evidence"].empty());
+    }
   return res;
 }
 
@@ -655,6 +661,37 @@ TEST_CASE("exit codes, --fail-on, --ignore and the config file", "[scan]") {
   CHECK(typo.output.find("did you mean IC060") != std::string::npos);
   auto missing = Run("'" + Imgcheck() + "' scan oci:/nonexistent/layout 2>&1");
   CHECK(missing.status == 2);
+}
+
+TEST_CASE("an image without a CUDA stack says so; --fail-on-empty fails it", "[scan]") {
+  ImageRecipe plain = Base();
+  plain.layers.push_back(Layer({File("etc/os-release", "ID=debian\n")}, "ADD rootfs.tar /"));
+  Result empty = Scan(plain);
+  CHECK(empty.status == 0);
+  CHECK(empty.json["findings"].empty());
+  CHECK(empty.json["cuda_stack"] == false);
+  CHECK(Scan(plain, "--fail-on-empty").status == 1);
+  TempDir dir;
+  WriteOciLayout(dir / "layout", plain);
+  auto text = Run("'" + Imgcheck() + "' scan --quiet --no-cache oci:" + (dir / "layout").string());
+  CHECK(text.status == 0);
+  CHECK(text.output.find("no CUDA stack found") != std::string::npos);
+
+  Result stack = Scan(Seed(false), "--fail-on none --fail-on-empty");
+  CHECK(stack.json["cuda_stack"] == true);
+  CHECK(stack.status == 0);
+}
+
+TEST_CASE("a legacy docker save archive is named by its config digest", "[scan]") {
+  TempDir dir;
+  WrittenImage w =
+      WriteDockerArchive(dir / "d.tar", Seed(true), "example/x:1", DockerArchiveForm::kLegacy);
+  fs::path out = dir / "r.json";
+  Run("'" + Imgcheck() + "' scan --quiet --no-cache --format json --output '" + out.string() +
+      "' docker-archive:" + (dir / "d.tar").string());
+  auto j = nlohmann::json::parse(ReadFile(out));
+  CHECK(j["image"]["manifest_digest"] == w.config_digest);
+  CHECK(j["image"]["config_digest"] == w.config_digest);
 }
 
 TEST_CASE("every format renders a scan, --output writes it", "[scan]") {

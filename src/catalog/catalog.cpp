@@ -118,6 +118,22 @@ std::vector<const Component*> Catalog::Find(ComponentKind kind, std::string_view
   return out;
 }
 
+bool Catalog::HasCudaStack() const {
+  return std::any_of(components.begin(), components.end(), [](const Component& c) {
+    switch (c.kind) {
+      case ComponentKind::kCudaLibrary:
+      case ComponentKind::kDriverLibrary:
+      case ComponentKind::kDriverStub:
+      case ComponentKind::kCompatLibrary:
+      case ComponentKind::kCudaToolkit:
+      case ComponentKind::kFramework:
+        return !c.deleted;
+      default:
+        return false;
+    }
+  });
+}
+
 std::vector<const Component*> Catalog::Family(std::string_view family) const {
   std::vector<const Component*> out;
   for (const Component& c : components) {

@@ -172,6 +172,10 @@ class Catalog {
   std::vector<const Component*> Find(ComponentKind kind, std::string_view name = {}) const;
   /// Present (not deleted) library components of `family` ("cudnn"), in catalog order.
   std::vector<const Component*> Family(std::string_view family) const;
+  /// True when the image holds anything to check: a CUDA, driver, stub or compat library, a
+  /// CUDA toolkit or a framework build (not deleted). False means "nothing to check", not
+  /// "clean".
+  bool HasCudaStack() const;
 
   // Building (used by Build and by tests).
   std::map<std::string, elf::ElfInfo, std::less<>>& mutable_elves() { return elves_; }

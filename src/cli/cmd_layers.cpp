@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "report/escape.h"
 #include "util/error.h"
 #include "util/text.h"
 
@@ -35,7 +36,7 @@ std::string OneLine(const std::string& s, size_t max) {
 }
 
 std::string RenderText(const image::Image& img) {
-  std::string out = "image:    " + img.reference + "\n";
+  std::string out = "image:    " + report::Visible(img.reference) + "\n";
   if (!img.manifest_digest.empty()) out += "manifest: " + img.manifest_digest + "\n";
   if (!img.config_digest.empty()) out += "config:   " + img.config_digest + "\n";
   char line[512];
@@ -50,13 +51,14 @@ std::string RenderText(const image::Image& img) {
             ? "-"
             : util::HumanBytes(static_cast<double>(l.compressed_size)).c_str(),
         util::HumanBytes(static_cast<double>(l.size)).c_str(), l.added, l.changed, l.deleted);
-    out += line + OneLine(l.created_by, 100) + "\n";
+    out += line + report::Visible(OneLine(l.created_by, 100)) + "\n";
   }
   if (!img.diagnostics.empty()) {
     out += "\n" + std::to_string(img.diagnostics.size()) + " diagnostic(s):\n";
     for (const util::Diagnostic& d : img.diagnostics)
       out += "  " + (d.layer >= 0 ? "layer " + std::to_string(d.layer) + " " : std::string()) +
-             (d.path.empty() ? "" : d.path + ": ") + d.message + "\n";
+             (d.path.empty() ? "" : report::Visible(d.path) + ": ") + report::Visible(d.message) +
+             "\n";
   }
   return out;
 }
@@ -82,7 +84,7 @@ std::string RenderJson(const image::Image& img) {
   for (const util::Diagnostic& d : img.diagnostics)
     j["diagnostics"].push_back({{"path", d.path}, {"layer", d.layer}, {"message", d.message}});
   // Invalid UTF-8 in names or history lines must not abort the output.
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return report::DumpJson(j, 2) + "\n";
 }
 
 const std::vector<LayersFormat>& Formats() {

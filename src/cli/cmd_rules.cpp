@@ -67,6 +67,8 @@ int Explain(const RulesArgs& args) {
 Runner DefineRules(CLI::App& sub) {
   auto args = std::make_shared<RulesArgs>();
   sub.require_subcommand(1);
+  // `rules list --rules DIR` as well as `rules --rules DIR list`: list/explain hand --rules up.
+  sub.fallthrough();
   AddRulesArg(sub, args->rules_dirs);
   auto mode = std::make_shared<std::string>();
   CLI::App* list =

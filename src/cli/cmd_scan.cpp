@@ -34,7 +34,8 @@ struct ScanArgs {
   std::vector<std::string> rules_dirs;
   std::string driver, gpu;
   bool host = false;
-  bool probe = false;  ///< --probe: also run the GPU probe (src/probe)
+  bool fail_on_empty = false;  ///< --fail-on-empty: exit 1 when there is no CUDA stack
+  bool probe = false;          ///< --probe: also run the GPU probe (src/probe)
   ProbeRunArgs probe_run;
 };
 
@@ -148,6 +149,7 @@ int Scan(const ScanArgs& args) {
   rep.notes = input.target.notes;
   if (!probe_note.empty()) rep.notes.push_back(probe_note);
   rep.diagnostics = img.diagnostics;
+  rep.cuda_stack = cat.HasCudaStack();
   rep.diagnostics.insert(rep.diagnostics.end(), cat.diagnostics.begin(), cat.diagnostics.end());
   rep.knowledge = &knowledge;
   rep.tool_version = IMGCHECK_VERSION;
@@ -165,7 +167,7 @@ int Scan(const ScanArgs& args) {
   }
   for (const auto& f : rep.findings)
     if (rules::Fails(fail_on, f.severity)) return 1;
-  return 0;
+  return args.fail_on_empty && !rep.cuda_stack ? 1 : 0;
 }
 
 }  // namespace
@@ -177,6 +179,8 @@ Runner DefineScan(CLI::App& sub) {
   sub.add_option("-o,--output", args->output, "write the report to FILE instead of stdout");
   sub.add_option("--fail-on", args->fail_on,
                  "exit 1 when a finding is at or above: none|info|warning|error (default error)");
+  sub.add_flag("--fail-on-empty", args->fail_on_empty,
+               "exit 1 when the image holds no CUDA stack (no CUDA library, toolkit or framework)");
   sub.add_option("--config", args->config,
                  "config file (default: .imgcheck.yaml/.yml/.json in the working directory)");
   sub.add_option("--ignore", args->ignore, "rule IDs to ignore, comma separated (IC051,IC060)");

@@ -8,6 +8,7 @@
 #include "report/why.h"
 #include "rules/scan.h"
 #include "util/error.h"
+#include "util/path.h"
 
 namespace imgcheck::cli {
 namespace {

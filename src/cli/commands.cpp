@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "catalog/catalog.h"
@@ -21,6 +22,8 @@ const std::vector<Command>& Commands() {
       {"rules", "list the rules or explain one", DefineRules},
       {"probe", "run the image's own cuDNN stack on this host's GPU (runs image code)",
        DefineProbe},
+      {"help", "print this help, or a subcommand's (help scan)", DefineHelp},
+      {"version", "print imgcheck's version", DefineVersion},
   };
   return kCommands;
 }
@@ -100,26 +103,55 @@ bool IsCommand(std::string_view word) {
   return std::any_of(cmds.begin(), cmds.end(), [&](const Command& c) { return c.name == word; });
 }
 
-// A word that looks like a mistyped subcommand rather than an image reference.
-std::string Suggest(std::string_view word) {
-  if (word.find_first_of(":/.@") != std::string_view::npos) return "";
+std::string CommandList() {
+  std::string out;
+  for (const auto& c : Commands()) out += (out.empty() ? "" : ", ") + std::string(c.name);
+  return out;
+}
+
+// A bare word ("list", "sacn") rather than an image: a registry reference names a repository
+// with a tag, digest or registry ("ubuntu:22.04", "nvcr.io/x"), and a path exists on disk.
+bool IsBareWord(const std::string& word) {
+  std::error_code ec;
+  return word.find_first_of(":/.@") == std::string::npos &&
+         !std::filesystem::exists(std::filesystem::path(word), ec);
+}
+
+// The implicit `scan` of `imgcheck [FLAGS] IMAGE`, and bare words refused before anything
+// reaches a registry. Returns an exit code when the command line is refused.
+std::optional<int> Rewrite(std::vector<std::string>& args) {
+  if (args.empty()) return std::nullopt;
+  const std::string& first = args[0];
+  if (first == "-h" || first == "--help" || first == "--version") return std::nullopt;
+  bool has_command = std::any_of(args.begin(), args.end(), IsCommand);
+  if (first[0] == '-') {
+    // Image flags before the image (`imgcheck -q IMAGE`): the top level has no flags of its own.
+    if (!has_command) args.insert(args.begin(), "scan");
+    return std::nullopt;
+  }
+  if (IsCommand(first)) return std::nullopt;
+  if (IsBareWord(first)) {
+    std::string s = SuggestCommand(first);
+    std::cerr << "imgcheck: unknown command '" << first << "'"
+              << (s.empty() ? "" : "; did you mean '" + s + "'?") << " (commands: " << CommandList()
+              << "; an image is oci:PATH, dir:PATH, ... or REPO:TAG)\n";
+    return 2;
+  }
+  args.insert(args.begin(), "scan");  // `imgcheck IMAGE` is `imgcheck scan IMAGE`
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string SuggestCommand(std::string_view word) {
   for (const auto& c : Commands())
     if (util::EditDistance(word, c.name) <= 2) return std::string(c.name);
   return "";
 }
 
-}  // namespace
-
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  // `imgcheck IMAGE` is `imgcheck scan IMAGE`.
-  if (!args.empty() && args[0][0] != '-' && !IsCommand(args[0])) {
-    if (std::string s = Suggest(args[0]); !s.empty()) {
-      std::cerr << "imgcheck: unknown command '" << args[0] << "'; did you mean '" << s << "'?\n";
-      return 2;
-    }
-    args.insert(args.begin(), "scan");
-  }
+  if (std::optional<int> refused = Rewrite(args)) return *refused;
 
   CLI::App app{"imgcheck: find broken CUDA/cuDNN stacks in container images before they ship"};
   app.set_version_flag("--version", "imgcheck " IMGCHECK_VERSION);
@@ -134,6 +166,14 @@ int Main(int argc, char** argv) {
   std::reverse(args.begin(), args.end());  // CLI11 takes them in reverse order
   try {
     app.parse(args);
+  } catch (const CLI::ExtrasError&) {
+    // CLI11 2.1 joins the extras in reverse (rjoin), as if they were still in its reversed
+    // argument vector: name them in the order they were given.
+    std::string extras;
+    for (const std::string& a : app.remaining(true)) extras += (extras.empty() ? "" : " ") + a;
+    std::cerr << "imgcheck: unexpected argument(s): " << extras
+              << "\nRun with --help for more information.\n";
+    return 2;
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? 0 : 2;

@@ -52,6 +52,11 @@ Runner DefineCatalog(CLI::App& sub);
 Runner DefineWhy(CLI::App& sub);
 Runner DefineRules(CLI::App& sub);
 Runner DefineProbe(CLI::App& sub);
+Runner DefineHelp(CLI::App& sub);
+Runner DefineVersion(CLI::App& sub);
+
+/// The subcommand nearest to a mistyped word ("sacn" -> "scan"), "" when none is close.
+std::string SuggestCommand(std::string_view word);
 
 /// Where the built-in rule data lives: $IMGCHECK_RULES_DIR, else ../share/imgcheck/rules beside
 /// the executable (an installed copy), else the source tree's rules/ the build was made from.

@@ -37,7 +37,7 @@ struct Config {
 struct Image {
   std::string reference;        ///< as the user wrote it
   std::string transport;        ///< "oci", "oci-archive", "docker-archive", "dir", "docker"
-  std::string manifest_digest;  ///< empty for dir:
+  std::string manifest_digest;  ///< empty for dir:; the config digest for a legacy docker save
   std::string config_digest;
   Config config;
   std::vector<Layer> layers;

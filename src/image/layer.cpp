@@ -3,10 +3,14 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <system_error>
 
 #include "image/stream.h"
@@ -21,6 +25,30 @@ namespace fs = std::filesystem;
 constexpr size_t kReadBuffer = 1 << 20;
 constexpr std::string_view kWhiteoutPrefix = ".wh.";
 constexpr std::string_view kOpaqueName = ".wh..wh..opq";
+constexpr size_t kMaxDirDiagnostics = 100;  // dir: on a damaged tree: not 100,000 lines
+
+// The kind of an entry of file type `type` (S_IFMT bits; libarchive's AE_IF* are the same
+// values); nullopt for a socket or anything else no layer can hold.
+std::optional<EntryKind> KindOfType(unsigned type) {
+  static_assert(AE_IFREG == S_IFREG && AE_IFDIR == S_IFDIR && AE_IFLNK == S_IFLNK &&
+                AE_IFCHR == S_IFCHR && AE_IFBLK == S_IFBLK && AE_IFIFO == S_IFIFO);
+  switch (type) {
+    case S_IFREG:
+      return EntryKind::kFile;
+    case S_IFDIR:
+      return EntryKind::kDirectory;
+    case S_IFLNK:
+      return EntryKind::kSymlink;
+    case S_IFCHR:
+      return EntryKind::kCharDevice;
+    case S_IFBLK:
+      return EntryKind::kBlockDevice;
+    case S_IFIFO:
+      return EntryKind::kFifo;
+    default:
+      return std::nullopt;
+  }
+}
 
 // libarchive is C: an exception must not cross it. The callback parks it here instead.
 struct ReadState {
@@ -170,33 +198,18 @@ LayerContents ReadLayer(HashingReader& blob, int layer, const CapturePolicy& cap
         e.kind = EntryKind::kHardlink;
         e.link_target = EntryPath(hardlink, layer, out.diagnostics);
       } else {
-        switch (archive_entry_filetype(ae)) {
-          case AE_IFREG:
-            e.kind = EntryKind::kFile;
-            break;
-          case AE_IFDIR:
-            e.kind = EntryKind::kDirectory;
-            break;
-          case AE_IFLNK:
-            e.kind = EntryKind::kSymlink;
-            if (const char* t = archive_entry_symlink(ae); t != nullptr)
-              e.link_target = t;
-            else if (const char* u = archive_entry_symlink_utf8(ae); u != nullptr)
-              e.link_target = u;
-            break;
-          case AE_IFCHR:
-            e.kind = EntryKind::kCharDevice;
-            break;
-          case AE_IFBLK:
-            e.kind = EntryKind::kBlockDevice;
-            break;
-          case AE_IFIFO:
-            e.kind = EntryKind::kFifo;
-            break;
-          default:
-            out.diagnostics.push_back(
-                {e.path, layer, "tar entry of unsupported type (socket?); skipped"});
-            continue;
+        std::optional<EntryKind> kind = KindOfType(archive_entry_filetype(ae));
+        if (!kind) {
+          out.diagnostics.push_back(
+              {e.path, layer, "tar entry of unsupported type (socket?); skipped"});
+          continue;
+        }
+        e.kind = *kind;
+        if (e.kind == EntryKind::kSymlink) {
+          if (const char* t = archive_entry_symlink(ae); t != nullptr)
+            e.link_target = t;
+          else if (const char* u = archive_entry_symlink_utf8(ae); u != nullptr)
+            e.link_target = u;
         }
       }
       if (!ClassifyWhiteout(e, layer, out.diagnostics)) continue;
@@ -220,78 +233,94 @@ LayerContents ReadLayer(HashingReader& blob, int layer, const CapturePolicy& cap
 
 LayerContents ReadDirectory(const fs::path& root, const CapturePolicy& capture) {
   LayerContents out;
-  std::error_code ec;
-  fs::file_status root_status = fs::status(root, ec);
-  if (ec || !fs::is_directory(root_status))
+  struct stat root_st {};
+  if (stat(root.c_str(), &root_st) != 0 || !S_ISDIR(root_st.st_mode))
     throw util::Fatal("dir:" + root.string() + ": not a directory");
-  out.entries.push_back({"/", EntryKind::kDirectory,
-                         static_cast<uint32_t>(root_status.permissions()) & 07777, 0, "", nullptr});
+  out.entries.push_back(
+      {"/", EntryKind::kDirectory, static_cast<uint32_t>(root_st.st_mode) & 07777, 0, "", nullptr});
+  size_t unlisted = 0;  // diagnostics past kMaxDirDiagnostics, counted in one line
+  auto note = [&](std::string path, std::string message) {
+    if (out.diagnostics.size() < kMaxDirDiagnostics)
+      out.diagnostics.push_back({std::move(path), 0, std::move(message)});
+    else
+      ++unlisted;
+  };
+  // Lexical: fs::relative would resolve symlinks, on the host.
+  auto in_image = [&](const fs::path& host) {
+    return util::NormalizePath(host.lexically_relative(root).generic_string());
+  };
   auto buf = std::make_unique<char[]>(kReadBuffer);
-  fs::recursive_directory_iterator it(root, fs::directory_options::none, ec), end;
-  if (ec) throw util::Fatal("dir:" + root.string() + ": " + ec.message());
-  for (; it != end; it.increment(ec)) {
-    if (ec) {
-      out.diagnostics.push_back({"", 0, "cannot list a directory: " + ec.message()});
-      break;
-    }
-    const fs::path& host = it->path();
-    LayerEntry e;
-    // Lexical: fs::relative would resolve symlinks, on the host.
-    e.path = util::NormalizePath(host.lexically_relative(root).generic_string());
-    fs::file_status s = fs::symlink_status(host, ec);
-    if (ec) {
-      out.diagnostics.push_back({e.path, 0, "cannot stat: " + ec.message()});
-      continue;
-    }
-    e.mode = static_cast<uint32_t>(s.permissions()) & 07777;
-    switch (s.type()) {
-      case fs::file_type::directory:
-        e.kind = EntryKind::kDirectory;
-        break;
-      case fs::file_type::symlink:
-        e.kind = EntryKind::kSymlink;
-        e.link_target = fs::read_symlink(host, ec).string();
-        break;
-      case fs::file_type::character:
-        e.kind = EntryKind::kCharDevice;
-        break;
-      case fs::file_type::block:
-        e.kind = EntryKind::kBlockDevice;
-        break;
-      case fs::file_type::fifo:
-        e.kind = EntryKind::kFifo;
-        break;
-      case fs::file_type::regular:
-        e.kind = EntryKind::kFile;
-        break;
-      default:
-        out.diagnostics.push_back({e.path, 0, "unsupported file type (socket?); skipped"});
+  // Depth first, each directory in name order (the listing order of a file system is not
+  // stable); a failure costs the directory it happens in, never the rest of the walk.
+  std::vector<fs::path> pending{root};
+  while (!pending.empty()) {
+    fs::path dir = std::move(pending.back());
+    pending.pop_back();
+    std::vector<fs::path> children;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+      children.push_back(it->path());
+    if (ec)
+      note(in_image(dir), "cannot list directory: " + ec.message() + "; " +
+                              (children.empty() ? "its contents" : "the rest of it") + " not read");
+    std::sort(children.begin(), children.end());
+    size_t first_subdir = pending.size();
+    for (const fs::path& host : children) {
+      LayerEntry e;
+      e.path = in_image(host);
+      struct stat st {};
+      if (lstat(host.c_str(), &st) != 0) {
+        note(e.path, std::string("cannot stat: ") + std::strerror(errno) + "; skipped");
         continue;
-    }
-    if (e.kind == EntryKind::kFile) {
-      e.size = fs::file_size(host, ec);
-      out.size += e.size;
-      std::unique_ptr<Capturer> c = capture ? capture(e.path, e.size, e.mode) : nullptr;
-      if (c) {
-        // O_NOFOLLOW: the path was a regular file a moment ago; never follow a swapped-in link.
-        int fd = open(host.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0) {
-          out.diagnostics.push_back(
-              {e.path, 0, std::string("cannot read: ") + std::strerror(errno)});
-        } else {
-          ssize_t n;
-          while ((n = read(fd, buf.get(), kReadBuffer)) > 0)
-            if (!c->Feed(std::string_view(buf.get(), static_cast<size_t>(n)))) break;
-          if (n < 0)
-            out.diagnostics.push_back(
-                {e.path, 0, std::string("read error: ") + std::strerror(errno)});
-          close(fd);
-          e.content = Finish(*c, e.size);
+      }
+      e.mode = static_cast<uint32_t>(st.st_mode) & 07777;
+      std::optional<EntryKind> kind = KindOfType(st.st_mode & S_IFMT);
+      if (!kind) {
+        note(e.path, "unsupported file type (socket?); skipped");
+        continue;
+      }
+      e.kind = *kind;
+      if (e.kind == EntryKind::kDirectory) {
+        // One file system, the one `root` is on: /proc, /sys, /dev, /run and volumes are
+        // mounts of others (and /proc alone is endless); recorded as empty directories.
+        if (st.st_dev != root_st.st_dev)
+          note(e.path, "mount point of another file system; its contents not read");
+        else
+          pending.push_back(host);
+      } else if (e.kind == EntryKind::kSymlink) {
+        e.link_target = fs::read_symlink(host, ec).string();
+        if (ec) {
+          note(e.path, "cannot read symlink: " + ec.message() + "; skipped");
+          continue;
         }
       }
+      if (e.kind == EntryKind::kFile) {
+        e.size = static_cast<uint64_t>(st.st_size);
+        out.size += e.size;
+        std::unique_ptr<Capturer> c = capture ? capture(e.path, e.size, e.mode) : nullptr;
+        if (c) {
+          // O_NOFOLLOW: the path was a regular file a moment ago; never follow a swapped-in link.
+          int fd = open(host.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+          if (fd < 0) {
+            note(e.path, std::string("cannot read: ") + std::strerror(errno));
+          } else {
+            ssize_t n;
+            while ((n = read(fd, buf.get(), kReadBuffer)) > 0)
+              if (!c->Feed(std::string_view(buf.get(), static_cast<size_t>(n)))) break;
+            if (n < 0) note(e.path, std::string("read error: ") + std::strerror(errno));
+            close(fd);
+            e.content = Finish(*c, e.size);
+          }
+        }
+      }
+      out.entries.push_back(std::move(e));
     }
-    out.entries.push_back(std::move(e));
+    // The stack pops the last pushed first: reverse, so that subdirectories go in name order.
+    std::reverse(pending.begin() + static_cast<std::ptrdiff_t>(first_subdir), pending.end());
   }
+  if (unlisted > 0)
+    out.diagnostics.push_back(
+        {"", 0, std::to_string(unlisted) + " more unreadable or skipped entries not listed"});
   return out;
 }
 

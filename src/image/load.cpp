@@ -1,5 +1,7 @@
 // Load(): reference -> transport -> manifest -> config -> layers (verified) -> merged tree.
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "image/image.h"
 #include "image/layer.h"
@@ -30,21 +32,30 @@ void CheckDigest(const Descriptor& d, const std::string& got, const std::string&
   if (!d.digest.empty() && got != d.digest) throw DigestMismatch(what, got);
 }
 
+// Checks a blob's size against its descriptor's (when it states one).
+void CheckSize(const Descriptor& d, uint64_t size, const std::string& what) {
+  if (d.size >= 0 && static_cast<uint64_t>(d.size) != size)
+    throw util::Fatal(what + ": size mismatch: descriptor says " + std::to_string(d.size) +
+                      " bytes, blob has " + std::to_string(size));
+}
+
 // Checks a small blob against its descriptor.
 void Verify(const Descriptor& d, std::string_view bytes, const std::string& what) {
-  if (d.size >= 0 && static_cast<uint64_t>(d.size) != bytes.size())
-    throw util::Fatal(what + ": size mismatch: descriptor says " + std::to_string(d.size) +
-                      " bytes, blob has " + std::to_string(bytes.size()));
+  CheckSize(d, bytes.size(), what);
   if (!d.digest.empty()) CheckDigest(d, util::Sha256Digest(bytes), what);
 }
 
 // Reads and checks one layer (on a worker thread: see read_layers.h), its blob opened through
 // `track`. A corrupt stream whose blob does not match its digest is reported as the digest
 // mismatch: that is the cause.
+std::string LayerWhat(const Source& src, const Descriptor& d, int index) {
+  return src.Describe() + ": layer " + std::to_string(index) +
+         (d.digest.empty() ? " (" + d.location + ")" : " " + d.digest);
+}
+
 LayerContents ReadVerified(Source& src, const Descriptor& d, const std::string& diff_id, int index,
                            const LoadOptions& options, const TrackBlob& track) {
-  std::string what = src.Describe() + ": layer " + std::to_string(index) +
-                     (d.digest.empty() ? " (" + d.location + ")" : " " + d.digest);
+  std::string what = LayerWhat(src, d, index);
   std::unique_ptr<BlobReader> blob = track(src.OpenBlob(d));
   HashingReader stored(*blob);
   LayerContents contents;
@@ -61,9 +72,7 @@ LayerContents ReadVerified(Source& src, const Descriptor& d, const std::string& 
   }
   std::string got = stored.Finish();
   CheckDigest(d, got, what);
-  if (d.size >= 0 && stored.count() != static_cast<uint64_t>(d.size))
-    throw util::Fatal(what + ": size mismatch: descriptor says " + std::to_string(d.size) +
-                      " bytes, blob has " + std::to_string(stored.count()));
+  CheckSize(d, stored.count(), what);
   if (contents.diff_id != diff_id)
     throw util::Fatal(what + ": diff_id mismatch: config says " + diff_id +
                       ", uncompressed content is " + contents.diff_id);
@@ -105,6 +114,9 @@ void LoadFromSource(Source& src, const std::string& transport, const LoadOptions
   Verify(m.config, config_bytes, cwhat);
   ParsedConfig pc = ParseConfig(ParseJson(config_bytes, kMaxConfigBytes, cwhat), cwhat);
   img.config_digest = m.config.digest;
+  // A legacy docker save archive has no manifest blob: its image is named by the config
+  // digest, which is Docker's image ID.
+  if (img.manifest_digest.empty()) img.manifest_digest = m.config.digest;
   img.config = pc.config;
   if (pc.diff_ids.size() != m.layers.size())
     throw util::Fatal(cwhat + ": lists " + std::to_string(pc.diff_ids.size()) +
@@ -134,8 +146,22 @@ void LoadFromSource(Source& src, const std::string& transport, const LoadOptions
   }
   // Layers are read on up to options.jobs threads (or found in the cache), merged in order here.
   std::unique_ptr<LayerCache> cache = OpenLayerCache(options);
+  ReadLayersOptions speed = SpeedOptions(options, cache.get());
+  // The cache vouches for the content, not for the image: its blob must still be there, as big
+  // as its descriptor says (stat only; the content was verified when it was first read).
+  speed.check_cached = [&](const LayerJob& j) {
+    const Descriptor& ld = m.layers[j.index];
+    std::string lwhat = LayerWhat(src, ld, j.index);
+    std::optional<uint64_t> size;
+    try {
+      size = src.StatBlob(ld);
+    } catch (const util::Fatal& e) {
+      throw util::Fatal(lwhat + ": " + e.what());
+    }
+    if (size) CheckSize(ld, *size, lwhat);
+  };
   ReadLayers(
-      jobs, SpeedOptions(options, cache.get()),
+      jobs, speed,
       [&](const LayerJob& j, const TrackBlob& track) {
         return ReadVerified(src, m.layers[j.index], pc.diff_ids[j.index], j.index, options, track);
       },
@@ -187,7 +213,38 @@ Image LoadRegistry(std::string_view rest, const LoadOptions& options) {
   return FromSource(OpenRegistry(std::string(rest), options.registry), "docker", options);
 }
 
+// An OCI layout directory: the oci-layout marker file and index.json (image-layout.md).
+bool IsOciLayout(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path p(path);
+  return std::filesystem::is_regular_file(p / "oci-layout", ec) &&
+         std::filesystem::is_regular_file(p / "index.json", ec);
+}
+
+// Whether the regular file at `path` is a tar holding `member` (a file that is not a tar holds
+// nothing).
+bool TarHolds(const std::string& path, const std::string& member) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  try {
+    return OpenTarStore(path)->Has(member);
+  } catch (const util::Fatal&) {
+    return false;
+  }
+}
+
+// docker save writes manifest.json (Docker 25+ an OCI layout too: docker-archive reads both).
+bool IsDockerArchive(const std::string& path) { return TarHolds(path, "manifest.json"); }
+bool IsOciArchive(const std::string& path) {
+  return TarHolds(path, "oci-layout") && !IsDockerArchive(path);
+}
+
 Image LoadDir(std::string_view rest, const LoadOptions& options) {
+  // An image on disk is not a root file system: scanning its blobs as files finds nothing.
+  if (const Transport* t = RecognizePath(std::string(rest)))
+    throw util::Fatal("dir:" + std::string(rest) + ": " + std::string(rest) + " is " +
+                      std::string(t->summary) + ", not a root file system: use " +
+                      std::string(t->name) + ":" + std::string(rest));
   Image img;
   LayerContents c = ReadDirectory(std::string(rest), options.capture);
   Layer layer;
@@ -205,10 +262,11 @@ Image LoadDir(std::string_view rest, const LoadOptions& options) {
 
 const std::vector<Transport>& Transports() {
   static const std::vector<Transport> kTransports = {
-      {"oci", "oci:PATH[:REF]", "an OCI image layout directory", LoadOci},
-      {"oci-archive", "oci-archive:PATH[:REF]", "a tar of an OCI image layout", LoadOciArchive},
+      {"oci", "oci:PATH[:REF]", "an OCI image layout directory", LoadOci, IsOciLayout},
+      {"oci-archive", "oci-archive:PATH[:REF]", "a tar of an OCI image layout", LoadOciArchive,
+       IsOciArchive},
       {"docker-archive", "docker-archive:PATH[:REF]",
-       "a `docker save` tarball (legacy or OCI form)", LoadDockerArchive},
+       "a `docker save` tarball (legacy or OCI form)", LoadDockerArchive, IsDockerArchive},
       {"dir", "dir:PATH", "an unpacked root file system, read as one layer", LoadDir},
       {"docker", "docker://REF or REF", "an image in a registry", LoadRegistry},
   };
@@ -226,7 +284,17 @@ std::pair<const Transport*, std::string> SplitReference(std::string_view referen
       return {&t, std::string(rest)};
     }
   }
+  if (const Transport* t = RecognizePath(std::string(reference)))
+    return {t, std::string(reference)};
   return {docker, std::string(reference)};
+}
+
+const Transport* RecognizePath(const std::string& path) {
+  std::error_code ec;
+  if (path.empty() || !std::filesystem::exists(path, ec)) return nullptr;
+  for (const Transport& t : Transports())
+    if (t.recognizes && t.recognizes(path)) return &t;
+  return nullptr;
 }
 
 std::string TransportSyntaxList() {

@@ -26,6 +26,9 @@ struct ReadLayersOptions {
   int jobs = 1;                       ///< layers read at once; 1 reads on the calling thread
   const LayerCache* cache = nullptr;  ///< null: no cache
   bool progress = false;              ///< a progress line on stderr, when it is a terminal
+  /// Called (on a worker thread) before a cached reading is used; throws util::Fatal to fail
+  /// the layer. Null: none.
+  std::function<void(const LayerJob&)> check_cached;
 };
 
 /// The layer cache `options` ask for: use_cache, in cache_dir (else DefaultCacheDir()), bounded

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -42,6 +43,10 @@ class Source {
   /// Opens a blob's stored bytes for reading from the beginning. The caller hashes and
   /// verifies. Throws util::Fatal when the blob cannot be opened.
   virtual std::unique_ptr<BlobReader> OpenBlob(const Descriptor& d) = 0;
+  /// The blob's stored size, without reading it (a layer found in the cache is not read, but
+  /// must still be there). nullopt when the transport cannot tell cheaply (a registry). Throws
+  /// util::Fatal when the blob is missing.
+  virtual std::optional<uint64_t> StatBlob(const Descriptor& /*d*/) { return std::nullopt; }
 };
 
 }  // namespace imgcheck::image

@@ -64,6 +64,10 @@ class OciLayoutSource : public Source {
     return store_->Open(BlobName(d, describe_));
   }
 
+  std::optional<uint64_t> StatBlob(const Descriptor& d) override {
+    return store_->Size(BlobName(d, describe_));
+  }
+
  private:
   static std::string RefName(const json& m) {
     auto a = m.find("annotations");
@@ -130,6 +134,10 @@ class DockerArchiveSource : public Source {
 
   std::unique_ptr<BlobReader> OpenBlob(const Descriptor& d) override {
     return store_->Open(d.location);
+  }
+
+  std::optional<uint64_t> StatBlob(const Descriptor& d) override {
+    return store_->Size(d.location);
   }
 
  private:

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -85,6 +86,17 @@ class DirStore : public FileStore {
     }
     return std::make_unique<FdReader>(fd, Where(name));
   }
+  uint64_t Size(const std::string& name) override {
+    auto clean = CleanName(name);
+    if (!clean) throw util::Fatal(Describe() + ": refusing name outside the layout: " + name);
+    std::error_code ec;
+    uint64_t size = fs::file_size(root_ / *clean, ec);
+    if (ec)
+      throw util::Fatal(Where(name) + (ec == std::errc::no_such_file_or_directory
+                                           ? ": missing"
+                                           : ": " + ec.message()));
+    return size;
+  }
   std::string Describe() const override { return root_.string(); }
 
  private:
@@ -118,26 +130,38 @@ class TarStore : public FileStore {
   }
   bool Has(const std::string& name) override {
     auto clean = CleanName(name);
-    return clean && Seek(*clean, false) != nullptr;
+    return clean && Seek(*clean, false).has_value();
   }
   std::string Read(const std::string& name, uint64_t limit) override {
     return ReadAll(*Open(name), limit, Where(name));
   }
   std::unique_ptr<BlobReader> Open(const std::string& name) override {
-    auto clean = CleanName(name);
-    if (!clean)
-      throw util::Fatal(Describe() + ": refusing member name outside the archive: " + name);
-    std::unique_ptr<BlobReader> r = Seek(*clean, true);
-    if (!r) throw util::Fatal(Where(name) + ": missing");
-    return r;
+    Member m = Find(name);
+    return std::make_unique<MemberReader>(std::move(m.archive), Where(name));
   }
+  uint64_t Size(const std::string& name) override { return Find(name).size; }
   std::string Describe() const override { return path_.string(); }
 
  private:
+  // An archive positioned at a member's data.
+  struct Member {
+    ArchivePtr archive;
+    uint64_t size = 0;
+  };
+
   std::string Where(const std::string& name) const { return path_.string() + ":" + name; }
 
-  // Scans the archive for member `name` (following member links); a reader at its data.
-  std::unique_ptr<BlobReader> Seek(std::string name, bool throw_on_corrupt) {
+  Member Find(const std::string& name) {
+    auto clean = CleanName(name);
+    if (!clean)
+      throw util::Fatal(Describe() + ": refusing member name outside the archive: " + name);
+    std::optional<Member> m = Seek(*clean, true);
+    if (!m) throw util::Fatal(Where(name) + ": missing");
+    return std::move(*m);
+  }
+
+  // Scans the archive for member `name` (following member links).
+  std::optional<Member> Seek(std::string name, bool throw_on_corrupt) {
     for (int hops = 0; hops <= kMaxMemberLinks; ++hops) {
       ArchivePtr a(archive_read_new(), archive_read_free);
       archive_read_support_format_tar(a.get());
@@ -151,9 +175,9 @@ class TarStore : public FileStore {
       std::optional<std::string> next;
       while (true) {
         int rc = archive_read_next_header(a.get(), &e);
-        if (rc == ARCHIVE_EOF) return nullptr;
+        if (rc == ARCHIVE_EOF) return std::nullopt;
         if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {  // RETRY too: a damaged header
-          if (!throw_on_corrupt) return nullptr;
+          if (!throw_on_corrupt) return std::nullopt;
           throw util::Fatal(path_.string() +
                             ": corrupt tar archive: " + archive_error_string(a.get()));
         }
@@ -168,13 +192,14 @@ class TarStore : public FileStore {
           if (target != nullptr && target[0] != '/')
             next = CleanName(util::JoinPath(dir, target).substr(1));
         } else if (archive_entry_filetype(e) == AE_IFREG) {
-          return std::make_unique<MemberReader>(std::move(a), Where(name));
+          auto size = static_cast<uint64_t>(std::max<la_int64_t>(0, archive_entry_size(e)));
+          return Member{std::move(a), size};
         } else {
-          return nullptr;
+          return std::nullopt;
         }
         break;
       }
-      if (!next) return nullptr;  // a link that leaves the archive
+      if (!next) return std::nullopt;  // a link that leaves the archive
       name = *next;
     }
     throw util::Fatal(Where(name) + ": too many links between archive members");

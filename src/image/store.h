@@ -20,6 +20,8 @@ class FileStore {
   virtual std::string Read(const std::string& name, uint64_t limit) = 0;
   /// The file's bytes, pulled. util::Fatal when missing.
   virtual std::unique_ptr<BlobReader> Open(const std::string& name) = 0;
+  /// The file's size, without reading it. util::Fatal when missing.
+  virtual uint64_t Size(const std::string& name) = 0;
   /// "the layout /x", "the archive /x.tar": for messages.
   virtual std::string Describe() const = 0;
 };

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "report/escape.h"
+
 namespace imgcheck::report {
 namespace {
 
@@ -223,15 +225,15 @@ std::string RenderCatalogTable(const catalog::Catalog& cat, const ImageInfo& ima
   std::vector<std::vector<std::string>> rows = {
       {"KIND", "NAME", "VERSION", "SOURCE", "LAYER", "PATH"}};
   for (const Component& c : cat.components) {
-    std::string path = c.path;
+    std::string path = Visible(c.path);
     if (c.deleted) path += " (deleted)";
     if (c.kind != ComponentKind::kPythonDist && c.kind != ComponentKind::kFramework &&
         c.kind != ComponentKind::kOsPackage && c.kind != ComponentKind::kCondaPackage &&
         c.kind != ComponentKind::kHeader && c.kind != ComponentKind::kCudaToolkit && !c.owner) {
       path += " (unmanaged)";
     }
-    rows.push_back({std::string(catalog::KindName(c.kind)), c.name,
-                    c.version.empty() ? "?" : c.version, std::string(ChosenSource(c)),
+    rows.push_back({std::string(catalog::KindName(c.kind)), Visible(c.name),
+                    c.version.empty() ? "?" : Visible(c.version), std::string(ChosenSource(c)),
                     std::to_string(c.layer), path});
   }
   std::vector<size_t> width(rows.front().size(), 0);
@@ -239,16 +241,16 @@ std::string RenderCatalogTable(const catalog::Catalog& cat, const ImageInfo& ima
     for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
   }
   std::ostringstream out;
-  out << "image " << image.reference << "\n";
+  out << "image " << Visible(image.reference) << "\n";
   for (const auto& row : rows) {
     for (size_t i = 0; i + 1 < row.size(); ++i) out << Column(row[i], width[i] + 2);
     out << row.back() << "\n";
   }
   const catalog::ImageConfig& config = cat.config;
-  if (auto ld = config.Env("LD_LIBRARY_PATH")) out << "\nLD_LIBRARY_PATH=" << *ld << "\n";
+  if (auto ld = config.Env("LD_LIBRARY_PATH")) out << "\nLD_LIBRARY_PATH=" << Visible(*ld) << "\n";
   if (!config.ld_so_conf.dirs.empty()) {
     out << "ld.so.conf:";
-    for (const catalog::LdSoConfDir& d : config.ld_so_conf.dirs) out << " " << d.dir;
+    for (const catalog::LdSoConfDir& d : config.ld_so_conf.dirs) out << " " << Visible(d.dir);
     out << "\n";
   }
   if (config.ld_so_cache) {
@@ -256,10 +258,11 @@ std::string RenderCatalogTable(const catalog::Catalog& cat, const ImageInfo& ima
         << config.ld_so_cache_layer << ")\n";
   }
   if (auto name = config.os_release.find("PRETTY_NAME"); name != config.os_release.end()) {
-    out << "os: " << name->second << "\n";
+    out << "os: " << Visible(name->second) << "\n";
   }
   for (const util::Diagnostic& d : cat.diagnostics) {
-    out << "warning: " << d.path << " (layer " << d.layer << "): " << d.message << "\n";
+    out << "warning: " << Visible(d.path) << " (layer " << d.layer << "): " << Visible(d.message)
+        << "\n";
   }
   return out.str();
 }
@@ -279,7 +282,7 @@ std::string RenderCatalogJson(const catalog::Catalog& cat, const ImageInfo& imag
     diags.push_back({{"path", d.path}, {"layer", d.layer}, {"message", d.message}});
   }
   j["diagnostics"] = std::move(diags);
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return DumpJson(j, 2) + "\n";
 }
 
 std::string RenderCatalogCycloneDx(const catalog::Catalog& cat, const ImageInfo& image,
@@ -326,7 +329,7 @@ std::string RenderCatalogCycloneDx(const catalog::Catalog& cat, const ImageInfo&
     components.push_back(std::move(j));
   }
   bom["components"] = std::move(components);
-  return bom.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return DumpJson(bom, 2) + "\n";
 }
 
 std::string RenderCatalog(const catalog::Catalog& cat, const ImageInfo& image, CatalogFormat format,

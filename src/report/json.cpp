@@ -1,6 +1,7 @@
 // The JSON report, schema "imgcheck-report/1" (documented in rules/README.md).
 #include <nlohmann/json.hpp>
 
+#include "report/escape.h"
 #include "report/report.h"
 
 namespace imgcheck::report {
@@ -39,6 +40,7 @@ std::string RenderJson(const Report& report) {
                 {"manifest_digest", report.image.manifest_digest},
                 {"config_digest", report.image.config_digest},
                 {"platform", report.image.platform}};
+  j["cuda_stack"] = report.cuda_stack;
   size_t counts[3] = {0, 0, 0};
   for (const auto& f : report.findings) ++counts[static_cast<int>(f.severity)];
   j["summary"] = {{"error", counts[2]},
@@ -58,7 +60,7 @@ std::string RenderJson(const Report& report) {
   j["diagnostics"] = nlohmann::ordered_json::array();
   for (const auto& d : report.diagnostics)
     j["diagnostics"].push_back({{"path", d.path}, {"layer", d.layer}, {"message", d.message}});
-  return j.dump(2) + "\n";
+  return DumpJson(j, 2) + "\n";
 }
 
 }  // namespace imgcheck::report

@@ -3,15 +3,18 @@
 #include <algorithm>
 #include <sstream>
 
+#include "report/escape.h"
 #include "report/report.h"
 
 namespace imgcheck::report {
 
 namespace {
 
-std::string Xml(std::string_view s) {
+// Text for an XML attribute or element: Visible() leaves no control character and no
+// invalid UTF-8 (XML 1.0 allows neither), then the five markup characters as entities.
+std::string Xml(std::string_view raw) {
   std::string out;
-  for (char c : s) {
+  for (char c : Visible(raw)) {
     switch (c) {
       case '&':
         out += "&amp;";
@@ -29,11 +32,7 @@ std::string Xml(std::string_view s) {
         out += "&apos;";
         break;
       default:
-        // XML 1.0 allows no control characters but tab, newline and carriage return.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r')
-          out += "?";
-        else
-          out += c;
+        out += c;
     }
   }
   return out;
@@ -77,15 +76,15 @@ std::string RenderJunit(const Report& report) {
       out << "      <failure type=\"" << rules::SeverityName(first->severity) << "\" message=\""
           << Xml(std::to_string(c.failures.size()) + " finding(s): " + first->message) << "\">";
       for (const auto* f : c.failures) {
-        out << Xml("[" + std::string(rules::SeverityName(f->severity)) + "] " + f->message + "\n");
-        for (const auto& p : f->paths) out << Xml("  path: " + p + "\n");
-        if (!f->remediation.empty()) out << Xml("  fix: " + f->remediation + "\n");
+        out << Xml("[" + std::string(rules::SeverityName(f->severity)) + "] " + f->message) << "\n";
+        for (const auto& p : f->paths) out << Xml("  path: " + p) << "\n";
+        if (!f->remediation.empty()) out << Xml("  fix: " + f->remediation) << "\n";
       }
       out << "</failure>\n";
     }
     if (!c.infos.empty()) {
       out << "      <system-out>";
-      for (const auto* f : c.infos) out << Xml("[info] " + f->message + "\n");
+      for (const auto* f : c.infos) out << Xml("[info] " + f->message) << "\n";
       out << "</system-out>\n";
     }
     out << "    </testcase>\n";

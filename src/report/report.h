@@ -42,6 +42,7 @@ struct Report {
   std::vector<rules::Suppressed> suppressed;    ///< removed by the config or --ignore
   std::vector<std::string> notes;               ///< what the scan could not check, and why
   std::vector<util::Diagnostic> diagnostics;    ///< corrupt files met in the image
+  bool cuda_stack = true;                       ///< false: nothing to check (no CUDA at all)
   const rules::Knowledge* knowledge = nullptr;  ///< the rule table (SARIF rules, JUnit cases)
   std::string tool_version;
 };

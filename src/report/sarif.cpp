@@ -3,6 +3,7 @@
 // message and a location whose artifactLocation.uri is the path inside the image.
 #include <nlohmann/json.hpp>
 
+#include "report/escape.h"
 #include "report/report.h"
 
 namespace imgcheck::report {
@@ -92,7 +93,7 @@ std::string RenderSarif(const Report& report) {
   j["$schema"] = "https://json.schemastore.org/sarif-2.1.0.json";
   j["version"] = "2.1.0";
   j["runs"] = nlohmann::ordered_json::array({run});
-  return j.dump(2) + "\n";
+  return DumpJson(j, 2) + "\n";
 }
 
 }  // namespace imgcheck::report

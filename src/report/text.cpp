@@ -2,6 +2,7 @@
 // one summary line.
 #include <sstream>
 
+#include "report/escape.h"
 #include "report/report.h"
 
 namespace imgcheck::report {
@@ -33,7 +34,7 @@ std::string RenderText(const Report& report, const RenderOptions& options) {
   auto paint = [&](const char* code, const std::string& text) {
     return options.color ? std::string(code) + text + kReset : text;
   };
-  out << "imgcheck " << report.image.reference;
+  out << "imgcheck " << Visible(report.image.reference);
   if (!report.image.manifest_digest.empty()) out << " (" << report.image.manifest_digest << ")";
   out << "\n";
   size_t counts[3] = {0, 0, 0};
@@ -47,27 +48,28 @@ std::string RenderText(const Report& report, const RenderOptions& options) {
     out << "\n" << paint(Colour(s), heading + " (" + std::to_string(n) + ")") << "\n";
     for (const auto& f : report.findings) {
       if (f.severity != s) continue;
-      out << "\n  " << paint(Colour(s), f.rule) << " " << f.name << "\n";
-      out << "    " << f.message << "\n";
-      for (const auto& p : f.paths) out << "    path: " << p << "\n";
+      out << "\n  " << paint(Colour(s), f.rule) << " " << Visible(f.name) << "\n";
+      out << "    " << Visible(f.message) << "\n";
+      for (const auto& p : f.paths) out << "    path: " << Visible(p) << "\n";
       if (f.layer.index >= 0) {
         out << "    layer " << f.layer.index;
         if (!f.layer.digest.empty()) out << " " << f.layer.digest.substr(0, 19);
-        if (!f.layer.created_by.empty()) out << ": " << f.layer.created_by;
+        if (!f.layer.created_by.empty()) out << ": " << Visible(f.layer.created_by);
         out << "\n";
       }
       for (const auto& e : f.evidence)
-        out << "    " << paint(kDim, e.label + ": " + EvidenceValue(e)) << "\n";
-      if (!f.remediation.empty()) out << "    fix: " << f.remediation << "\n";
+        out << "    " << paint(kDim, Visible(e.label + ": " + EvidenceValue(e))) << "\n";
+      if (!f.remediation.empty()) out << "    fix: " << Visible(f.remediation) << "\n";
     }
   }
   if (!report.diagnostics.empty()) {
     out << "\nUnreadable files (" << report.diagnostics.size() << ")\n";
     for (const auto& d : report.diagnostics)
-      out << "  " << d.path << (d.layer >= 0 ? " (layer " + std::to_string(d.layer) + ")" : "")
-          << ": " << d.message << "\n";
+      out << "  " << Visible(d.path)
+          << (d.layer >= 0 ? " (layer " + std::to_string(d.layer) + ")" : "") << ": "
+          << Visible(d.message) << "\n";
   }
-  for (const auto& n : report.notes) out << "\nnote: " << n;
+  for (const auto& n : report.notes) out << "\nnote: " << Visible(n);
   if (!report.notes.empty()) out << "\n";
   out << "\n"
       << (report.findings.empty() ? std::string("no findings")
@@ -77,6 +79,8 @@ std::string RenderText(const Report& report, const RenderOptions& options) {
                                         std::to_string(counts[0]) + " info");
   if (!report.suppressed.empty())
     out << " (" << report.suppressed.size() << " suppressed by ignores)";
+  // "No findings" in an image without CUDA means nothing was checked, not a clean stack.
+  if (!report.cuda_stack) out << "; no CUDA stack found (no CUDA library, toolkit or framework)";
   out << "\n";
   return out.str();
 }

@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "report/escape.h"
+
 namespace imgcheck::report {
 
 namespace {
@@ -47,7 +49,6 @@ std::string RenderWhy(const image::Tree& tree, std::string_view target,
   std::ostringstream s;
   if (entries.empty()) {
     s << std::string(target) << ": no object in the image's link maps requests it\n";
-    return s.str();
   }
   for (const WhyEntry& e : entries) {
     const Resolution& r = e.resolution;
@@ -80,7 +81,16 @@ std::string RenderWhy(const image::Tree& tree, std::string_view target,
     for (size_t i = 1; i < e.roots.size(); ++i) s << ",\n                     " << e.roots[i];
     s << "\n";
   }
-  return s.str();
+  // Line by line: the text's own newlines stay, a name's bytes cannot drive the terminal.
+  std::string text = s.str(), out;
+  for (size_t at = 0; at < text.size();) {
+    size_t nl = text.find('\n', at);
+    size_t end = nl == std::string::npos ? text.size() : nl;
+    out += Visible(std::string_view(text).substr(at, end - at));
+    if (nl != std::string::npos) out += '\n';
+    at = end + 1;
+  }
+  return out;
 }
 
 }  // namespace imgcheck::report

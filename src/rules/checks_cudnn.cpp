@@ -61,12 +61,8 @@ void AddResolutionEvidence(Finding& f, const Context::LoadedLibrary& lib) {
   f.evidence.push_back({"consumer", lib.consumer->path});
   if (lib.how) {
     f.evidence.push_back(ResolvedEvidence(*lib.how));
-    std::string searched;
-    for (const auto& a : lib.how->tried) {
-      if (!searched.empty()) searched += ", ";
-      searched += a.path + " (" + std::string(loader::OutcomeName(a.outcome)) + ")";
-    }
-    if (!searched.empty()) f.evidence.push_back({"searched", searched});
+    if (std::string searched = Context::Searched(*lib.how); !searched.empty())
+      f.evidence.push_back({"searched", searched});
   } else {
     f.evidence.push_back({"loaded", o.real_path});
   }
@@ -305,6 +301,8 @@ void CheckMultipleCudnn(Context& ctx) {
   }
   Finding f =
       ctx.Make("IC050", std::to_string(shims.size()) + " cuDNN installations: " + list, paths);
+  for (size_t i = 0; i < shims.size(); ++i)
+    Context::AddComponentEvidence(f, *shims[i], "cuDNN " + std::to_string(i + 1) + " ");
   ctx.findings.push_back(std::move(f));
 }
 

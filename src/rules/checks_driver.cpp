@@ -58,13 +58,14 @@ void CheckDriverInImage(Context& ctx) {
     std::vector<std::string> paths;
     for (const Component* c : list) paths.push_back(c->path);
     std::string version = list[0]->version.empty() ? "" : " " + list[0]->version;
-    ctx.findings.push_back(
-        ctx.Make("IC021",
-                 std::to_string(list.size()) + " user-mode driver librar" +
-                     (list.size() == 1 ? "y" : "ies") + version + " from " + owner + " (" +
-                     paths[0] + (list.size() > 1 ? ", ..." : "") +
-                     ") are baked into the image; the host's driver must provide them",
-                 paths, list[0]->layer));
+    Finding f = ctx.Make("IC021",
+                         std::to_string(list.size()) + " user-mode driver librar" +
+                             (list.size() == 1 ? "y" : "ies") + version + " from " + owner + " (" +
+                             paths[0] + (list.size() > 1 ? ", ..." : "") +
+                             ") are baked into the image; the host's driver must provide them",
+                         paths, list[0]->layer);
+    for (const Component* c : list) Context::AddComponentEvidence(f, *c, c->name + " ");
+    ctx.findings.push_back(std::move(f));
   }
 }
 
@@ -187,6 +188,10 @@ void CheckRequireCuda(Context& ctx) {
                    " drivers, but the image needs CUDA " + top->first.version.Prefix(2).str() +
                    " (" + top->first.how + ", " + top->second + ")",
                {top->second}, -1);
+  f.evidence.push_back({"declared", declared_text});
+  for (const auto& need : needs)
+    f.evidence.push_back(
+        {"needs CUDA " + need.first.version.str(), need.first.how + ": " + need.second});
   ctx.findings.push_back(std::move(f));
 }
 
@@ -200,7 +205,7 @@ void CheckGpuArch(Context& ctx) {
   if (!ctx.in.target.sm) return;
   unsigned target = static_cast<unsigned>(*ctx.in.target.sm);
   std::map<std::string, std::vector<std::string>> by_dir;
-  std::map<std::string, std::string> detail;
+  std::map<std::string, std::string> detail;  // by file: its device code
   for (const auto& [path, elf] : ctx.cat.elves()) {
     if (elf.fatbin.empty()) continue;
     std::set<unsigned> sass, ptx;
@@ -211,20 +216,22 @@ void CheckGpuArch(Context& ctx) {
                           [&](unsigned s) { return s / 10 == target / 10 && s <= target; }) ||
               std::any_of(ptx.begin(), ptx.end(), [&](unsigned s) { return s <= target; });
     if (ok) continue;
-    std::string dir(util::DirName(path));
-    by_dir[dir].push_back(path);
-    if (!detail.count(dir))
-      detail[dir] = "SASS " + SmList({sass.begin(), sass.end()}, "sm_") + ", PTX " +
-                    SmList({ptx.begin(), ptx.end()}, "compute_");
+    by_dir[std::string(util::DirName(path))].push_back(path);
+    detail[path] = "SASS " + SmList({sass.begin(), sass.end()}, "sm_") + ", PTX " +
+                   SmList({ptx.begin(), ptx.end()}, "compute_");
   }
   for (const auto& [dir, paths] : by_dir) {
     std::string arch = ctx.k.ArchName(*ctx.in.target.sm);
-    Finding f = ctx.Make("IC040",
-                         std::to_string(paths.size()) + " file(s) in " + dir + " (" + paths[0] +
-                             ": " + detail[dir] + ") have no device code for the target GPU sm_" +
-                             std::to_string(target) + (arch.empty() ? "" : " (" + arch + ")") +
-                             ", " + ctx.in.target.gpu_from,
-                         paths);
+    Finding f =
+        ctx.Make("IC040",
+                 std::to_string(paths.size()) + " file(s) in " + dir + " (" + paths[0] + ": " +
+                     detail[paths[0]] + ") have no device code for the target GPU sm_" +
+                     std::to_string(target) + (arch.empty() ? "" : " (" + arch + ")") + ", " +
+                     ctx.in.target.gpu_from,
+                 paths);
+    f.evidence.push_back(
+        {"target GPU", "sm_" + std::to_string(target) + " (" + ctx.in.target.gpu_from + ")"});
+    for (const auto& p : paths) f.evidence.push_back({"device code", p + ": " + detail[p]});
     ctx.findings.push_back(std::move(f));
   }
 }

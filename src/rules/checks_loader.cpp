@@ -94,6 +94,10 @@ void CheckStale(Context& ctx) {
                            c->name + " " + v.str() + " at " + c->path + " is older than " +
                                newest_version.str() + " at " + newest->path + "; " + state,
                            {c->path, newest->path}, c->layer);
+      f.evidence.push_back({"same soname", key});
+      Context::AddComponentEvidence(f, *c, "older copy ");
+      Context::AddComponentEvidence(f, *newest, "newest copy ");
+      for (const auto& user : users) f.evidence.push_back({"loaded by", user.first->path});
       ctx.findings.push_back(std::move(f));
     }
   }
@@ -119,6 +123,8 @@ void CheckUnresolved(Context& ctx) {
             ") cannot be resolved: " + UnresolvedText(r),
         paths);
     for (const auto* s : list) f.evidence.push_back({"consumer", s->consumer->path});
+    if (std::string searched = Context::Searched(r); !searched.empty())
+      f.evidence.push_back({"searched", searched});
     ctx.findings.push_back(std::move(f));
   }
   // Files a package lists (pip RECORD) but the image lacks.
@@ -127,10 +133,14 @@ void CheckUnresolved(Context& ctx) {
     for (const auto& file : d->missing_files) {
       if (file.find(".so") == std::string::npos || !IsCudaFamily(ctx, util::BaseName(file)))
         continue;
-      ctx.findings.push_back(ctx.Make("IC012",
-                                      d->name + " " + d->version + " lists " + file +
-                                          " in its RECORD but the file is not in the image",
-                                      {file, d->path}, d->layer));
+      Finding f = ctx.Make("IC012",
+                           d->name + " " + d->version + " lists " + file +
+                               " in its RECORD but the file is not in the image",
+                           {file, d->path}, d->layer);
+      f.evidence.push_back(
+          {"listed in", d->path + "/RECORD (layer " + std::to_string(d->layer) + ")"});
+      f.evidence.push_back({"looked up", file + ": not in the merged tree"});
+      ctx.findings.push_back(std::move(f));
     }
   }
 }
@@ -185,8 +195,12 @@ void CheckBrokenLinks(Context& ctx) {
     if (r)
       if (const image::Deletion* d = ctx.tree.FindDeleted(r->path))
         why += " (deleted in layer " + std::to_string(d->layer) + ")";
-    ctx.findings.push_back(
-        ctx.Make("IC014", path + " -> " + node.link_target + ": " + why, {path}, node.layer));
+    Finding f =
+        ctx.Make("IC014", path + " -> " + node.link_target + ": " + why, {path}, node.layer);
+    f.evidence.push_back({"symlink", path + " -> " + node.link_target + " (layer " +
+                                         std::to_string(node.layer) + ")"});
+    f.evidence.push_back({"resolved", r ? r->path + ": not in the merged tree" : "symlink loop"});
+    ctx.findings.push_back(std::move(f));
   }
 }
 
@@ -203,11 +217,13 @@ void CheckUnmanaged(Context& ctx) {
       if (!names.empty()) names += ", ";
       names += std::string(util::BaseName(c->path));
     }
-    ctx.findings.push_back(ctx.Make("IC051",
-                                    std::to_string(list.size()) + " CUDA librar" +
-                                        (list.size() == 1 ? "y" : "ies") + " in " + dir +
-                                        " belong to no package: " + names,
-                                    paths, list[0]->layer));
+    Finding f =
+        ctx.Make("IC051",
+                 std::to_string(list.size()) + " CUDA librar" + (list.size() == 1 ? "y" : "ies") +
+                     " in " + dir + " belong to no package: " + names,
+                 paths, list[0]->layer);
+    for (const Component* c : list) Context::AddComponentEvidence(f, *c, c->name + " ");
+    ctx.findings.push_back(std::move(f));
   }
 }
 
@@ -246,9 +262,15 @@ void CheckLdCache(Context& ctx) {
     if (!IsCudaFamily(ctx, e.name)) continue;
     auto r = ctx.tree.Resolve(e.path);
     if (r && r->node) continue;
-    ctx.findings.push_back(ctx.Make(
+    Finding f = ctx.Make(
         "IC061", cache_path + " maps " + e.name + " to " + e.path + ", which is not in the image",
-        {e.path, cache_path}, ctx.cat.config.ld_so_cache_layer));
+        {e.path, cache_path}, ctx.cat.config.ld_so_cache_layer);
+    f.evidence.push_back(
+        {"ld.so.cache", cache_path + " (layer " + std::to_string(ctx.cat.config.ld_so_cache_layer) +
+                            ", " + std::to_string(cache->entries.size()) + " entries)"});
+    f.evidence.push_back({"entry", e.name + " -> " + e.path});
+    f.evidence.push_back({"looked up", e.path + ": not in the merged tree"});
+    ctx.findings.push_back(std::move(f));
   }
   std::vector<std::string> dirs = ctx.in.options.platform.default_dirs;
   for (const auto& d : ctx.cat.config.ld_so_conf.dirs) dirs.push_back(d.dir);
@@ -262,11 +284,19 @@ void CheckLdCache(Context& ctx) {
       if (!IsCudaFamily(ctx, soname) || names.count(soname) || !reported.insert(soname).second)
         continue;
       const image::Node* n = ctx.tree.Find(it->first);
-      ctx.findings.push_back(ctx.Make(
-          "IC061",
-          it->first + " (" + soname + ") is in " + dir + ", a loader directory, but " + cache_path +
-              " has no entry for it (ldconfig was not run after it was added)",
-          {it->first, cache_path}, n ? n->layer : -1));
+      Finding f = ctx.Make("IC061",
+                           it->first + " (" + soname + ") is in " + dir +
+                               ", a loader directory, but " + cache_path +
+                               " has no entry for it (ldconfig was not run after it was added)",
+                           {it->first, cache_path}, n ? n->layer : -1);
+      f.evidence.push_back({"library", it->first + " (SONAME " + soname + ", layer " +
+                                           std::to_string(n ? n->layer : -1) + ")"});
+      f.evidence.push_back({"loader directory", dir});
+      f.evidence.push_back({"ld.so.cache", cache_path + " (layer " +
+                                               std::to_string(ctx.cat.config.ld_so_cache_layer) +
+                                               ", " + std::to_string(cache->entries.size()) +
+                                               " entries, none for " + soname + ")"});
+      ctx.findings.push_back(std::move(f));
     }
   }
 }

@@ -69,6 +69,13 @@ class Context {
   Finding Make(std::string_view rule, std::string message, std::vector<std::string> paths,
                int layer = -2) const;
   LayerRef Layer(int index) const;
+  /// Every path a resolution tried, with its outcome ("/a/libx.so.1 (missing), ..."); "" when
+  /// it tried none.
+  static std::string Searched(const loader::Resolution& r);
+  /// Evidence of a library component: where it is, each statement of its version and the
+  /// package that owns it (or none), each label prefixed with `what` ("older copy ").
+  static void AddComponentEvidence(Finding& f, const catalog::Component& c,
+                                   const std::string& what = "");
 
  private:
   std::map<std::string, const catalog::Component*, std::less<>> by_path_;

@@ -283,6 +283,28 @@ std::string UnresolvedText(const loader::Resolution& r) {
   return dirs.empty() ? "not found" : s;
 }
 
+std::string Context::Searched(const loader::Resolution& r) {
+  std::string searched;
+  for (const auto& a : r.tried) {
+    if (!searched.empty()) searched += ", ";
+    searched += a.path + " (" + std::string(loader::OutcomeName(a.outcome)) + ")";
+  }
+  return searched;
+}
+
+void Context::AddComponentEvidence(Finding& f, const catalog::Component& c,
+                                   const std::string& what) {
+  f.evidence.push_back({what + "file", c.path + " (layer " + std::to_string(c.layer) + ")"});
+  for (const auto& v : c.versions)
+    f.evidence.push_back(
+        {what + "version " + v.value, std::string(catalog::SourceName(v.source)) + ": " + v.path});
+  f.evidence.push_back(
+      {what + "owner", c.owner ? std::string(catalog::ManagerName(c.owner->manager)) + " " +
+                                     c.owner->name + " " + c.owner->version + " (" +
+                                     c.owner->metadata + ")"
+                               : "none: no dpkg list, pip RECORD or conda-meta file names it"});
+}
+
 // ---- running
 
 std::vector<std::string> ImplementedRules() {

@@ -1,0 +1,318 @@
+// Black-box tests of what the command line takes in and must never turn into a silent "clean":
+// dir: over a real tree, images on disk named by the wrong transport or by a bare path, cached
+// layers whose blob went away, names that are not UTF-8, and words that are not images.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "image_writer.h"
+#include "support.h"
+
+namespace fs = std::filesystem;
+using namespace imgcheck::testing;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::string Imgcheck(const std::string& args) {
+  return "'" + (BinaryDir() / "imgcheck").string() + "' " + args;
+}
+
+std::string Quote(const fs::path& p) { return "'" + p.string() + "'"; }
+
+// A shared object with `soname`, compiled once per soname.
+fs::path So(const std::string& soname) {
+  static TempDir dir;
+  fs::path out = dir / soname;
+  if (!fs::exists(out)) {
+    SharedObject so;
+    so.soname = soname;
+    Compile(so, out);
+  }
+  return out;
+}
+
+// A small root file system: a cuDNN owned by a pip wheel, an unmanaged cuBLAS, a directory
+// symlink (/lib -> usr/lib, as on merged-/usr distributions), soname links, ld.so.conf.
+std::vector<Entry> RootEntries() {
+  const std::string site = "usr/local/lib/python3.10/dist-packages/";
+  return {
+      Dir("etc"),
+      File("etc/ld.so.conf", "include /etc/ld.so.conf.d/*.conf\n"),
+      Dir("etc/ld.so.conf.d"),
+      File("etc/ld.so.conf.d/cuda.conf", "/usr/local/cuda/lib64\n"),
+      Dir("usr"),
+      Dir("usr/lib"),
+      Symlink("lib", "usr/lib"),
+      Dir("usr/local"),
+      Dir("usr/local/cuda"),
+      Dir("usr/local/cuda/lib64"),
+      FileFrom("usr/local/cuda/lib64/libcublas.so.12.1.3.1", So("libcublas.so.12")),
+      Symlink("usr/local/cuda/lib64/libcublas.so.12", "libcublas.so.12.1.3.1"),
+      Dir("usr/local/lib"),
+      Dir("usr/local/lib/python3.10"),
+      Dir(site),
+      Dir(site + "nvidia"),
+      Dir(site + "nvidia/cudnn"),
+      Dir(site + "nvidia/cudnn/lib"),
+      FileFrom(site + "nvidia/cudnn/lib/libcudnn.so.8", So("libcudnn.so.8")),
+      Dir(site + "nvidia_cudnn_cu12-8.9.2.26.dist-info"),
+      File(site + "nvidia_cudnn_cu12-8.9.2.26.dist-info/METADATA",
+           "Metadata-Version: 2.1\nName: nvidia-cudnn-cu12\nVersion: 8.9.2.26\n"),
+      File(site + "nvidia_cudnn_cu12-8.9.2.26.dist-info/RECORD",
+           "nvidia/cudnn/lib/libcudnn.so.8,,\n"),
+      Dir("empty"),
+  };
+}
+
+// The entries written out as a directory tree, as `docker export | tar x` would leave them.
+void WriteTree(const fs::path& root, const std::vector<Entry>& entries) {
+  fs::create_directories(root);
+  for (const Entry& e : entries) {
+    fs::path p = root / e.path;
+    switch (e.kind) {
+      case EntryKind::kDir:
+        fs::create_directories(p);
+        break;
+      case EntryKind::kFile:
+        if (e.host_path.empty())
+          WriteFile(p, e.content);
+        else
+          fs::copy_file(e.host_path, p);
+        fs::permissions(p, static_cast<fs::perms>(e.mode));
+        break;
+      case EntryKind::kSymlink:
+        fs::create_symlink(e.target, p);
+        break;
+      default:
+        FAIL("WriteTree: unsupported entry kind for " << e.path);
+    }
+  }
+}
+
+// Each {"layer": {"index", "digest", "created_by"}} in `j` cut to its index.
+void WithoutLayerIdentity(nlohmann::json& j) {
+  if (j.is_object()) {
+    if (auto l = j.find("layer"); l != j.end() && l->is_object()) *l = (*l)["index"];
+    for (auto& [key, value] : j.items()) WithoutLayerIdentity(value);
+  } else if (j.is_array()) {
+    for (auto& e : j) WithoutLayerIdentity(e);
+  }
+}
+
+nlohmann::json Json(const CommandResult& r) {
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  return nlohmann::json::parse(r.output);
+}
+
+// Runs `command` without root's right to read what it may not (CAP_DAC_OVERRIDE), so that
+// permissions mean what they say.
+std::string Unprivileged(const std::string& command) {
+  if (geteuid() != 0) return command;
+  return "setpriv --reuid=65534 --regid=65534 --clear-groups " + command;
+}
+
+}  // namespace
+
+TEST_CASE("dir: of a root and the same tree as one OCI layer give the same catalog", "[cli][dir]") {
+  TempDir tmp;
+  std::vector<Entry> entries = RootEntries();
+  WriteTree(tmp / "rootfs", entries);
+  ImageRecipe r;
+  r.layers.push_back(MakeLayer(entries, Compression::kGzip, "ADD rootfs.tar /"));
+  WriteOciLayout(tmp / "layout", r);
+  auto catalog = [&](const std::string& image) {
+    nlohmann::json j =
+        Json(Run(Imgcheck("catalog --quiet --no-cache --format json " + image) + " 2>/dev/null"));
+    // Image identity (reference, digests, the history line) differs by construction.
+    j.erase("image");
+    j.erase("layers");
+    WithoutLayerIdentity(j);
+    return j;
+  };
+  nlohmann::json dir = catalog("dir:" + (tmp / "rootfs").string());
+  nlohmann::json oci = catalog("oci:" + (tmp / "layout").string());
+  CHECK(dir.dump(1) == oci.dump(1));
+  // The catalog saw the stack: not two empty documents that agree.
+  CHECK(dir["components"].size() >= 3);
+}
+
+TEST_CASE("dir: goes on past a directory it cannot list, and says which", "[cli][dir]") {
+  REQUIRE((geteuid() != 0 || HaveProgram("setpriv")));
+  TempDir tmp;
+  fs::path root = tmp / "rootfs";
+  // Readdir order is the file system's: files on both sides of the locked directory by name.
+  WriteFile(root / "a/first", "1");
+  WriteFile(root / "m/locked/secret", "s");
+  for (int i = 0; i < 20; ++i) WriteFile(root / ("z" + std::to_string(i)) / "last", "2");
+  fs::permissions(tmp.path(),
+                  fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+  fs::permissions(root / "m/locked", fs::perms::none);
+  CommandResult r =
+      Run(Unprivileged(Imgcheck("layers --quiet --no-cache --format json dir:" + root.string())) +
+          " 2>/dev/null");
+  fs::permissions(root / "m/locked", fs::perms::owner_all);
+  nlohmann::json j = Json(r);
+  // a, a/first, m, m/locked, 20 x (z<i>, z<i>/last); not m/locked/secret.
+  CHECK(j["layers"][0]["added"] == 44);
+  REQUIRE(j["diagnostics"].size() == 1);
+  CHECK(j["diagnostics"][0]["path"] == "/m/locked");
+  CHECK_THAT(j["diagnostics"][0]["message"].get<std::string>(), Contains("cannot list directory"));
+}
+
+TEST_CASE("dir: on an image on disk is refused with the transport to use", "[cli][dir]") {
+  TempDir tmp;
+  ImageRecipe r;
+  r.layers.push_back(MakeLayer({File("etc/os-release", "ID=debian\n")}, Compression::kGzip, "ADD"));
+  WriteOciLayout(tmp / "layout", r);
+  WriteOciArchive(tmp / "layout", tmp / "oci.tar");
+  WriteDockerArchive(tmp / "docker.tar", r);
+  WriteDockerArchive(tmp / "docker25.tar", r, "example/image:latest", DockerArchiveForm::kOci);
+  struct Case {
+    std::string file, transport;
+  };
+  for (const Case& c :
+       {Case{"layout", "oci"}, Case{"oci.tar", "oci-archive"}, Case{"docker.tar", "docker-archive"},
+        Case{"docker25.tar", "docker-archive"}}) {
+    std::string path = (tmp / c.file).string();
+    CommandResult refused = Run(Imgcheck("scan --quiet --no-cache dir:" + path));
+    INFO(c.file << ": " << refused.output);
+    CHECK(refused.status == 2);
+    CHECK_THAT(refused.output, Contains("use " + c.transport + ":" + path));
+    // The bare path is read by the transport that recognises it, not sent to a registry.
+    nlohmann::json j =
+        Json(Run(Imgcheck("layers --quiet --no-cache --format json " + path) + " 2>/dev/null"));
+    CHECK(j["transport"] == c.transport);
+    CHECK(j["layers"].size() == 1);
+  }
+}
+
+TEST_CASE("a cached layer whose blob is gone or resized stops the scan", "[cli][cache]") {
+  TempDir tmp;
+  ImageRecipe r;
+  r.layers.push_back(
+      MakeLayer({File("usr/lib/libcudnn.so.8", "x")}, Compression::kGzip, "COPY cudnn"));
+  WrittenImage w = WriteOciLayout(tmp / "layout", r);
+  std::string scan = Imgcheck("scan --quiet --cache-dir " + Quote(tmp / "cache") +
+                              " oci:" + (tmp / "layout").string());
+  REQUIRE(Run(scan).status == 0);  // fills the cache
+  fs::path blob = BlobPath(tmp / "layout", w.layers[0].digest);
+  std::string bytes = ReadFile(blob);
+
+  WriteFile(blob, bytes + "extra");
+  CommandResult resized = Run(scan);
+  CHECK(resized.status == 2);
+  CHECK_THAT(resized.output, Contains("layer 0 " + w.layers[0].digest + ": size mismatch"));
+
+  fs::remove(blob);
+  CommandResult missing = Run(scan);
+  CHECK(missing.status == 2);
+  CHECK_THAT(missing.output, Contains("layer 0 " + w.layers[0].digest));
+  CHECK_THAT(missing.output, Contains("missing"));
+
+  WriteFile(blob, bytes);  // back as it was: the cache serves it again
+  CHECK(Run(scan).status == 0);
+}
+
+TEST_CASE("names that are not UTF-8 or hold control characters, in every format", "[cli][names]") {
+  REQUIRE(HaveProgram("python3"));
+  TempDir tmp;
+  // An unmanaged cuDNN (IC051 names its directory and file) under a Latin-1 name with an ESC.
+  const std::string dir = "usr/lib/caf\xE9\x1B[31m";
+  ImageRecipe r;
+  r.layers.push_back(MakeLayer({Dir(dir), FileFrom(dir + "/libcudnn.so.8", So("libcudnn.so.8"))},
+                               Compression::kGzip, "COPY cafe /"));
+  WriteOciLayout(tmp / "layout", r);
+  std::string image = "oci:" + (tmp / "layout").string();
+  for (std::string format : {"json", "sarif", "junit", "text"}) {
+    fs::path out = tmp / ("report." + format);
+    CommandResult run = Run(Imgcheck("scan --quiet --no-cache --format " + format + " --output " +
+                                     Quote(out) + " " + image));
+    INFO(format << ": " << run.output);
+    CHECK(run.status == 1);  // IC012: the shim's sub-libraries are missing; not 2 (failed)
+    std::string text = ReadFile(out);
+    CHECK(text.find('\x1B') == std::string::npos);
+    CHECK(text.find('\xE9') == std::string::npos);
+    if (format == "text") {
+      CHECK_THAT(text, Contains("caf\\xE9\\x1B[31m/libcudnn.so.8"));
+    } else if (format == "junit") {
+      CommandResult parsed =
+          Run("python3 -c 'import sys, xml.etree.ElementTree as E; "
+              "print(E.parse(sys.argv[1]).getroot().tag)' " +
+              Quote(out));
+      CHECK(parsed.status == 0);
+      CHECK_THAT(parsed.output, Contains("testsuites"));
+      CHECK_THAT(text, Contains("caf\\xE9\\x1B[31m/libcudnn.so.8"));
+    } else {
+      // Strict: nlohmann rejects invalid UTF-8; python decodes as strict UTF-8.
+      nlohmann::json j = nlohmann::json::parse(text);
+      CHECK(Run("python3 -c 'import json, sys; json.load(open(sys.argv[1], encoding=\"utf-8\"))' " +
+                Quote(out))
+                .status == 0);
+      // The invalid byte is "\xE9" text and the valid ESC stays a character (JSON's \u001b).
+      CHECK_THAT(j.dump(), Contains("caf\\\\xE9\\u001b[31m/libcudnn.so.8"));
+    }
+  }
+  for (std::string format : {"json", "cyclonedx", "table"}) {
+    CommandResult c = Run(Imgcheck("catalog --quiet --no-cache --format " + format + " " + image) +
+                          " 2>/dev/null");
+    INFO(format << ": " << c.output);
+    CHECK(c.status == 0);
+    CHECK(c.output.find('\xE9') == std::string::npos);
+    CHECK(c.output.find('\x1B') == std::string::npos);
+    if (format != "table")
+      CHECK_THAT(nlohmann::json::parse(c.output).dump(), Contains("caf\\\\xE9"));
+  }
+  CommandResult why =
+      Run(Imgcheck("why --quiet --no-cache " + image + " '/" + dir + "/libcudnn.so.8'") +
+          " 2>/dev/null");
+  CHECK(why.output.find('\x1B') == std::string::npos);
+  CHECK_THAT(why.output, Contains("caf\\xE9\\x1B[31m/libcudnn.so.8"));
+}
+
+TEST_CASE("words are not images: help, version, typos and flags before the image", "[cli]") {
+  CommandResult help = Run(Imgcheck("help"));
+  CHECK(help.status == 0);
+  CHECK_THAT(help.output, Contains("scan"));
+  CHECK_THAT(help.output, Contains("layers"));
+  CommandResult help_scan = Run(Imgcheck("help scan"));
+  CHECK(help_scan.status == 0);
+  CHECK_THAT(help_scan.output, Contains("--fail-on"));
+  CommandResult version = Run(Imgcheck("version"));
+  CHECK(version.status == 0);
+  CHECK_THAT(version.output, Contains("imgcheck "));
+  CHECK(version.output.find('\n') == version.output.size() - 1);
+
+  // Refused at once: no registry, no retries.
+  auto start = std::chrono::steady_clock::now();
+  CommandResult list = Run(Imgcheck("list"));
+  CommandResult typo = Run(Imgcheck("sacn x"));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+  CHECK(list.status == 2);
+  CHECK_THAT(list.output, Contains("unknown command 'list'"));
+  CHECK(typo.status == 2);
+  CHECK_THAT(typo.output, Contains("did you mean 'scan'?"));
+
+  TempDir tmp;
+  ImageRecipe r;
+  r.layers.push_back(MakeLayer({File("etc/os-release", "ID=debian\n")}, Compression::kGzip, "ADD"));
+  WriteOciLayout(tmp / "layout", r);
+  CommandResult flags_first =
+      Run(Imgcheck("-q --no-cache --format json oci:" + (tmp / "layout").string()));
+  INFO(flags_first.output);
+  CHECK(flags_first.status == 0);
+  CHECK_THAT(flags_first.output, Contains("\"schema\": \"imgcheck-report/1\""));
+
+  fs::create_directories(tmp / "rules");
+  CHECK(Run(Imgcheck("rules list --rules " + Quote(tmp / "rules"))).status == 0);
+  CHECK(Run(Imgcheck("rules --rules " + Quote(tmp / "rules") + " list")).status == 0);
+
+  // Extra arguments are named in the order they were given.
+  CommandResult extra = Run(Imgcheck("layers one two three"));
+  CHECK(extra.status == 2);
+  CHECK_THAT(extra.output, Contains("two three"));
+}
