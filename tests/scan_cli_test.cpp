@@ -8,7 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "elf/elf_builder.h"
+#include "elf_builder.h"
 #include "image_writer.h"
 #include "support.h"
 

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "probe/abi.h"
-#include "probe/fake_stack.h"
+#include "fake_stack.h"
 #include "probe/probe.h"
 #include "support.h"
 

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "image_writer.h"
-#include "probe/fake_stack.h"
+#include "fake_stack.h"
 #include "support.h"
 
 namespace imgcheck::probe {
