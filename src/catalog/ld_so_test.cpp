@@ -75,10 +75,8 @@ std::string OldCache(const std::vector<std::pair<std::string, std::string>>& lib
 }
 
 TEST_CASE("ld.so.cache of this machine parses as ldconfig -p prints it", "[ld_so]") {
-  if (!testing::HaveProgram("ldconfig") || !fs::exists("/etc/ld.so.cache")) {
-    WARN("no ldconfig or /etc/ld.so.cache here; skipped");
-    return;
-  }
+  if (!testing::HaveProgram("ldconfig") || !fs::exists("/etc/ld.so.cache"))
+    return testing::Skip("no ldconfig or /etc/ld.so.cache here");
   LdCacheFile cache = ParseFile("/etc/ld.so.cache");
   auto expected = LdconfigPrint("/etc/ld.so.cache");
   CHECK(!expected.empty());
@@ -86,10 +84,8 @@ TEST_CASE("ld.so.cache of this machine parses as ldconfig -p prints it", "[ld_so
 }
 
 TEST_CASE("ld.so.cache written by ldconfig in every format matches ldconfig -p", "[ld_so]") {
-  if (!testing::HaveProgram("ldconfig") || geteuid() != 0) {
-    WARN("ldconfig -r needs root (it chroots); skipped");
-    return;
-  }
+  if (!testing::HaveProgram("ldconfig") || geteuid() != 0)
+    return testing::Skip("ldconfig -r needs root (it chroots)");
   testing::TempDir dir;
   fs::path root = dir / "root";
   // Two libraries in a conf directory, one with a glibc-hwcaps variant, one in /usr/lib.
