@@ -179,11 +179,20 @@ class Client {
       : ref_(std::move(ref)),
         host_(ref_.ApiHost()),
         tls_(MakeTls(options, ref_.domain)),
-        cred_(FindCredential(ref_.domain, options.creds)) {
+        cred_(FindCredential(ref_.domain, options.creds)),
+        sleep_(options.sleep) {
     Ping();
   }
 
   const Reference& ref() const { return ref_; }
+  /// Waits `d` before a retry.
+  void Sleep(milliseconds d) const {
+    if (sleep_) {
+      sleep_(d);
+    } else {
+      std::this_thread::sleep_for(d);
+    }
+  }
   std::string RepoUrl(const std::string& rest) const {
     return origin_url_ + "/v2/" + ref_.path + "/" + rest;
   }
@@ -243,7 +252,7 @@ class Client {
           return ex;  // the caller reports the server error with its body
         }
       }
-      std::this_thread::sleep_for(std::max(delay, Backoff(tries - 1)));
+      Sleep(std::max(delay, Backoff(tries - 1)));
     }
   }
 
@@ -397,6 +406,7 @@ class Client {
   std::string host_;  // host[:port] the API is on, for messages
   TlsOptions tls_;
   Credential cred_;
+  std::function<void(milliseconds)> sleep_;
   std::string origin_url_;  // "https://host:port"
   std::string origin_;      // UrlOrigin(origin_url_): where credentials may go
   std::mutex auth_mu_;
@@ -446,7 +456,7 @@ class RegistryBlobReader : public BlobReader {
                           std::to_string(resumes_) + " times (" + problem + ")");
       }
       ex_.reset();
-      std::this_thread::sleep_for(Backoff(resumes_ - 1));
+      client_->Sleep(Backoff(resumes_ - 1));
     }
   }
 
