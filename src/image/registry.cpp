@@ -200,7 +200,8 @@ class Client {
   /// Sends a request and returns it with its final response headers in: authenticated,
   /// redirected and retried as needed. Throws util::Fatal when retries run out.
   std::unique_ptr<HttpExchange> Send(const std::string& method, const std::string& url,
-                                     std::vector<std::string> headers, bool registry_auth = true) {
+                                     const std::vector<std::string>& headers,
+                                     bool registry_auth = true) {
     std::string current = url;
     int tries = 0, redirects = 0, auth_rounds = 0;
     for (;;) {
