@@ -81,7 +81,7 @@ struct Observation {
 };
 
 /// Parses imgcheck-probe's JSON. A malformed document gives Outcome::kBadOutput with a reason.
-Observation ParseObservation(std::string_view json);
+Observation ParseObservation(std::string_view text);
 
 struct RunOptions {
   std::filesystem::path executable;  ///< imgcheck-probe; see ProbeExecutable()
