@@ -4,6 +4,8 @@ set -euo pipefail
 pkgs=(cmake g++ make ninja-build pkg-config
       libarchive-dev nlohmann-json3-dev libssl-dev libcli11-dev catch2 libisal-dev libzstd-dev
       libcurl4-openssl-dev
+      # the style gate (scripts/lint)
+      clang-format clang-tidy
       # peers and oracles used by the tests and the benchmark
       umoci skopeo docker-registry libtree isal zstd gzip apache2-utils time python3)
 missing=()

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "catalog/test_rules.h"
+#include "fake_image.h"
 #include "support.h"
 
 namespace imgcheck::catalog {
@@ -26,52 +27,13 @@ std::string SharedObjectBytes(const std::string& soname) {
   return cache[soname] = testing::ReadFile(out);
 }
 
-/// Builds an image's merged tree by hand.
-class FakeImage {
- public:
-  explicit FakeImage(int layers) {
-    for (int i = 0; i < layers; ++i) {
-      image::Layer l;
-      l.index = i;
-      l.digest = "sha256:layer" + std::to_string(i);
-      l.created_by = "RUN step " + std::to_string(i);
-      image_.layers.push_back(l);
-    }
-  }
-  FakeImage& File(const std::string& path, std::string bytes, int layer = 0,
-                  std::vector<int> history = {}) {
-    image::Node n;
-    n.type = image::NodeType::kRegular;
-    n.mode = 0644;
-    n.size = bytes.size();
-    n.layer = layer;
-    n.history = std::move(history);
-    n.content = std::make_shared<util::SparseFile>(util::SparseFile::Whole(std::move(bytes)));
-    image_.tree.mutable_nodes()[path] = std::move(n);
-    return *this;
-  }
-  FakeImage& Library(const std::string& path, const std::string& soname, int layer = 0,
-                     std::vector<int> history = {}) {
-    return File(path, SharedObjectBytes(soname), layer, std::move(history));
-  }
-  FakeImage& Link(const std::string& path, const std::string& target, int layer = 0) {
-    image::Node n;
-    n.type = image::NodeType::kSymlink;
-    n.link_target = target;
-    n.layer = layer;
-    image_.tree.mutable_nodes()[path] = std::move(n);
-    return *this;
-  }
-  FakeImage& Deleted(const std::string& path, int layer, std::vector<int> history) {
-    image_.tree.mutable_deleted()[path] =
-        image::Deletion{layer, std::move(history), image::NodeType::kRegular};
-    return *this;
-  }
-  image::Image& image() { return image_; }
+using testing::FakeImage;
 
- private:
-  image::Image image_;
-};
+/// `f`'s file `path`: a tiny shared object with `soname`.
+void Library(FakeImage& f, const std::string& path, const std::string& soname, int layer = 0,
+             std::vector<int> history = {}) {
+  f.File(path, SharedObjectBytes(soname), layer, std::move(history));
+}
 
 const Component& One(const Catalog& cat, ComponentKind kind, std::string_view path) {
   for (const Component& c : cat.components) {
@@ -117,20 +79,20 @@ TEST_CASE("cuDNN 8 from dpkg, cudart from the toolkit, driver files", "[catalog]
                                                         "/libcudnn_ops_infer.so.8.9.2\n");
   f.File("/var/lib/dpkg/info/cuda-cudart-12-1.list", targets + "/lib/libcudart.so.12.1.105\n");
   f.File("/var/lib/dpkg/info/cuda-compat-12-1.list", cuda + "/compat/libcuda.so.530.30.02\n");
-  f.Library(lib + "/libcudnn.so.8.9.2", "libcudnn.so.8");
+  Library(f, lib + "/libcudnn.so.8.9.2", "libcudnn.so.8");
   f.Link(lib + "/libcudnn.so.8", "libcudnn.so.8.9.2");
   f.Link(lib + "/libcudnn.so", "/usr/lib/x86_64-linux-gnu/libcudnn.so.8");
-  f.Library(lib + "/libcudnn_ops_infer.so.8.9.2", "libcudnn_ops_infer.so.8", 1, {0});
+  Library(f, lib + "/libcudnn_ops_infer.so.8.9.2", "libcudnn_ops_infer.so.8", 1, {0});
   f.Deleted(lib + "/libcudnn_adv_infer.so.8.9.2", 2, {0});
   f.File("/usr/include/x86_64-linux-gnu/cudnn_version_v8.h",
          "#define CUDNN_MAJOR 8\n#define CUDNN_MINOR 9\n#define CUDNN_PATCHLEVEL 2\n");
   f.File(cuda + "/version.json",
          R"({"cuda":{"name":"CUDA SDK","version":"12.1.1"},"cuda_cudart":{"version":"12.1.105"}})");
-  f.Library(targets + "/lib/libcudart.so.12.1.105", "libcudart.so.12");
+  Library(f, targets + "/lib/libcudart.so.12.1.105", "libcudart.so.12");
   f.Link("/usr/local/cuda", "cuda-12.1");
-  f.Library(targets + "/lib/stubs/libcuda.so", "libcuda.so.1");
-  f.Library(cuda + "/compat/libcuda.so.530.30.02", "libcuda.so.1");
-  f.Library(lib + "/libcuda.so.535.104.05", "libcuda.so.1", 2);
+  Library(f, targets + "/lib/stubs/libcuda.so", "libcuda.so.1");
+  Library(f, cuda + "/compat/libcuda.so.530.30.02", "libcuda.so.1");
+  Library(f, lib + "/libcuda.so.535.104.05", "libcuda.so.1", 2);
   f.File("/etc/os-release", "ID=ubuntu\nVERSION_ID=\"22.04\"\n");
   f.File("/usr/share/doc/readme.txt", "not a library");
   f.image().config.env = {"PATH=/usr/bin", "CUDA_VERSION=12.1.1", "NV_CUDNN_VERSION=8.9.2.26",
@@ -239,8 +201,8 @@ TEST_CASE("distroless: dpkg records in status.d, files in their md5sums", "[cata
   f.File("/var/lib/dpkg/status.d/libcudnn9-cuda-12.md5sums",
          "0123456789abcdef0123456789abcdef  usr/lib/x86_64-linux-gnu/libcudnn.so.9.1.0\n");
   f.File("/var/lib/dpkg/status.d/libc6", "Package: libc6\nVersion: 2.36-9\n", 1);
-  f.Library(lib + "/libcudnn.so.9.1.0", "libcudnn.so.9");
-  f.Library(lib + "/libcudnn_ops.so.9.1.0", "libcudnn_ops.so.9");  // in no md5sums
+  Library(f, lib + "/libcudnn.so.9.1.0", "libcudnn.so.9");
+  Library(f, lib + "/libcudnn_ops.so.9.1.0", "libcudnn_ops.so.9");  // in no md5sums
   Catalog cat = Build(f.image(), BuiltInRules());
 
   const Component& p = Named(cat, ComponentKind::kOsPackage, "libcudnn9-cuda-12");
@@ -269,8 +231,8 @@ TEST_CASE("pip wheels, frameworks and conda", "[catalog]") {
          "nvidia/cudnn/lib/libcudnn_adv.so.9,sha256=x,1\n"
          "nvidia/cudnn/include/cudnn_version.h,sha256=x,1\n"
          "nvidia_cudnn_cu12-9.1.0.70.dist-info/RECORD,,\n");
-  f.Library(site + "/nvidia/cudnn/lib/libcudnn.so.9", "libcudnn.so.9");
-  f.Library(site + "/nvidia/cudnn/lib/libcudnn_graph.so.9", "libcudnn_graph.so.9");
+  Library(f, site + "/nvidia/cudnn/lib/libcudnn.so.9", "libcudnn.so.9");
+  Library(f, site + "/nvidia/cudnn/lib/libcudnn_graph.so.9", "libcudnn_graph.so.9");
   f.File(site + "/nvidia/cudnn/include/cudnn_version.h",
          "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 1\n#define CUDNN_PATCHLEVEL 0\n");
   f.File(torch_info + "/METADATA",
@@ -282,7 +244,7 @@ TEST_CASE("pip wheels, frameworks and conda", "[catalog]") {
          "__version__ = '2.3.0+cu121'\ndebug = False\ncuda: Optional[str] = '12.1'\n"
          "hip: Optional[str] = None\n",
          1);
-  f.Library(site + "/torch/lib/libcudnn.so.8", "libcudnn.so.8", 1);
+  Library(f, site + "/torch/lib/libcudnn.so.8", "libcudnn.so.8", 1);
   f.File(site + "/tensorflow/python/platform/build_info.py",
          "import collections\nbuild_info = collections.OrderedDict([('cuda_compute_capabilities', "
          "['sm_35', 'compute_80']), ('cuda_version', '11.2'), ('cudnn_version', '8'), "
@@ -304,7 +266,7 @@ TEST_CASE("pip wheels, frameworks and conda", "[catalog]") {
   f.File("/opt/conda/conda-meta/python-3.11.0-h1.json",
          R"({"name":"python","version":"3.11.0","files":["bin/python3.11"]})");
   f.File("/opt/conda/conda-meta/broken.json", "{\"name\":");
-  f.Library("/opt/conda/lib/libcudnn.so.8", "libcudnn.so.8");
+  Library(f, "/opt/conda/lib/libcudnn.so.8", "libcudnn.so.8");
   Catalog cat = Build(f.image(), BuiltInRules());
 
   SECTION("NVIDIA wheels name files by major only: the RECORD owner gives the version") {
@@ -389,7 +351,7 @@ TEST_CASE("a corrupt ELF is a diagnostic and the scan goes on", "[catalog]") {
   // e_shoff / e_phoff far past the end of the file.
   for (size_t i = 0x20; i < 0x30; ++i) bytes[i] = '\xff';
   f.File("/usr/lib/libcublas.so.12.1.3.1", bytes, 1);
-  f.Library("/usr/lib/libcublasLt.so.12", "libcublasLt.so.12");
+  Library(f, "/usr/lib/libcublasLt.so.12", "libcublasLt.so.12");
   Catalog cat = Build(f.image(), BuiltInRules());
   REQUIRE(cat.diagnostics.size() == 1);
   CHECK(cat.diagnostics[0].path == "/usr/lib/libcublas.so.12.1.3.1");
@@ -466,8 +428,7 @@ TEST_CASE("real NVIDIA cuDNN 9 and cudart wheels from this machine's toolkit", "
   if (!std::filesystem::exists(host_lib / "libcudnn.so.9") ||
       !std::filesystem::exists(dist_root / cudnn_dist / "RECORD") ||
       !std::filesystem::exists(dist_root / cudart_dist / "RECORD")) {
-    WARN("no CUDA toolkit with cuDNN 9.19 wheels at /usr/local/cuda: extra coverage skipped");
-    return;
+    return testing::Skip("no CUDA toolkit with cuDNN 9.19 wheels at /usr/local/cuda");
   }
   const std::string site = "/usr/local/lib/python3.12/dist-packages";
   FakeImage f(1);

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "fake_image.h"
 #include "support.h"
 
 namespace imgcheck::catalog {
@@ -76,10 +77,8 @@ std::string OldCache(const std::vector<std::pair<std::string, std::string>>& lib
 }
 
 TEST_CASE("ld.so.cache of this machine parses as ldconfig -p prints it", "[ld_so]") {
-  if (!testing::HaveProgram("ldconfig") || !fs::exists("/etc/ld.so.cache")) {
-    WARN("no ldconfig or /etc/ld.so.cache here; skipped");
-    return;
-  }
+  if (!testing::HaveProgram("ldconfig") || !fs::exists("/etc/ld.so.cache"))
+    return testing::Skip("no ldconfig or /etc/ld.so.cache here");
   LdCacheFile cache = ParseFile("/etc/ld.so.cache");
   auto expected = LdconfigPrint("/etc/ld.so.cache");
   CHECK(!expected.empty());
@@ -87,10 +86,8 @@ TEST_CASE("ld.so.cache of this machine parses as ldconfig -p prints it", "[ld_so
 }
 
 TEST_CASE("ld.so.cache written by ldconfig in every format matches ldconfig -p", "[ld_so]") {
-  if (!testing::HaveProgram("ldconfig") || geteuid() != 0) {
-    WARN("ldconfig -r needs root (it chroots); skipped");
-    return;
-  }
+  if (!testing::HaveProgram("ldconfig") || geteuid() != 0)
+    return testing::Skip("ldconfig -r needs root (it chroots)");
   testing::TempDir dir;
   fs::path root = dir / "root";
   // Two libraries in a conf directory, one with a glibc-hwcaps variant, one in /usr/lib.
@@ -218,28 +215,13 @@ TEST_CASE("ld.so.cache lookup prefers the best glibc-hwcaps entry, then the firs
   CHECK(CacheFlagsFor(183, true) == 0x0a03);
 }
 
-// A tree holding whole files and the directories above them.
+// A tree holding whole files and symlinks, and the directories above them.
 image::Tree TreeOf(const std::vector<std::pair<std::string, std::string>>& files,
                    const std::vector<std::pair<std::string, std::string>>& links = {}) {
-  image::Tree tree;
-  auto& nodes = tree.mutable_nodes();
-  auto add_dirs = [&](const std::string& path) {
-    for (size_t s = path.find('/', 1); s != std::string::npos; s = path.find('/', s + 1))
-      nodes[path.substr(0, s)].type = image::NodeType::kDirectory;
-  };
-  for (const auto& [path, text] : files) {
-    add_dirs(path);
-    image::Node& n = nodes[path];
-    n.layer = 0;
-    n.size = text.size();
-    n.content = std::make_shared<util::SparseFile>(util::SparseFile::Whole(text));
-  }
-  for (const auto& [path, target] : links) {
-    add_dirs(path);
-    nodes[path].type = image::NodeType::kSymlink;
-    nodes[path].link_target = target;
-  }
-  return tree;
+  testing::FakeImage f;
+  for (const auto& [path, text] : files) f.File(path, text);
+  for (const auto& [path, target] : links) f.Link(path, target);
+  return f.tree();
 }
 
 TEST_CASE("ld.so.conf: includes, comments, hwcap lines, duplicates, order", "[ld_so]") {
@@ -252,11 +234,9 @@ TEST_CASE("ld.so.conf: includes, comments, hwcap lines, duplicates, order", "[ld
               {"/etc/ld.so.conf.d/nested/n.conf", "/opt/nested\n"},
               {"/etc/ld.so.conf.d/.hidden.conf", "/opt/hidden\n"},
               {"/etc/ld.so.conf.d/c.txt", "/opt/not-conf\n"},
-              {"/etc/extra.conf", "\t/opt/extra\n"}},
-             {{"/etc/ld.so.conf.d/z.conf", "../cuda.conf"}, {"/etc/cuda.conf", ""}});
-  tree.mutable_nodes()["/etc/cuda.conf"].content =
-      std::make_shared<util::SparseFile>(util::SparseFile::Whole("/usr/local/cuda/lib64\n"));
-  tree.mutable_nodes()["/etc/cuda.conf"].type = image::NodeType::kRegular;
+              {"/etc/extra.conf", "\t/opt/extra\n"},
+              {"/etc/cuda.conf", "/usr/local/cuda/lib64\n"}},
+             {{"/etc/ld.so.conf.d/z.conf", "../cuda.conf"}});
   LdSoConf conf = ReadLdSoConf(tree);
   std::vector<std::string> dirs;
   for (const auto& d : conf.dirs) dirs.push_back(d.dir);

@@ -47,6 +47,7 @@ int RunWhy(const WhyArgs& args) {
     }
   }
   std::vector<loader::Root> roots;
+  roots.reserve(consumers.size());
   for (const rules::Consumer& c : consumers) roots.push_back({c.path, c.role, &c.graph});
   std::vector<loader::WhyEntry> entries = loader::FindWhy(img.tree, roots, args.target);
   std::cout << report::RenderWhy(img.tree, args.target, entries) << std::flush;

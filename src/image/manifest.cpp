@@ -207,7 +207,7 @@ ParsedConfig ParseConfig(const json& doc, const std::string& what) {
   return out;
 }
 
-bool IsLayerMediaType(std::string_view t) {
+bool IsLayerMediaType(std::string_view media_type) {
   static constexpr std::string_view kTypes[] = {
       "application/vnd.oci.image.layer.v1.tar",
       "application/vnd.oci.image.layer.v1.tar+gzip",
@@ -221,7 +221,7 @@ bool IsLayerMediaType(std::string_view t) {
       "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip",
   };
   for (std::string_view k : kTypes)
-    if (t == k) return true;
+    if (media_type == k) return true;
   return false;
 }
 

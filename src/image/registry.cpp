@@ -176,11 +176,20 @@ class Client {
       : ref_(std::move(ref)),
         host_(ref_.ApiHost()),
         tls_(MakeTls(options, ref_.domain)),
-        cred_(FindCredential(ref_.domain, options.creds)) {
+        cred_(FindCredential(ref_.domain, options.creds)),
+        sleep_(options.sleep) {
     Ping();
   }
 
   const Reference& ref() const { return ref_; }
+  /// Waits `d` before a retry.
+  void Sleep(milliseconds d) const {
+    if (sleep_) {
+      sleep_(d);
+    } else {
+      std::this_thread::sleep_for(d);
+    }
+  }
   std::string RepoUrl(const std::string& rest) const {
     return origin_url_ + "/v2/" + ref_.path + "/" + rest;
   }
@@ -188,7 +197,8 @@ class Client {
   /// Sends a request and returns it with its final response headers in: authenticated,
   /// redirected and retried as needed. Throws util::Fatal when retries run out.
   std::unique_ptr<HttpExchange> Send(const std::string& method, const std::string& url,
-                                     std::vector<std::string> headers, bool registry_auth = true) {
+                                     const std::vector<std::string>& headers,
+                                     bool registry_auth = true) {
     std::string current = url;
     int tries = 0, redirects = 0, auth_rounds = 0;
     for (;;) {
@@ -240,7 +250,7 @@ class Client {
           return ex;  // the caller reports the server error with its body
         }
       }
-      std::this_thread::sleep_for(std::max(delay, Backoff(tries - 1)));
+      Sleep(std::max(delay, Backoff(tries - 1)));
     }
   }
 
@@ -394,6 +404,7 @@ class Client {
   std::string host_;  // host[:port] the API is on, for messages
   TlsOptions tls_;
   Credential cred_;
+  std::function<void(milliseconds)> sleep_;
   std::string origin_url_;  // "https://host:port"
   std::string origin_;      // UrlOrigin(origin_url_): where credentials may go
   std::mutex auth_mu_;
@@ -443,7 +454,7 @@ class RegistryBlobReader : public BlobReader {
                           std::to_string(resumes_) + " times (" + problem + ")");
       }
       ex_.reset();
-      std::this_thread::sleep_for(Backoff(resumes_ - 1));
+      client_->Sleep(Backoff(resumes_ - 1));
     }
   }
 

@@ -1,6 +1,8 @@
 // The registry transport: a Source over the OCI distribution API (docker://REF or a bare REF).
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -13,6 +15,9 @@ struct RegistryOptions {
   bool tls_verify = true;  ///< --tls-verify=false turns certificate checks off
   std::string cert_dir;    ///< --cert-dir: extra CA certificates (*.crt), client cert/key
   std::string ca_cert;     ///< --ca-cert: one CA bundle file
+  /// Waits before a retry (back-off, Retry-After); null: std::this_thread::sleep_for. Tests
+  /// pass one that records the waits instead of sleeping.
+  std::function<void(std::chrono::milliseconds)> sleep;
 };
 
 /// A source for `reference` ("nvidia/cuda:12.1.1-runtime-ubuntu22.04", "host:5000/x@sha256:...").

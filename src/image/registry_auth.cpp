@@ -19,8 +19,6 @@
 
 #include "util/error.h"
 
-extern char** environ;
-
 namespace imgcheck::image {
 namespace {
 

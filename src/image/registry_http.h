@@ -46,7 +46,7 @@ class HttpExchange {
   /// The last value of header `name` (case-insensitive), or "".
   std::string Header(std::string_view name) const;
   /// Reads up to `n` body bytes; 0 at the end of the body or on a transport error.
-  size_t Read(char* buf, size_t n);
+  size_t Read(char* out, size_t n);
   /// Reads the rest of the body; false when it exceeds `limit` (reading stops there).
   bool ReadAll(std::string& out, uint64_t limit);
 

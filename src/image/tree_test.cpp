@@ -2,21 +2,18 @@
 
 #include <catch2/catch.hpp>
 
+#include "fake_image.h"
+
 namespace imgcheck::image {
 namespace {
 
 Tree Make(std::initializer_list<std::pair<std::string, std::string>> links,
           std::initializer_list<std::string> dirs, std::initializer_list<std::string> files) {
-  Tree t;
-  auto& n = t.mutable_nodes();
-  n["/"].type = NodeType::kDirectory;
-  for (const auto& d : dirs) n[d].type = NodeType::kDirectory;
-  for (const auto& f : files) n[f].type = NodeType::kRegular;
-  for (const auto& [p, target] : links) {
-    n[p].type = NodeType::kSymlink;
-    n[p].link_target = target;
-  }
-  return t;
+  testing::FakeImage f;
+  for (const auto& d : dirs) f.Dir(d);
+  for (const auto& p : files) f.File(p);
+  for (const auto& [p, target] : links) f.Link(p, target);
+  return f.tree();
 }
 
 TEST_CASE("Resolve follows links inside the image root", "[tree]") {
@@ -65,14 +62,11 @@ TEST_CASE("Resolve follows links inside the image root", "[tree]") {
 }
 
 TEST_CASE("Resolve gives up after 40 links, as Linux does", "[tree]") {
-  Tree t;
-  t.mutable_nodes()["/"].type = NodeType::kDirectory;
-  t.mutable_nodes()["/f"].type = NodeType::kRegular;
-  for (int i = 0; i < 45; ++i) {
-    Node& n = t.mutable_nodes()["/l" + std::to_string(i)];
-    n.type = NodeType::kSymlink;
-    n.link_target = i == 0 ? "f" : "l" + std::to_string(i - 1);
-  }
+  testing::FakeImage f;
+  f.File("/f");
+  for (int i = 0; i < 45; ++i)
+    f.Link("/l" + std::to_string(i), i == 0 ? "f" : "l" + std::to_string(i - 1));
+  const Tree& t = f.tree();
   CHECK(t.Resolve("/l39")->path == "/f");  // 40 links
   CHECK_FALSE(t.Resolve("/l40"));          // 41 links
 }

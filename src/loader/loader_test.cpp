@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 
+#include "fake_image.h"
 #include "loader/why.h"
 #include "support.h"
 
@@ -17,9 +18,7 @@ struct FakeImage {
 
   elf::ElfInfo& Lib(const std::string& path, const std::string& soname,
                     std::vector<std::string> needed = {}) {
-    AddDirs(path);
-    image::Node& n = tree.mutable_nodes()[path];
-    n.type = image::NodeType::kRegular;
+    testing::AddFile(tree, path);
     elf::ElfInfo& e = elves[path];
     e.machine = 62;
     e.type = 3;
@@ -27,19 +26,9 @@ struct FakeImage {
     e.needed = std::move(needed);
     return e;
   }
-  void File(const std::string& path) {  // a regular file that is not ELF
-    AddDirs(path);
-    tree.mutable_nodes()[path].type = image::NodeType::kRegular;
-  }
+  void File(const std::string& path) { testing::AddFile(tree, path); }  // not ELF
   void Link(const std::string& path, const std::string& target) {
-    AddDirs(path);
-    image::Node& n = tree.mutable_nodes()[path];
-    n.type = image::NodeType::kSymlink;
-    n.link_target = target;
-  }
-  void AddDirs(const std::string& path) {
-    for (size_t s = path.find('/', 1); s != std::string::npos; s = path.find('/', s + 1))
-      tree.mutable_nodes()[path.substr(0, s)].type = image::NodeType::kDirectory;
+    testing::AddLink(tree, path, target);
   }
   ElfLookup Lookup() const {
     return [this](std::string_view p) -> const elf::ElfInfo* {

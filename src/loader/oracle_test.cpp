@@ -211,8 +211,7 @@ std::string PathOf(const Simulated& sim, const std::string& program, const std::
 TEST_CASE("ld.so agrees: RPATH vs RUNPATH vs LD_LIBRARY_PATH vs cache vs defaults",
           "[loader][oracle]") {
   if (std::string why = OracleMissing(); !why.empty()) {
-    WARN("ld.so oracle skipped: " << why);
-    return;
+    return imgcheck::testing::Skip("ld.so oracle: " + why);
   }
   Root r;
   for (std::string d : {"/opt/rp", "/opt/llp", "/opt/run", "/opt/conf"})
@@ -261,8 +260,7 @@ TEST_CASE("ld.so agrees: RPATH vs RUNPATH vs LD_LIBRARY_PATH vs cache vs default
 TEST_CASE("ld.so agrees: inherited RPATH, $ORIGIN, $LIB, $PLATFORM, hwcaps, bad candidates",
           "[loader][oracle]") {
   if (std::string why = OracleMissing(); !why.empty()) {
-    WARN("ld.so oracle skipped: " << why);
-    return;
+    return imgcheck::testing::Skip("ld.so oracle: " + why);
   }
   Root r;
   // RPATH chain: libmid finds libleaf through chain.so's RPATH; libmid2 has RUNPATH.
@@ -310,8 +308,7 @@ TEST_CASE("ld.so agrees: inherited RPATH, $ORIGIN, $LIB, $PLATFORM, hwcaps, bad 
 TEST_CASE("ld.so agrees: dlopen by name from a library uses the caller's search path",
           "[loader][oracle]") {
   if (std::string why = OracleMissing(); !why.empty()) {
-    WARN("ld.so oracle skipped: " << why);
-    return;
+    return imgcheck::testing::Skip("ld.so oracle: " + why);
   }
   Root r;
   auto caller = [](const std::string& fn, const std::string& name) {

@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "probe/fake_stack.h"
+#include "fake_stack.h"
 #include "support.h"
 
 namespace imgcheck::probe {

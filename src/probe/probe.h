@@ -81,7 +81,7 @@ struct Observation {
 };
 
 /// Parses imgcheck-probe's JSON. A malformed document gives Outcome::kBadOutput with a reason.
-Observation ParseObservation(std::string_view json);
+Observation ParseObservation(std::string_view text);
 
 /// The longest --timeout: a day, far inside what imgcheck-probe's own limits accept.
 inline constexpr int kMaxProbeSeconds = 86400;

@@ -13,8 +13,6 @@
 #include "probe/probe.h"
 #include "util/error.h"
 
-extern char** environ;
-
 namespace imgcheck::probe {
 namespace {
 
@@ -75,6 +73,7 @@ Observation RunProbe(const std::vector<std::pair<std::string, std::string>>& lib
     args.push_back(role + "=" + path);
   }
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::vector<char*> envp;

@@ -17,9 +17,10 @@ util::Expected<std::string> Scalar(std::string_view raw) {
     std::string out;
     size_t i = 1;
     for (; i < s.size(); ++i) {
-      if (q == '"' && s[i] == '\\' && i + 1 < s.size()) {
-        out += s[++i];
-      } else if (q == '\'' && s[i] == '\'' && i + 1 < s.size() && s[i + 1] == '\'') {
+      // "\x" in double quotes and '' in single quotes: the next character is literal.
+      bool escaped = i + 1 < s.size() && ((q == '"' && s[i] == '\\') ||
+                                          (q == '\'' && s[i] == '\'' && s[i + 1] == '\''));
+      if (escaped) {
         out += s[++i];
       } else if (s[i] == q) {
         break;

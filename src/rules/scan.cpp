@@ -309,7 +309,7 @@ void Context::AddComponentEvidence(Finding& f, const catalog::Component& c,
 
 std::vector<std::string> ImplementedRules() {
   std::vector<std::string> ids;
-  for (auto list : {CudnnChecks(), LoaderChecks(), DriverChecks()})
+  for (const auto& list : {CudnnChecks(), LoaderChecks(), DriverChecks()})
     for (const auto& c : list) ids.emplace_back(c.rule);
   std::sort(ids.begin(), ids.end());
   return ids;

@@ -1,6 +1,7 @@
 #include "rules/version.h"
 
 #include <algorithm>
+#include <cstddef>
 
 namespace imgcheck::rules {
 
@@ -34,7 +35,8 @@ std::optional<Version> Version::Parse(std::string_view text) {
 }
 
 Version Version::Prefix(size_t n) const {
-  return Version(std::vector<int>(parts_.begin(), parts_.begin() + std::min(n, parts_.size())));
+  auto end = parts_.begin() + static_cast<std::ptrdiff_t>(std::min(n, parts_.size()));
+  return Version(std::vector<int>(parts_.begin(), end));
 }
 
 std::string Version::str() const {

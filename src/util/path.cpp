@@ -34,15 +34,15 @@ std::string JoinPath(std::string_view dir, std::string_view rel) {
   return NormalizePath(s);
 }
 
-std::string_view DirName(std::string_view p) {
-  size_t k = p.rfind('/');
+std::string_view DirName(std::string_view normalized) {
+  size_t k = normalized.rfind('/');
   if (k == std::string_view::npos || k == 0) return "/";
-  return p.substr(0, k);
+  return normalized.substr(0, k);
 }
 
-std::string_view BaseName(std::string_view p) {
-  size_t k = p.rfind('/');
-  return k == std::string_view::npos ? p : p.substr(k + 1);
+std::string_view BaseName(std::string_view normalized) {
+  size_t k = normalized.rfind('/');
+  return k == std::string_view::npos ? normalized : normalized.substr(k + 1);
 }
 
 std::vector<std::string> Split(std::string_view s, char sep) {

@@ -48,6 +48,12 @@ struct SharedObject {
 /// std::runtime_error with the compiler's output if it fails.
 void Compile(const SharedObject& so, const std::filesystem::path& out);
 
+/// Exit status of a test executable that skipped a test case and failed none (SKIP_RETURN_CODE).
+constexpr int kSkipExitCode = 77;
+/// Marks the running test case as skipped because something it needs is missing here; the case
+/// then returns (`return Skip("umoci not installed");`). Defined with the test main.
+void Skip(const std::string& why);
+
 /// Directory holding the built imgcheck binaries (set by CMake).
 std::filesystem::path BinaryDir();
 /// The source tree root (set by CMake).

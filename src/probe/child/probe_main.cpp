@@ -365,10 +365,11 @@ std::vector<double> CpuConvolution(const std::vector<float>& x, const std::vecto
             for (int s = 0; s < kS; ++s) {
               int ih = oh + r - kPad, iw = ow + s - kPad;
               if (ih < 0 || ih >= kH || iw < 0 || iw >= kW) continue;
-              sum += static_cast<double>(x[static_cast<size_t>((c * kH + ih) * kW + iw)]) *
-                     w[static_cast<size_t>(((k * kC + c) * kR + r) * kS + s)];
+              int xi = (c * kH + ih) * kW + iw, wi = ((k * kC + c) * kR + r) * kS + s;
+              sum += static_cast<double>(x[static_cast<size_t>(xi)]) * w[static_cast<size_t>(wi)];
             }
-        y[static_cast<size_t>((k * kH + oh) * kW + ow)] = sum;
+        int yi = (k * kH + oh) * kW + ow;
+        y[static_cast<size_t>(yi)] = sum;
       }
   return y;
 }
@@ -462,7 +463,8 @@ void ProbeConvolution(JsonOut& j, const Runtime& rt, const Cudnn& dnn, abi::Cudn
   s = ws_size(h, xd, wd, cd, yd, abi::kCudnnFwdAlgoImplicitGemm, &ws_bytes);
   if (s != abi::kCudnnSuccess) return fail("workspace size", s);
 
-  std::vector<float> x(kN * kC * kH * kW), w(kK * kC * kR * kS), y(kN * kK * kH * kW, -1.0f);
+  std::vector<float> x(size_t{kN} * kC * kH * kW), w(size_t{kK} * kC * kR * kS),
+      y(size_t{kN} * kK * kH * kW, -1.0f);
   for (size_t i = 0; i < x.size(); ++i) x[i] = InputAt(static_cast<int>(i));
   for (size_t i = 0; i < w.size(); ++i) w[i] = WeightAt(static_cast<int>(i));
   DeviceBuffers d{rt};

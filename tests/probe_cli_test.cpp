@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "fake_stack.h"
 #include "image_writer.h"
-#include "probe/fake_stack.h"
 #include "support.h"
 
 namespace imgcheck::probe {
@@ -68,6 +68,7 @@ TEST_CASE("imgcheck probe: a consistent image runs clean, exit 0") {
   auto j = nlohmann::json::parse(r.output);
   CHECK(j["status"] == "ran");
   CHECK(j["runs_image_code"] == true);
+  REQUIRE(j["findings"].is_array());
   CHECK(j["findings"].empty());
   std::set<std::string> sonames;
   for (const auto& l : j["libraries"]) sonames.insert(l["soname"].get<std::string>());
@@ -168,8 +169,9 @@ TEST_CASE("imgcheck scan --probe without a GPU: a note, and the static result st
                     "--format json --ignore IC012,IC051 --probe --test-libcuda '" +
                         (img.dir / "none/libcuda.so.1").string() + "'");
   INFO(r.output);
-  CHECK(r.status == 0);
+  REQUIRE(r.status == 0);
   auto j = nlohmann::json::parse(r.output);
+  REQUIRE(j["findings"].is_array());
   CHECK(j["findings"].empty());
   std::string notes = j["notes"].dump();
   CHECK_THAT(notes, Catch::Contains("--probe: no GPU: probe skipped"));

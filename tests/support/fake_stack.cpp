@@ -1,4 +1,4 @@
-#include "probe/fake_stack.h"
+#include "fake_stack.h"
 
 #include <mutex>
 
@@ -27,7 +27,7 @@ fs::path Cached(const std::string& source, const std::string& soname,
   if (auto it = built.find(key); it != built.end()) return it->second;
   SharedObject so;
   so.soname = soname;
-  so.source = ReadFile(SourceDir() / "src/probe/fakes" / source);
+  so.source = ReadFile(SourceDir() / "tests/support/fakes" / source);
   so.runpath = "$ORIGIN";
   so.extra_flags = flags;
   so.extra_flags.push_back("-ldl");

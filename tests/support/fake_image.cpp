@@ -1,0 +1,65 @@
+#include "fake_image.h"
+
+#include <memory>
+
+namespace imgcheck::testing {
+namespace {
+
+image::Node& Add(image::Tree& tree, const std::string& path, image::NodeType type, int layer) {
+  auto& nodes = tree.mutable_nodes();
+  for (size_t s = path.find('/', 1); s != std::string::npos; s = path.find('/', s + 1)) {
+    auto [dir, added] = nodes.try_emplace(path.substr(0, s));
+    if (added) {
+      dir->second.type = image::NodeType::kDirectory;
+      dir->second.layer = 0;
+    }
+  }
+  image::Node& n = nodes[path] = image::Node{};
+  n.type = type;
+  n.layer = layer;
+  return n;
+}
+
+}  // namespace
+
+image::Node& AddFile(image::Tree& tree, const std::string& path, std::string bytes, int layer,
+                     std::vector<int> history) {
+  image::Node& n = Add(tree, path, image::NodeType::kRegular, layer);
+  n.mode = 0644;
+  n.size = bytes.size();
+  n.history = std::move(history);
+  n.content = std::make_shared<util::SparseFile>(util::SparseFile::Whole(std::move(bytes)));
+  return n;
+}
+
+image::Node& AddDir(image::Tree& tree, const std::string& path, int layer) {
+  image::Node& n = Add(tree, path, image::NodeType::kDirectory, layer);
+  n.mode = 0755;
+  return n;
+}
+
+image::Node& AddLink(image::Tree& tree, const std::string& path, const std::string& target,
+                     int layer) {
+  image::Node& n = Add(tree, path, image::NodeType::kSymlink, layer);
+  n.link_target = target;
+  return n;
+}
+
+FakeImage::FakeImage(int layers) {
+  for (int i = 0; i < layers; ++i) {
+    image::Layer l;
+    l.index = i;
+    l.digest = "sha256:layer" + std::to_string(i);
+    l.created_by = "RUN step " + std::to_string(i);
+    image_.layers.push_back(l);
+  }
+  AddDir(image_.tree, "/");
+}
+
+FakeImage& FakeImage::Deleted(const std::string& path, int layer, std::vector<int> history) {
+  image_.tree.mutable_deleted()[path] =
+      image::Deletion{layer, std::move(history), image::NodeType::kRegular};
+  return *this;
+}
+
+}  // namespace imgcheck::testing
