@@ -39,6 +39,9 @@ struct ImageArgs {
   bool quiet = false;            ///< --quiet: no progress line
 };
 void AddImageArgs(CLI::App& sub, ImageArgs& args);
+/// The registry and layer cache options of AddImageArgs, without the image and --platform
+/// (`serve` takes images from requests).
+void AddPullArgs(CLI::App& sub, ImageArgs& args);
 /// Load options from the shared flags, with the catalog's capture policy (and its cache identity).
 image::LoadOptions ToLoadOptions(const ImageArgs& args);
 
@@ -49,6 +52,7 @@ Runner DefineCatalog(CLI::App& sub);
 Runner DefineWhy(CLI::App& sub);
 Runner DefineRules(CLI::App& sub);
 Runner DefineProbe(CLI::App& sub);
+Runner DefineServe(CLI::App& sub);
 
 /// Where the built-in rule data lives: $IMGCHECK_RULES_DIR, else ../share/imgcheck/rules beside
 /// the executable (an installed copy), else the source tree's rules/ the build was made from.
