@@ -31,27 +31,41 @@ util::Expected<Resolved> Resolver::Resolve(const std::string& reference,
     return util::MakeError("image '" + reference + "': registry " + ref->domain +
                            " is not in --allow-registry");
   std::string key = ref->String() + " " + platform;
-  auto now = std::chrono::steady_clock::now();
+  std::promise<util::Expected<Resolved>> mine;
+  std::shared_future<util::Expected<Resolved>> theirs;
   {
     std::lock_guard lock(mu_);
-    if (auto it = cache_.find(key); it != cache_.end() && now < it->second.expires)
+    auto it = cache_.find(key);
+    if (it != cache_.end() && std::chrono::steady_clock::now() < it->second.expires)
       return it->second.resolved;
+    if (auto p = pending_.find(key); p != pending_.end())
+      theirs = p->second;
+    else
+      pending_[key] = mine.get_future().share();
   }
+  if (theirs.valid()) return theirs.get();
   image::LoadOptions o = load_;
   o.platform = platform;
-  Resolved r;
-  r.host = ref->domain;
+  util::Expected<Resolved> result = util::MakeError("");
   try {
+    Resolved r;
+    r.host = ref->domain;
     r.digest = fetch_("docker://" + ref->String(), o);
+    r.pinned = "docker://" + ref->domain + "/" + ref->path + "@" + r.digest;
+    result = r;
   } catch (const std::exception& e) {
-    return util::MakeError("image '" + reference + "': " + e.what());
+    result = util::MakeError("image '" + reference + "': " + e.what());
   }
-  r.pinned = "docker://" + ref->domain + "/" + ref->path + "@" + r.digest;
   std::lock_guard lock(mu_);
-  if (cache_.size() >= kMaxCacheEntries) cache_.clear();
-  cache_[key] = {
-      r, ref->digest.empty() ? now + tag_ttl_ : std::chrono::steady_clock::time_point::max()};
-  return r;
+  if (result) {
+    if (cache_.size() >= kMaxCacheEntries) cache_.clear();
+    auto now = std::chrono::steady_clock::now();
+    cache_[key] = {*result, ref->digest.empty() ? now + tag_ttl_
+                                                : std::chrono::steady_clock::time_point::max()};
+  }
+  mine.set_value(result);
+  pending_.erase(key);
+  return result;
 }
 
 }  // namespace imgcheck::serve

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <functional>
+#include <future>
 #include <map>
 #include <mutex>
 #include <string>
@@ -48,6 +49,8 @@ class Resolver {
     std::chrono::steady_clock::time_point expires;
   };
   std::map<std::string, Entry> cache_;  ///< by reference + " " + platform
+  /// Lookups under way: concurrent askers for one new tag share one registry round trip.
+  std::map<std::string, std::shared_future<util::Expected<Resolved>>> pending_;
 };
 
 }  // namespace imgcheck::serve

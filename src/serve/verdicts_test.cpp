@@ -184,6 +184,24 @@ TEST_CASE("the resolver keeps to the allow-list and caches what it resolved", "[
   r.Resolve(pinned, "linux/amd64");
   r.Resolve(pinned, "linux/amd64");  // a digest never moves: asked once
   CHECK(fetches == before + 2);
+
+  // Many askers for a new tag at once: one registry round trip between them.
+  std::atomic<int> slow_fetches{0};
+  Resolver slow({}, {}, 60s, [&](const std::string&, const imgcheck::image::LoadOptions&) {
+    ++slow_fetches;
+    std::this_thread::sleep_for(100ms);
+    return Digest('5');
+  });
+  std::vector<std::thread> threads;
+  std::atomic<int> right{0};
+  for (int i = 0; i < 20; ++i)
+    threads.emplace_back([&] {
+      auto x = slow.Resolve("reg:5000/new:1", "linux/amd64");
+      if (x && x->digest == Digest('5')) ++right;
+    });
+  for (auto& t : threads) t.join();
+  CHECK(right == 20);
+  CHECK(slow_fetches == 1);
 }
 
 TEST_CASE("registry notification envelopes yield the pushed manifests", "[events]") {
