@@ -62,6 +62,8 @@ util::Expected<AdmissionRequest> ParseAdmissionReview(std::string_view body,
   r.name = str({"name"});
   r.namespace_name = str({"namespace"});
   r.operation = str({"operation"});
+  // Nothing runs on DELETE or CONNECT: there is no new pod spec to judge.
+  if (r.operation == "DELETE" || r.operation == "CONNECT") return r;
   const std::vector<std::string_view>* spec_path = nullptr;
   for (const auto& [kind, path] : PodSpecPaths())
     if (kind == r.kind) spec_path = &path;

@@ -112,6 +112,12 @@ TEST_CASE("unreadable or unknown requests are errors, with the uid when there is
   auto ni = ParseAdmissionReview(Review("Pod", {{"spec", no_image}}).dump(), "linux/amd64", uid);
   REQUIRE_FALSE(ni);
   CHECK(ni.error().message == "spec.containers[0] (app) has no image");
+  json del = Review("Pod", nullptr);
+  del["request"]["operation"] = "DELETE";
+  auto d = ParseAdmissionReview(del.dump(), "linux/amd64", uid);
+  REQUIRE(d);  // nothing to judge, so nothing to deny
+  CHECK(d->images.empty());
+  CHECK(Decide({}, {}).allowed);
   json wrong_type = PodSpec();
   wrong_type["containers"] = "x";
   CHECK_FALSE(ParseAdmissionReview(Review("Pod", {{"spec", wrong_type}}).dump(), "", uid));

@@ -122,7 +122,13 @@ class Handlers {
       std::cerr << "imgcheck serve: admission " << (uid.empty() ? "(no uid)" : uid) << ": "
                 << parsed.error().message << "\n";
     } else {
-      answer = Decide(Judge(parsed->images, parsed->platform, deadline), options_.decide);
+      try {
+        answer = Decide(Judge(parsed->images, parsed->platform, deadline), options_.decide);
+      } catch (const std::exception& e) {  // still an AdmissionReview, per --on-error
+        answer = Unjudgeable(std::string("internal error: ") + e.what(), options_.decide.on_error);
+        std::cerr << "imgcheck serve: admission " << uid << ": internal error: " << e.what()
+                  << "\n";
+      }
       if (!answer.allowed)
         std::cerr << "imgcheck serve: denied " << parsed->kind << " " << parsed->namespace_name
                   << "/" << parsed->name << ": " << answer.message << "\n";

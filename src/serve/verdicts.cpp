@@ -34,6 +34,7 @@ void Verdicts::Stop() {
     queue_.clear();
   }
   work_.notify_all();
+  stopped_.notify_all();
   for (auto& t : threads_) t.join();
   threads_.clear();
 }
@@ -226,7 +227,7 @@ Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) 
       if (locked || Clock::now() > give_up) break;
       {
         std::unique_lock lock(mu_);
-        if (work_.wait_for(lock, options_.poll, [&] { return stopping_; })) {
+        if (stopped_.wait_for(lock, options_.poll, [&] { return stopping_; })) {
           out.state = Outcome::State::kFailed;
           out.error = "the server is shutting down";
           return out;

@@ -94,7 +94,8 @@ class Verdicts {
   Metrics& metrics_;
 
   std::mutex mu_;
-  std::condition_variable work_;
+  std::condition_variable work_;     ///< a job was queued (or stopping)
+  std::condition_variable stopped_;  ///< stopping: wakes scans that wait on another replica
   bool stopping_ = false;
   std::list<std::pair<std::string, std::shared_ptr<const Verdict>>> lru_;  ///< newest first
   std::unordered_map<std::string, decltype(lru_)::iterator> index_;
