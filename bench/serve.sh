@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # imgcheck serve under load, on loopback: a real docker-registry holding the demo image (and a
-# Docker-format copy of it, a second digest), imgcheck serve over TLS, and wrk posting
+# relabelled copy of it, a second digest), imgcheck serve over TLS, and wrk posting
 # AdmissionReviews with 200 connections. See bench/README.md ("imgcheck serve").
 #
 #   bench/serve.sh                     # build/imgcheck, 20 s warm, 200 connections
@@ -54,7 +54,11 @@ pids+=($!)
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$reg_port/v2/" >/dev/null && break; sleep 0.1; done
 reg=127.0.0.1:$reg_port
 skopeo --insecure-policy copy -q --dest-tls-verify=false "oci:$demo:latest" "docker://$reg/demo:warm"
-skopeo --insecure-policy copy -q --dest-tls-verify=false --format v2s2 "oci:$demo:latest" \
+# The cold image: the demo image with one more label, so a new config and manifest digest over
+# the same layers (skopeo would reuse blobs, and a recompressed copy would get the same digest).
+cp -r "$demo" "$work/layout"
+umoci config --image "$work/layout:latest" --tag cold --config.label imgcheck.bench=cold
+skopeo --insecure-policy copy -q --dest-tls-verify=false "oci:$work/layout:cold" \
   "docker://$reg/demo:cold"
 
 # The server: no layer cache, so the cold scan reads its layers from the registry.
@@ -63,6 +67,7 @@ port=$(free_port)
   --allow-registry "$reg" --no-cache --scan-budget 30 --ready-file "$work/ready" \
   >"$work/serve.log" 2>&1 &
 pids+=($!)
+serve_pid=$!
 for _ in $(seq 200); do [ -f "$work/ready" ] && break; sleep 0.05; done
 url=https://127.0.0.1:$port
 
@@ -76,13 +81,20 @@ lua() {  # a wrk script posting $1
   body=$(review "$1" | sed 's/\\/\\\\/g; s/"/\\"/g')
   printf 'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nwrk.body = "%s"\n' "$body"
 }
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$serve_pid/stat"; }  # utime + stime
+requests() { curl -ks "$url/metrics" | awk '$1 ~ /^imgcheck_requests_total\{path="\/v1\/admission"/ { n += $2 } END { print n + 0 }'; }
 metric() { curl -ks "$url/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 
 echo "== warm: one request scans demo:warm, then $conns connections for $duration"
 review "$reg/demo:warm" | curl -ks -X POST -H 'Content-Type: application/json' --data-binary @- \
   "$url/v1/admission?timeout=30s" | head -c 300; echo
 lua "$reg/demo:warm" > "$work/warm.lua"
+ticks0=$(cpu_ticks); req0=$(requests)
 wrk -t"$threads" -c"$conns" -d"$duration" --latency -s "$work/warm.lua" "$url/v1/admission"
+ticks1=$(cpu_ticks); req1=$(requests)
+hz=$(getconf CLK_TCK)
+echo "server CPU per warm request: $(( (ticks1 - ticks0) * 1000000 / hz / (req1 - req0) )) us" \
+     "($(( req1 - req0 )) requests, $(( (ticks1 - ticks0) / hz )) CPU seconds)"
 
 echo "== cold: $conns connections ask for demo:cold, never scanned; it must be scanned once"
 scans_before=$(metric 'imgcheck_scans_total{result="ok"}')
