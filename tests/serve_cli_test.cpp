@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -453,6 +454,39 @@ TEST_CASE("serve: a Deployment with three images, one broken, over the real regi
   }));
   CHECK(s.Stop() == 0);
   CHECK(strict.Stop() == 0);
+}
+
+TEST_CASE("serve: a registry that never answers does not hold a request past its deadline",
+          "[serve]") {
+  if (!Need({"openssl"})) return;
+  TempDir work;
+  Certificates certs(work / "certs");
+  // A socket that listens and never accepts: connections complete in the backlog, requests
+  // sit unanswered.
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  REQUIRE(listen(fd, 16) == 0);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  std::string host = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  {
+    Server s(work / "s", certs, {"--allow-registry", host, "--on-error", "deny"});
+    auto start = Clock::now();
+    json answer = s.Post("/v1/admission?timeout=2s",
+                         Review("u", "Deployment", Deployment({host + "/stuck/app:1"})));
+    auto took = Clock::now() - start;
+    INFO(answer.dump(2));
+    CHECK(took < 2s);  // the API server would have given up at 2 s
+    CHECK(answer["response"]["allowed"] == false);
+    CHECK_THAT(answer["response"]["status"]["message"].get<std::string>(),
+               Catch::Contains("the registry did not answer in time") &&
+                   Catch::Contains("--on-error=deny"));
+    CHECK(s.Client()->Get("/healthz")->status == 200);
+  }
+  close(fd);
 }
 
 TEST_CASE("serve: two servers share verdicts and one scan through real Redis",

@@ -1,8 +1,10 @@
 #include "serve/resolver.h"
 
 #include <algorithm>
-
-#include "image/registry_reference.h"
+#include <future>
+#include <map>
+#include <mutex>
+#include <thread>
 
 namespace imgcheck::serve {
 
@@ -12,60 +14,85 @@ constexpr size_t kMaxCacheEntries = 100000;  // bounds memory against a flood of
 
 }  // namespace
 
+struct Resolver::State {
+  State(image::LoadOptions l, std::chrono::seconds ttl, ManifestResolver f)
+      : load(std::move(l)), tag_ttl(ttl), fetch(std::move(f)) {}
+  image::LoadOptions load;
+  std::chrono::seconds tag_ttl;
+  ManifestResolver fetch;
+  std::mutex mu;
+  struct Entry {
+    Resolved resolved;
+    std::chrono::steady_clock::time_point expires;
+  };
+  std::map<std::string, Entry> cache;  ///< by reference + " " + platform
+  /// Lookups under way: concurrent askers for one new tag share one registry round trip.
+  std::map<std::string, std::shared_future<util::Expected<Resolved>>> pending;
+  std::map<std::string, std::promise<util::Expected<Resolved>>> promises;
+};
+
 Resolver::Resolver(image::LoadOptions load, std::vector<std::string> allow,
                    std::chrono::seconds tag_ttl, ManifestResolver fetch)
-    : load_(std::move(load)),
-      allow_(std::move(allow)),
-      tag_ttl_(tag_ttl),
-      fetch_(std::move(fetch)) {}
+    : allow_(std::move(allow)),
+      state_(std::make_shared<State>(std::move(load), tag_ttl, std::move(fetch))) {}
 
 bool Resolver::Allowed(const std::string& host) const {
   return allow_.empty() || std::find(allow_.begin(), allow_.end(), host) != allow_.end();
 }
 
 util::Expected<Resolved> Resolver::Resolve(const std::string& reference,
-                                           const std::string& platform) {
+                                           const std::string& platform,
+                                           std::chrono::steady_clock::time_point deadline) {
   auto ref = image::ParseReference(reference);
   if (!ref) return util::MakeError("image '" + reference + "': " + ref.error().message);
   if (!Allowed(ref->domain))
     return util::MakeError("image '" + reference + "': registry " + ref->domain +
                            " is not in --allow-registry");
   std::string key = ref->String() + " " + platform;
-  std::promise<util::Expected<Resolved>> mine;
-  std::shared_future<util::Expected<Resolved>> theirs;
+  std::shared_future<util::Expected<Resolved>> answer;
   {
-    std::lock_guard lock(mu_);
-    auto it = cache_.find(key);
-    if (it != cache_.end() && std::chrono::steady_clock::now() < it->second.expires)
+    std::lock_guard lock(state_->mu);
+    auto it = state_->cache.find(key);
+    if (it != state_->cache.end() && std::chrono::steady_clock::now() < it->second.expires)
       return it->second.resolved;
-    if (auto p = pending_.find(key); p != pending_.end())
-      theirs = p->second;
-    else
-      pending_[key] = mine.get_future().share();
+    if (auto p = state_->pending.find(key); p != state_->pending.end()) {
+      answer = p->second;
+    } else {
+      answer = state_->pending[key] = state_->promises[key].get_future().share();
+      std::thread(Lookup, state_, key, reference, platform, *ref).detach();
+    }
   }
-  if (theirs.valid()) return theirs.get();
-  image::LoadOptions o = load_;
+  if (answer.wait_until(deadline) != std::future_status::ready)
+    return util::MakeError("image '" + reference + "': the registry did not answer in time");
+  return answer.get();
+}
+
+void Resolver::Lookup(std::shared_ptr<State> state, const std::string& key,
+                      const std::string& reference, const std::string& platform,
+                      const image::Reference& ref) {
+  image::LoadOptions o = state->load;
   o.platform = platform;
   util::Expected<Resolved> result = util::MakeError("");
   try {
     Resolved r;
-    r.host = ref->domain;
-    r.digest = fetch_("docker://" + ref->String(), o);
-    r.pinned = "docker://" + ref->domain + "/" + ref->path + "@" + r.digest;
+    r.host = ref.domain;
+    r.digest = state->fetch("docker://" + ref.String(), o);
+    r.pinned = "docker://" + ref.domain + "/" + ref.path + "@" + r.digest;
     result = r;
   } catch (const std::exception& e) {
     result = util::MakeError("image '" + reference + "': " + e.what());
   }
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(state->mu);
   if (result) {
-    if (cache_.size() >= kMaxCacheEntries) cache_.clear();
+    if (state->cache.size() >= kMaxCacheEntries) state->cache.clear();
     auto now = std::chrono::steady_clock::now();
-    cache_[key] = {*result, ref->digest.empty() ? now + tag_ttl_
-                                                : std::chrono::steady_clock::time_point::max()};
+    state->cache[key] = {*result, ref.digest.empty()
+                                      ? now + state->tag_ttl
+                                      : std::chrono::steady_clock::time_point::max()};
   }
-  mine.set_value(result);
-  pending_.erase(key);
-  return result;
+  state->promises[key].set_value(result);
+  state->promises.erase(key);
+  state->pending.erase(key);
 }
 
 }  // namespace imgcheck::serve

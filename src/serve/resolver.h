@@ -5,13 +5,12 @@
 
 #include <chrono>
 #include <functional>
-#include <future>
-#include <map>
-#include <mutex>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "image/image.h"
+#include "image/registry_reference.h"
 #include "util/error.h"
 
 namespace imgcheck::serve {
@@ -33,24 +32,25 @@ class Resolver {
   Resolver(image::LoadOptions load, std::vector<std::string> allow, std::chrono::seconds tag_ttl,
            ManifestResolver fetch = image::ResolveRegistryManifest);
 
-  /// Throws nothing: a reference that is malformed, not allowed or not resolvable is an error.
-  util::Expected<Resolved> Resolve(const std::string& reference, const std::string& platform);
+  /// Throws nothing: a reference that is malformed, not allowed or not resolvable is an error,
+  /// and so is one the registry has not answered for by `deadline` (the lookup goes on, for the
+  /// next asker).
+  util::Expected<Resolved> Resolve(const std::string& reference, const std::string& platform,
+                                   std::chrono::steady_clock::time_point deadline =
+                                       std::chrono::steady_clock::time_point::max());
   /// True when `host` may be contacted.
   bool Allowed(const std::string& host) const;
 
  private:
-  image::LoadOptions load_;
+  /// What lookups share with the resolver. Each lookup runs on a detached thread holding it, so
+  /// a stalled registry holds neither a request past its deadline nor the server's shutdown.
+  struct State;
+  static void Lookup(std::shared_ptr<State> state, const std::string& key,
+                     const std::string& reference, const std::string& platform,
+                     const image::Reference& ref);
+
   std::vector<std::string> allow_;
-  std::chrono::seconds tag_ttl_;
-  ManifestResolver fetch_;
-  std::mutex mu_;
-  struct Entry {
-    Resolved resolved;
-    std::chrono::steady_clock::time_point expires;
-  };
-  std::map<std::string, Entry> cache_;  ///< by reference + " " + platform
-  /// Lookups under way: concurrent askers for one new tag share one registry round trip.
-  std::map<std::string, std::shared_future<util::Expected<Resolved>>> pending_;
+  std::shared_ptr<State> state_;
 };
 
 }  // namespace imgcheck::serve

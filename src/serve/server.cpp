@@ -80,7 +80,7 @@ class Handlers {
     for (const ImageUse& use : uses) {
       ImageResult r;
       r.use = use;
-      auto res = resolver_.Resolve(use.image, platform);
+      auto res = resolver_.Resolve(use.image, platform, deadline);
       pinned.emplace_back();
       if (!res) {
         r.outcome.state = Outcome::State::kFailed;
