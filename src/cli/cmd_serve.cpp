@@ -103,10 +103,12 @@ Runner DefineServe(CLI::App& sub) {
       ->check(CLI::PositiveNumber);
   sub.add_option("--on-unknown", args->on_unknown,
                  "allow|deny an image whose scan did not finish within the budget")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember({"allow", "deny"}));
   sub.add_option("--on-error", args->on_error,
                  "allow|deny a request or image that cannot be checked")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember({"allow", "deny"}));
   sub.add_option("--workers", args->workers, "scans at once")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
