@@ -452,6 +452,33 @@ TEST_CASE("serve: a Deployment with three images, one broken, over the real regi
                          Review("uid-6", "Deployment", Deployment({reg.host() + "/team/ok3:1"})));
     return j["response"]["allowed"] == true;
   }));
+
+  // A multi-arch index: the platform the node would pull (linux/amd64 by default, the pod's
+  // nodeSelector otherwise) decides which manifest is judged.
+  ImageRecipe amd, arm;
+  amd.layers.push_back(MakeLayer({File("etc/arch", "amd64")}, Compression::kGzip, "COPY arch"));
+  arm = amd;
+  arm.layers[0] = MakeLayer({File("etc/arch", "arm64")}, Compression::kGzip, "COPY arch");
+  arm.architecture = "arm64";
+  std::vector<WrittenImage> multi = WriteMultiPlatformLayout(work / "multi", {amd, arm});
+  CommandResult push =
+      Run("skopeo --insecure-policy copy -q --all --preserve-digests "
+          "--dest-tls-verify=false 'oci:" +
+          (work / "multi").string() + ":latest' 'docker://" + reg.host() + "/team/multi:1'");
+  REQUIRE(push.status == 0);
+  std::string image = reg.host() + "/team/multi:1";
+  json by_key = strict.Post("/v1/gatekeeper", {{"apiVersion", "externaldata.gatekeeper.sh/v1beta1"},
+                                               {"kind", "ProviderRequest"},
+                                               {"request", {{"keys", {image}}}}});
+  CHECK(by_key["response"]["items"][0]["value"]["digest"] == multi[0].manifest_digest);
+  json pod = {{"metadata", {{"name", "p"}}},
+              {"spec",
+               {{"nodeSelector", {{"kubernetes.io/arch", "arm64"}}},
+                {"containers", {{{"name", "c"}, {"image", image}}}}}}};
+  json on_arm = strict.Post("/v1/admission", Review("uid-7", "Pod", pod));
+  CHECK(on_arm["response"]["allowed"] == false);  // not scanned yet, and --on-unknown=deny
+  CHECK_THAT(on_arm["response"]["status"]["message"].get<std::string>(),
+             Catch::Contains(multi[1].manifest_digest));
   CHECK(s.Stop() == 0);
   CHECK(strict.Stop() == 0);
 }
