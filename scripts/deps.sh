@@ -6,8 +6,11 @@ pkgs=(cmake g++ make ninja-build pkg-config
       libcurl4-openssl-dev
       # the style gate (scripts/lint)
       clang-format clang-tidy
+      # imgcheck serve: HTTPS server (cpp-httplib, built with OpenSSL, zlib and brotli) and Redis
+      libcpp-httplib-dev zlib1g-dev libbrotli-dev libhiredis-dev
       # peers and oracles used by the tests and the benchmark
-      umoci skopeo docker-registry libtree isal zstd gzip apache2-utils time python3)
+      umoci skopeo docker-registry libtree isal zstd gzip apache2-utils time python3
+      redis-server redis-tools wrk)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -1,6 +1,7 @@
 // The static analysis that `scan` and `probe` share: rule data, image, catalog, link maps.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -8,6 +9,8 @@
 #include "cli/commands.h"
 #include "image/image.h"
 #include "probe/probe.h"
+#include "report/report.h"
+#include "rules/config.h"
 #include "rules/knowledge.h"
 #include "rules/scan.h"
 
@@ -19,6 +22,37 @@ namespace imgcheck::cli {
 /// points into `image` and `catalog`, which must outlive it.
 void Analyze(const ImageArgs& args, image::Image& image, catalog::Catalog& catalog,
              rules::ScanInput& input);
+
+/// The rule options `scan` and `serve` share: which rules, which config, which target.
+struct RuleArgs {
+  std::string fail_on;
+  std::string config;
+  std::vector<std::string> ignore;
+  std::vector<std::string> rules_dirs;
+  std::string driver, gpu;
+  bool host = false;
+};
+void AddRuleArgs(CLI::App& sub, RuleArgs& args);
+
+/// What every scan of one run (or of one server's life) is judged by, loaded once.
+struct Policy {
+  std::vector<std::string> rules_dirs;
+  rules::Knowledge knowledge;
+  rules::Config config;
+  rules::FailOn fail_on{rules::Severity::kError};
+  rules::Target target;
+  /// Digest of the tool version, the rule data, the config and the target: verdicts computed
+  /// under another identity are stale.
+  std::string identity;
+};
+Policy LoadPolicy(const RuleArgs& args);
+
+/// Called between the checks and the config (so ignores apply to what it adds): `scan --probe`.
+using ExtraFindings = std::function<void(const rules::ScanInput&, report::Report&)>;
+/// One image through the whole analysis into a report (all but rendering). The report points
+/// into `policy`, which must outlive it.
+report::Report ScanReport(const ImageArgs& image, const Policy& policy,
+                          const ExtraFindings& extra = {});
 
 /// Said on stderr before the probe runs: it is opt-in because it runs the image's code.
 inline constexpr char kProbeNotice[] =

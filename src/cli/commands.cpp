@@ -24,6 +24,8 @@ const std::vector<Command>& Commands() {
        DefineProbe},
       {"help", "print this help, or a subcommand's (help scan)", DefineHelp},
       {"version", "print imgcheck's version", DefineVersion},
+      {"serve", "answer Kubernetes admission, registry pushes and Gatekeeper over HTTPS",
+       DefineServe},
   };
   return kCommands;
 }
@@ -35,6 +37,10 @@ void AddImageArgs(CLI::App& sub, ImageArgs& args) {
       ->required();
   sub.add_option("--platform", args.platform, "os/arch[/variant] to pick from an index")
       ->capture_default_str();
+  AddPullArgs(sub, args);
+}
+
+void AddPullArgs(CLI::App& sub, ImageArgs& args) {
   sub.add_option("--creds", args.creds, "USER:PASS for the registry (default: the auth files)");
   sub.add_flag("--tls-verify", args.tls_verify,
                "check the registry's TLS certificate (--tls-verify=false to skip)");

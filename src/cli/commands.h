@@ -44,6 +44,9 @@ void AddImageArgs(CLI::App& sub, ImageArgs& args);
 /// Load options from the shared flags, with the catalog's capture policy for `libraries` (and
 /// its cache identity).
 image::LoadOptions ToLoadOptions(const ImageArgs& args, const catalog::LibraryRules& libraries);
+/// The registry and layer cache options of AddImageArgs, without the image and --platform
+/// (`serve` takes images from requests).
+void AddPullArgs(CLI::App& sub, ImageArgs& args);
 
 // One function per subcommand, each in its own cmd_*.cpp.
 Runner DefineScan(CLI::App& sub);
@@ -57,6 +60,7 @@ Runner DefineVersion(CLI::App& sub);
 
 /// The subcommand nearest to a mistyped word ("sacn" -> "scan"), "" when none is close.
 std::string SuggestCommand(std::string_view word);
+Runner DefineServe(CLI::App& sub);
 
 /// Where the built-in rule data lives: $IMGCHECK_RULES_DIR, else ../share/imgcheck/rules beside
 /// the executable (an installed copy), else the source tree's rules/ the build was made from.

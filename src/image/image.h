@@ -70,4 +70,8 @@ struct LoadOptions {
 /// Throws util::Fatal with a one-line message when the image cannot be read or verified.
 Image Load(const std::string& reference, const LoadOptions& options);
 
+/// The digest of the image manifest Load would read for registry `reference` (through an index
+/// to options.platform), fetching manifests only. Throws util::Fatal as Load does.
+std::string ResolveRegistryManifest(const std::string& reference, const LoadOptions& options);
+
 }  // namespace imgcheck::image

@@ -81,10 +81,10 @@ LayerContents ReadVerified(Source& src, const Descriptor& d, const std::string& 
   return contents;
 }
 
-void LoadFromSource(Source& src, const std::string& transport, const LoadOptions& options,
-                    Image& img) {
+// From the source's root through indexes (picking `platform`) to the image manifest: its
+// descriptor, and its parsed JSON in `doc`.
+Descriptor FindManifest(Source& src, const std::string& platform, nlohmann::json& doc) {
   Descriptor d = src.Root();
-  nlohmann::json doc;
   for (int depth = 0;; ++depth) {
     if (depth > kMaxIndexDepth) throw util::Fatal(src.Describe() + ": indexes nested too deeply");
     std::string what =
@@ -92,12 +92,16 @@ void LoadFromSource(Source& src, const std::string& transport, const LoadOptions
     std::string bytes = src.ReadBlob(d, kMaxManifestBytes);
     Verify(d, bytes, what);
     doc = ParseJson(bytes, kMaxManifestBytes, what);
-    if (KindOf(d.media_type, doc, what) == DocumentKind::kManifest) {
-      img.manifest_digest = d.digest;
-      break;
-    }
-    d = SelectPlatform(ParseIndex(doc, what), options.platform, what).descriptor;
+    if (KindOf(d.media_type, doc, what) == DocumentKind::kManifest) return d;
+    d = SelectPlatform(ParseIndex(doc, what), platform, what).descriptor;
   }
+}
+
+void LoadFromSource(Source& src, const std::string& transport, const LoadOptions& options,
+                    Image& img) {
+  nlohmann::json doc;
+  Descriptor d = FindManifest(src, options.platform, doc);
+  img.manifest_digest = d.digest;
   std::string what = src.Describe() + ": manifest" + (d.digest.empty() ? "" : " " + d.digest);
   Manifest m = ParseManifest(doc, what);
   bool digestless_ok = transport == "docker-archive";  // legacy <id>/layer.tar has no digest
@@ -314,6 +318,14 @@ Image Load(const std::string& reference, const LoadOptions& options) {
   img.reference = reference;
   img.transport = std::string(transport->name);
   return img;
+}
+
+std::string ResolveRegistryManifest(const std::string& reference, const LoadOptions& options) {
+  auto [transport, rest] = SplitReference(reference);
+  if (transport->name != "docker")
+    throw util::Fatal("'" + reference + "' is not a registry reference");
+  nlohmann::json doc;
+  return FindManifest(*OpenRegistry(rest, options.registry), options.platform, doc).digest;
 }
 
 }  // namespace imgcheck::image

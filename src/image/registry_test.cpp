@@ -260,18 +260,6 @@ TEST_CASE("credentials come from --creds, auth files and credential helpers", "[
 // ---------------------------------------------------------------------------------------------
 // A real registry, on 127.0.0.1.
 
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 int ConnectLoopback(int port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a{};
@@ -326,7 +314,7 @@ struct RegistryConfig {
 
 class Registry {
  public:
-  explicit Registry(RegistryConfig config) : config_(std::move(config)), port_(FreePort()) {
+  explicit Registry(RegistryConfig config) : config_(std::move(config)), port_(FreeLoopbackPort()) {
     fs::path cfg = dir_ / "config.yml";
     std::string yaml =
         "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\n"

@@ -1,5 +1,8 @@
 #include "support.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,6 +42,19 @@ CommandResult Run(const std::string& command) {
 
 bool HaveProgram(const std::string& program) {
   return Run("command -v '" + program + "' >/dev/null").status == 0;
+}
+
+int FreeLoopbackPort() {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    throw std::runtime_error("no free port on 127.0.0.1");
+  close(fd);
+  return ntohs(a.sin_port);
 }
 
 void WriteFile(const std::filesystem::path& path, const std::string& content) {

@@ -29,6 +29,9 @@ struct CommandResult {
 CommandResult Run(const std::string& command);
 /// True when `program` is on PATH.
 bool HaveProgram(const std::string& program);
+/// A TCP port free on 127.0.0.1 just now (bound to 0, read back, closed), for a server a test
+/// starts.
+int FreeLoopbackPort();
 
 void WriteFile(const std::filesystem::path& path, const std::string& content);
 std::string ReadFile(const std::filesystem::path& path);

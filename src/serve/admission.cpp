@@ -1,0 +1,172 @@
+#include "serve/admission.h"
+
+#include <nlohmann/json.hpp>
+
+#include "serve/verdict.h"
+
+namespace imgcheck::serve {
+
+namespace {
+
+constexpr size_t kMaxWarnings = 32;       // the API server passes them to kubectl as headers
+constexpr size_t kMaxWarningChars = 400;  // ... and truncates long ones anyway
+
+const nlohmann::json* At(const nlohmann::json& j, const std::vector<std::string_view>& path) {
+  const nlohmann::json* p = &j;
+  for (auto key : path) {
+    if (!p->is_object()) return nullptr;
+    auto it = p->find(std::string(key));
+    if (it == p->end()) return nullptr;
+    p = &*it;
+  }
+  return p;
+}
+
+}  // namespace
+
+const std::vector<std::pair<std::string_view, std::vector<std::string_view>>>& PodSpecPaths() {
+  static const std::vector<std::pair<std::string_view, std::vector<std::string_view>>> kPaths = {
+      {"Pod", {"spec"}},
+      {"Deployment", {"spec", "template", "spec"}},
+      {"StatefulSet", {"spec", "template", "spec"}},
+      {"DaemonSet", {"spec", "template", "spec"}},
+      {"ReplicaSet", {"spec", "template", "spec"}},
+      {"Job", {"spec", "template", "spec"}},
+      {"CronJob", {"spec", "jobTemplate", "spec", "template", "spec"}},
+  };
+  return kPaths;
+}
+
+util::Expected<AdmissionRequest> ParseAdmissionReview(std::string_view body,
+                                                      const std::string& default_platform,
+                                                      std::string& uid_out) {
+  uid_out.clear();
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded()) return util::MakeError("the body is not JSON");
+  if (!j.is_object() || j.value("kind", "") != "AdmissionReview")
+    return util::MakeError("the body is not an AdmissionReview");
+  if (j.value("apiVersion", "") != "admission.k8s.io/v1")
+    return util::MakeError("AdmissionReview apiVersion '" + j.value("apiVersion", "") +
+                           "' is not admission.k8s.io/v1");
+  const nlohmann::json* req = At(j, {"request"});
+  const nlohmann::json* uid = req ? At(*req, {"uid"}) : nullptr;
+  if (!uid || !uid->is_string() || uid->get<std::string>().empty())
+    return util::MakeError("AdmissionReview without request.uid");
+  AdmissionRequest r;
+  r.uid = uid_out = uid->get<std::string>();
+  auto str = [&](std::vector<std::string_view> path) {
+    const nlohmann::json* v = At(*req, path);
+    return v && v->is_string() ? v->get<std::string>() : std::string();
+  };
+  r.kind = str({"kind", "kind"});
+  r.name = str({"name"});
+  r.namespace_name = str({"namespace"});
+  r.operation = str({"operation"});
+  // Nothing runs on DELETE or CONNECT: there is no new pod spec to judge.
+  if (r.operation == "DELETE" || r.operation == "CONNECT") return r;
+  const std::vector<std::string_view>* spec_path = nullptr;
+  for (const auto& [kind, path] : PodSpecPaths())
+    if (kind == r.kind) spec_path = &path;
+  if (!spec_path) return util::MakeError("kind '" + r.kind + "' is not one imgcheck checks");
+  const nlohmann::json* object = At(*req, {"object"});
+  if (!object || !object->is_object()) return util::MakeError("request.object is missing");
+  const nlohmann::json* spec = At(*object, *spec_path);
+  std::string spec_name;
+  for (auto p : *spec_path) spec_name += (spec_name.empty() ? "" : ".") + std::string(p);
+  if (!spec || !spec->is_object()) return util::MakeError(r.kind + " without " + spec_name);
+
+  std::string os = "linux", arch = "amd64";
+  if (auto slash = default_platform.find('/'); slash != std::string::npos) {
+    os = default_platform.substr(0, slash);
+    arch = default_platform.substr(slash + 1);
+  }
+  if (const nlohmann::json* sel = At(*spec, {"nodeSelector"}); sel && sel->is_object()) {
+    if (auto it = sel->find("kubernetes.io/os"); it != sel->end() && it->is_string()) os = *it;
+    if (auto it = sel->find("kubernetes.io/arch"); it != sel->end() && it->is_string()) arch = *it;
+  }
+  r.platform = os + "/" + arch;
+
+  for (const char* list : {"initContainers", "containers", "ephemeralContainers"}) {
+    const nlohmann::json* cs = At(*spec, {list});
+    if (!cs) continue;
+    if (!cs->is_array()) return util::MakeError(spec_name + "." + list + " is not a list");
+    for (size_t i = 0; i < cs->size(); ++i) {
+      const nlohmann::json& c = (*cs)[i];
+      std::string where = spec_name + "." + list + "[" + std::to_string(i) + "]";
+      if (!c.is_object()) return util::MakeError(where + " is not an object");
+      if (c.contains("name") && c["name"].is_string())
+        where += " (" + c["name"].get<std::string>() + ")";
+      auto image = c.find("image");
+      if (image == c.end() || !image->is_string() || image->get<std::string>().empty())
+        return util::MakeError(where + " has no image");
+      r.images.push_back({image->get<std::string>(), where});
+    }
+  }
+  return r;
+}
+
+AdmissionAnswer Decide(const std::vector<ImageResult>& images, const DecideOptions& options) {
+  AdmissionAnswer a;
+  std::vector<std::string> denials;
+  for (const ImageResult& r : images) {
+    std::string who = r.use.image + (r.digest.empty() ? "" : " (" + r.digest + ")");
+    const Outcome& o = r.outcome;
+    if (o.state == Outcome::State::kReady) {
+      for (const VerdictFinding& f : o.verdict->findings) {
+        if (rules::Fails(options.fail_on, f.severity))
+          denials.push_back(r.use.where + " " + who + ": " + OneLine(f));
+        else if (f.severity != rules::Severity::kInfo)
+          a.warnings.push_back("imgcheck: " + r.use.image + ": " + OneLine(f));
+      }
+      continue;
+    }
+    bool pending = o.state == Outcome::State::kPending;
+    Fallback policy = pending ? options.on_unknown : options.on_error;
+    std::string why = pending ? "not scanned yet (the scan goes on in the background)"
+                              : "cannot be checked: " + o.error;
+    std::string flag = pending ? "--on-unknown" : "--on-error";
+    if (policy == Fallback::kDeny)
+      denials.push_back(r.use.where + " " + who + ": " + why + " (" + flag + "=deny)");
+    else
+      a.warnings.push_back("imgcheck: " + who + " " + why + "; allowed by " + flag + "=allow");
+  }
+  if (!denials.empty()) {
+    a.allowed = false;
+    a.code = 403;
+    a.message = "imgcheck: denied: " + std::to_string(denials.size()) +
+                (denials.size() == 1 ? " problem" : " problems");
+    for (const auto& d : denials) a.message += "\n- " + d;
+  }
+  return a;
+}
+
+AdmissionAnswer Unjudgeable(const std::string& why, Fallback on_error) {
+  AdmissionAnswer a;
+  if (on_error == Fallback::kDeny) {
+    a.allowed = false;
+    a.code = 400;
+    a.message = "imgcheck: " + why + " (--on-error=deny)";
+  } else {
+    a.warnings.push_back("imgcheck: " + why + "; allowed by --on-error=allow");
+  }
+  return a;
+}
+
+std::string AdmissionResponse(const std::string& uid, const AdmissionAnswer& answer) {
+  nlohmann::json response = {{"uid", uid}, {"allowed", answer.allowed}};
+  if (!answer.allowed)
+    response["status"] = {
+        {"code", answer.code}, {"reason", "Forbidden"}, {"message", answer.message}};
+  if (!answer.warnings.empty()) {
+    nlohmann::json w = nlohmann::json::array();
+    for (size_t i = 0; i < answer.warnings.size() && i < kMaxWarnings; ++i)
+      w.push_back(answer.warnings[i].substr(0, kMaxWarningChars));
+    response["warnings"] = std::move(w);
+  }
+  nlohmann::json j = {{"apiVersion", "admission.k8s.io/v1"},
+                      {"kind", "AdmissionReview"},
+                      {"response", std::move(response)}};
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace imgcheck::serve

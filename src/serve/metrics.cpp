@@ -1,0 +1,81 @@
+#include "serve/metrics.h"
+
+#include <sstream>
+
+namespace imgcheck::serve {
+
+void Metrics::Request(const std::string& path, int code) {
+  std::lock_guard lock(mu_);
+  ++requests_[{path, code}];
+}
+
+void Metrics::CacheHit(const std::string& tier) {
+  std::lock_guard lock(mu_);
+  ++hits_[tier];
+}
+
+void Metrics::CacheMiss() {
+  std::lock_guard lock(mu_);
+  ++misses_;
+}
+
+void Metrics::Decision(const std::string& outcome) {
+  std::lock_guard lock(mu_);
+  ++decisions_[outcome];
+}
+
+void Metrics::ScanFinished(double seconds, bool ok) {
+  --scans_in_flight_;
+  std::lock_guard lock(mu_);
+  ++scans_[ok];
+  for (size_t i = 0; i < kBuckets.size(); ++i)
+    if (seconds <= kBuckets[i]) ++bucket_counts_[i];
+  ++scan_count_;
+  scan_sum_ += seconds;
+}
+
+std::string Metrics::Render() const {
+  std::ostringstream o;
+  std::lock_guard lock(mu_);
+  o << "# HELP imgcheck_requests_total HTTP requests answered, by path and status code.\n"
+       "# TYPE imgcheck_requests_total counter\n";
+  for (const auto& [k, n] : requests_)
+    o << "imgcheck_requests_total{path=\"" << k.first << "\",code=\"" << k.second << "\"} " << n
+      << "\n";
+  o << "# HELP imgcheck_verdict_cache_hits_total Verdicts found without scanning, by tier.\n"
+       "# TYPE imgcheck_verdict_cache_hits_total counter\n";
+  for (const char* tier : {"memory", "redis"}) {
+    auto it = hits_.find(tier);
+    o << "imgcheck_verdict_cache_hits_total{tier=\"" << tier << "\"} "
+      << (it == hits_.end() ? 0 : it->second) << "\n";
+  }
+  o << "# HELP imgcheck_verdict_cache_misses_total Verdict lookups that found none.\n"
+       "# TYPE imgcheck_verdict_cache_misses_total counter\n"
+       "imgcheck_verdict_cache_misses_total "
+    << misses_ << "\n";
+  o << "# HELP imgcheck_admission_decisions_total Admission answers per image, by outcome.\n"
+       "# TYPE imgcheck_admission_decisions_total counter\n";
+  for (const auto& [k, n] : decisions_)
+    o << "imgcheck_admission_decisions_total{outcome=\"" << k << "\"} " << n << "\n";
+  o << "# HELP imgcheck_scans_in_flight Scans running now in this process.\n"
+       "# TYPE imgcheck_scans_in_flight gauge\n"
+       "imgcheck_scans_in_flight "
+    << scans_in_flight_ << "\n";
+  o << "# HELP imgcheck_scans_total Scans finished, by result.\n"
+       "# TYPE imgcheck_scans_total counter\n";
+  for (bool ok : {true, false}) {
+    auto it = scans_.find(ok);
+    o << "imgcheck_scans_total{result=\"" << (ok ? "ok" : "failed") << "\"} "
+      << (it == scans_.end() ? 0 : it->second) << "\n";
+  }
+  o << "# HELP imgcheck_scan_seconds Wall time of each scan.\n"
+       "# TYPE imgcheck_scan_seconds histogram\n";
+  for (size_t i = 0; i < kBuckets.size(); ++i)
+    o << "imgcheck_scan_seconds_bucket{le=\"" << kBuckets[i] << "\"} " << bucket_counts_[i] << "\n";
+  o << "imgcheck_scan_seconds_bucket{le=\"+Inf\"} " << scan_count_ << "\n"
+    << "imgcheck_scan_seconds_sum " << scan_sum_ << "\n"
+    << "imgcheck_scan_seconds_count " << scan_count_ << "\n";
+  return o.str();
+}
+
+}  // namespace imgcheck::serve

@@ -1,0 +1,42 @@
+// What `serve` counts, rendered as Prometheus text exposition format 0.0.4.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace imgcheck::serve {
+
+class Metrics {
+ public:
+  /// One request answered on `path` with HTTP status `code`.
+  void Request(const std::string& path, int code);
+  /// A verdict found in the process's own cache or in the shared store ("memory", "redis").
+  void CacheHit(const std::string& tier);
+  void CacheMiss();
+  void ScanStarted() { ++scans_in_flight_; }
+  /// A scan that ended after `seconds`; `ok` false when it failed.
+  void ScanFinished(double seconds, bool ok);
+  /// An admission decision: "allow", "deny", "unknown", "error".
+  void Decision(const std::string& outcome);
+  int64_t scans_in_flight() const { return scans_in_flight_; }
+  std::string Render() const;
+
+ private:
+  /// Upper bounds of the scan seconds histogram: a warm cached scan is well under a second, a
+  /// cold framework image can take minutes.
+  static constexpr std::array<double, 10> kBuckets = {0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
+  mutable std::mutex mu_;
+  std::map<std::pair<std::string, int>, uint64_t> requests_;
+  std::map<std::string, uint64_t> hits_, decisions_;
+  uint64_t misses_ = 0;
+  std::map<bool, uint64_t> scans_;
+  std::array<uint64_t, kBuckets.size()> bucket_counts_{};
+  uint64_t scan_count_ = 0;
+  double scan_sum_ = 0;
+  std::atomic<int64_t> scans_in_flight_{0};
+};
+
+}  // namespace imgcheck::serve

@@ -1,0 +1,32 @@
+// The verdict store replicas share (`--redis URL`): verdicts by key, and a lock per key so that
+// one replica scans a digest while the others wait for its verdict (SET NX with an expiry, so a
+// crashed scanner's lock lapses).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "util/error.h"
+
+namespace imgcheck::serve {
+
+class SharedStore {
+ public:
+  virtual ~SharedStore() = default;
+  /// The stored value, nullopt when there is none. Throws util::Fatal when the store fails.
+  virtual std::optional<std::string> Get(const std::string& key) = 0;
+  virtual void Put(const std::string& key, const std::string& value, std::chrono::seconds ttl) = 0;
+  /// True when this caller now holds `key`'s lock (for `ttl` at most).
+  virtual bool Lock(const std::string& key, std::chrono::seconds ttl) = 0;
+  virtual void Unlock(const std::string& key) = 0;
+  /// True when the store answers.
+  virtual bool Ping() = 0;
+};
+
+/// A store on Redis at `url` ("redis://[:PASSWORD@]HOST[:PORT][/DB]"). Connections are opened
+/// on demand, one per calling thread at a time (hiredis contexts are not thread-safe).
+util::Expected<std::unique_ptr<SharedStore>> OpenRedis(const std::string& url);
+
+}  // namespace imgcheck::serve

@@ -1,0 +1,98 @@
+#include "serve/resolver.h"
+
+#include <algorithm>
+#include <future>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace imgcheck::serve {
+
+namespace {
+
+constexpr size_t kMaxCacheEntries = 100000;  // bounds memory against a flood of distinct names
+
+}  // namespace
+
+struct Resolver::State {
+  State(image::LoadOptions l, std::chrono::seconds ttl, ManifestResolver f)
+      : load(std::move(l)), tag_ttl(ttl), fetch(std::move(f)) {}
+  image::LoadOptions load;
+  std::chrono::seconds tag_ttl;
+  ManifestResolver fetch;
+  std::mutex mu;
+  struct Entry {
+    Resolved resolved;
+    std::chrono::steady_clock::time_point expires;
+  };
+  std::map<std::string, Entry> cache;  ///< by reference + " " + platform
+  /// Lookups under way: concurrent askers for one new tag share one registry round trip.
+  std::map<std::string, std::shared_future<util::Expected<Resolved>>> pending;
+  std::map<std::string, std::promise<util::Expected<Resolved>>> promises;
+};
+
+Resolver::Resolver(image::LoadOptions load, std::vector<std::string> allow,
+                   std::chrono::seconds tag_ttl, ManifestResolver fetch)
+    : allow_(std::move(allow)),
+      state_(std::make_shared<State>(std::move(load), tag_ttl, std::move(fetch))) {}
+
+bool Resolver::Allowed(const std::string& host) const {
+  return allow_.empty() || std::find(allow_.begin(), allow_.end(), host) != allow_.end();
+}
+
+util::Expected<Resolved> Resolver::Resolve(const std::string& reference,
+                                           const std::string& platform,
+                                           std::chrono::steady_clock::time_point deadline) {
+  auto ref = image::ParseReference(reference);
+  if (!ref) return util::MakeError("image '" + reference + "': " + ref.error().message);
+  if (!Allowed(ref->domain))
+    return util::MakeError("image '" + reference + "': registry " + ref->domain +
+                           " is not in --allow-registry");
+  std::string key = ref->String() + " " + platform;
+  std::shared_future<util::Expected<Resolved>> answer;
+  {
+    std::lock_guard lock(state_->mu);
+    auto it = state_->cache.find(key);
+    if (it != state_->cache.end() && std::chrono::steady_clock::now() < it->second.expires)
+      return it->second.resolved;
+    if (auto p = state_->pending.find(key); p != state_->pending.end()) {
+      answer = p->second;
+    } else {
+      answer = state_->pending[key] = state_->promises[key].get_future().share();
+      std::thread(Lookup, state_, key, reference, platform, *ref).detach();
+    }
+  }
+  if (answer.wait_until(deadline) != std::future_status::ready)
+    return util::MakeError("image '" + reference + "': the registry did not answer in time");
+  return answer.get();
+}
+
+void Resolver::Lookup(std::shared_ptr<State> state, const std::string& key,
+                      const std::string& reference, const std::string& platform,
+                      const image::Reference& ref) {
+  image::LoadOptions o = state->load;
+  o.platform = platform;
+  util::Expected<Resolved> result = util::MakeError("");
+  try {
+    Resolved r;
+    r.host = ref.domain;
+    r.digest = state->fetch("docker://" + ref.String(), o);
+    r.pinned = "docker://" + ref.domain + "/" + ref.path + "@" + r.digest;
+    result = r;
+  } catch (const std::exception& e) {
+    result = util::MakeError("image '" + reference + "': " + e.what());
+  }
+  std::lock_guard lock(state->mu);
+  if (result) {
+    if (state->cache.size() >= kMaxCacheEntries) state->cache.clear();
+    auto now = std::chrono::steady_clock::now();
+    state->cache[key] = {*result, ref.digest.empty()
+                                      ? now + state->tag_ttl
+                                      : std::chrono::steady_clock::time_point::max()};
+  }
+  state->promises[key].set_value(result);
+  state->promises.erase(key);
+  state->pending.erase(key);
+}
+
+}  // namespace imgcheck::serve

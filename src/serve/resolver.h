@@ -1,0 +1,56 @@
+// Image references from pod specs and events -> the manifest digest a node would pull, for the
+// registries the operator allows. Digests are immutable, so what a digest resolves to is kept
+// for good; what a tag resolves to is kept for a short while (tags move).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "image/image.h"
+#include "image/registry_reference.h"
+#include "util/error.h"
+
+namespace imgcheck::serve {
+
+struct Resolved {
+  std::string digest;  ///< the platform's image manifest digest
+  std::string pinned;  ///< "docker://host/repo@digest": what a scan reads
+  std::string host;    ///< the registry (domain[:port]) the reference names
+};
+
+/// reference -> digest over the registry (image::ResolveRegistryManifest in production).
+using ManifestResolver =
+    std::function<std::string(const std::string& reference, const image::LoadOptions& options)>;
+
+class Resolver {
+ public:
+  /// `allow`: registries (HOST[:PORT], "docker.io" for Docker Hub) that may be contacted; empty
+  /// allows any.
+  Resolver(image::LoadOptions load, std::vector<std::string> allow, std::chrono::seconds tag_ttl,
+           ManifestResolver fetch = image::ResolveRegistryManifest);
+
+  /// Throws nothing: a reference that is malformed, not allowed or not resolvable is an error,
+  /// and so is one the registry has not answered for by `deadline` (the lookup goes on, for the
+  /// next asker).
+  util::Expected<Resolved> Resolve(const std::string& reference, const std::string& platform,
+                                   std::chrono::steady_clock::time_point deadline =
+                                       std::chrono::steady_clock::time_point::max());
+  /// True when `host` may be contacted.
+  bool Allowed(const std::string& host) const;
+
+ private:
+  /// What lookups share with the resolver. Each lookup runs on a detached thread holding it, so
+  /// a stalled registry holds neither a request past its deadline nor the server's shutdown.
+  struct State;
+  static void Lookup(std::shared_ptr<State> state, const std::string& key,
+                     const std::string& reference, const std::string& platform,
+                     const image::Reference& ref);
+
+  std::vector<std::string> allow_;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace imgcheck::serve

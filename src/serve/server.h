@@ -1,0 +1,34 @@
+// `imgcheck serve`'s HTTPS endpoints over the verdicts: admission, registry events, Gatekeeper,
+// health and metrics.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "serve/admission.h"
+#include "serve/metrics.h"
+#include "serve/resolver.h"
+#include "serve/verdicts.h"
+
+namespace imgcheck::serve {
+
+struct ServerOptions {
+  std::string listen = "0.0.0.0:8443";  ///< ADDR:PORT; port 0 picks a free one
+  std::string tls_cert, tls_key;
+  std::string client_ca;      ///< when set, clients must present a certificate it signed
+  size_t max_body = 3 << 20;  ///< bytes; Kubernetes objects are at most ~1.5 MiB in etcd
+  /// The longest a request may take, also bounded by the API server's own ?timeout=.
+  std::chrono::milliseconds request_deadline{10000};
+  std::chrono::milliseconds scan_budget{8000};  ///< the longest a request waits for a scan
+  std::string platform = "linux/amd64";         ///< when the pod names none
+  DecideOptions decide;
+  int http_threads = 256;  ///< connections served at once (keep-alive holds one each)
+  std::chrono::milliseconds cert_check{1000};
+  std::string ready_file;  ///< test hook: "PORT\n" written here once listening
+};
+
+/// Serves until SIGTERM or SIGINT; returns the exit code. Throws util::Fatal when it cannot
+/// start (certificates, address).
+int Serve(const ServerOptions& options, Verdicts& verdicts, Resolver& resolver, Metrics& metrics);
+
+}  // namespace imgcheck::serve

@@ -1,0 +1,274 @@
+#include "serve/verdicts.h"
+
+#include <iostream>
+
+namespace imgcheck::serve {
+
+using Clock = std::chrono::steady_clock;
+
+Verdicts::Verdicts(Scanner scanner, VerdictOptions options, std::unique_ptr<SharedStore> shared,
+                   Metrics& metrics)
+    : scanner_(std::move(scanner)),
+      options_(std::move(options)),
+      shared_(std::move(shared)),
+      metrics_(metrics) {
+  for (int i = 0; i < std::max(1, options_.workers); ++i) threads_.emplace_back([this] { Work(); });
+}
+
+Verdicts::~Verdicts() { Stop(); }
+
+void Verdicts::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ && threads_.empty()) return;
+    stopping_ = true;
+    for (auto& [digest, flight] : flights_) {
+      std::lock_guard fl(flight->mu);
+      if (!flight->finished) {
+        flight->finished = true;
+        flight->outcome.state = Outcome::State::kFailed;
+        flight->outcome.error = "the server is shutting down";
+      }
+      flight->done.notify_all();
+    }
+    queue_.clear();
+  }
+  work_.notify_all();
+  stopped_.notify_all();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+}
+
+std::string Verdicts::Key(const std::string& digest) const {
+  return "imgcheck:verdict:" + options_.identity + ":" + digest;
+}
+
+std::shared_ptr<const Verdict> Verdicts::FromMemory(const std::string& digest) {
+  std::lock_guard lock(mu_);
+  auto it = index_.find(digest);
+  if (it == index_.end()) return nullptr;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  return it->second->second;
+}
+
+void Verdicts::Remember(const std::string& digest, std::shared_ptr<const Verdict> v) {
+  std::lock_guard lock(mu_);
+  if (auto it = index_.find(digest); it != index_.end()) {
+    it->second->second = std::move(v);
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return;
+  }
+  lru_.emplace_front(digest, std::move(v));
+  index_[digest] = lru_.begin();
+  while (lru_.size() > std::max<size_t>(1, options_.cache_entries)) {
+    index_.erase(lru_.back().first);
+    lru_.pop_back();
+  }
+}
+
+std::shared_ptr<const Verdict> Verdicts::FromStore(const std::string& digest) {
+  if (!shared_) return nullptr;
+  std::optional<std::string> text;
+  try {
+    text = shared_->Get(Key(digest));
+  } catch (const util::Fatal& e) {
+    std::cerr << "imgcheck serve: " << e.what() << "\n";
+    return nullptr;
+  }
+  if (!text) return nullptr;
+  auto v = ParseVerdict(*text);
+  if (!v) return nullptr;  // written by something else: scan again, and overwrite it
+  auto shared = std::make_shared<const Verdict>(std::move(*v));
+  Remember(digest, shared);
+  return shared;
+}
+
+std::shared_ptr<const Verdict> Verdicts::Lookup(const std::string& digest, std::string* tier) {
+  for (const char* where : {"memory", "redis"}) {
+    auto v = where[0] == 'm' ? FromMemory(digest) : FromStore(digest);
+    if (!v) continue;
+    metrics_.CacheHit(where);
+    if (tier) *tier = where;
+    return v;
+  }
+  metrics_.CacheMiss();
+  return nullptr;
+}
+
+std::shared_ptr<Verdicts::Flight> Verdicts::Join(const std::string& digest,
+                                                 const std::string& reference, bool& fresh) {
+  std::lock_guard lock(mu_);
+  fresh = false;
+  if (auto it = flights_.find(digest); it != flights_.end()) return it->second;
+  auto flight = std::make_shared<Flight>();
+  if (auto f = failed_.find(digest); f != failed_.end()) {
+    if (Clock::now() < f->second.first) {  // failed recently: answer that, do not rescan yet
+      flight->finished = true;
+      flight->outcome.state = Outcome::State::kFailed;
+      flight->outcome.error = f->second.second;
+      return flight;
+    }
+    failed_.erase(f);
+  }
+  if (stopping_ || queue_.size() >= options_.queue_limit) return nullptr;
+  flights_[digest] = flight;
+  queue_.emplace_back(digest, reference);
+  fresh = true;
+  work_.notify_one();
+  return flight;
+}
+
+Outcome Verdicts::Get(const std::string& digest, const std::string& reference,
+                      std::chrono::milliseconds budget) {
+  Outcome out;
+  if (auto v = Lookup(digest, &out.cached)) {
+    out.state = Outcome::State::kReady;
+    out.verdict = v;
+    return out;
+  }
+  bool fresh = false;
+  std::shared_ptr<Flight> flight = Join(digest, reference, fresh);
+  if (!flight) {
+    out.state = Outcome::State::kFailed;
+    out.error = "the scan queue is full (" + std::to_string(options_.queue_limit) + " waiting)";
+    return out;
+  }
+  std::unique_lock lock(flight->mu);
+  flight->done.wait_for(lock, budget, [&] { return flight->finished; });
+  if (flight->finished) return flight->outcome;
+  out.state = Outcome::State::kPending;
+  return out;
+}
+
+Outcome Verdicts::Wait(const std::string& digest, std::chrono::milliseconds budget) {
+  Outcome out;
+  std::shared_ptr<Flight> flight;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = flights_.find(digest); it != flights_.end()) {
+      flight = it->second;
+    } else if (auto v = index_.find(digest); v != index_.end()) {
+      out.state = Outcome::State::kReady;
+      out.verdict = v->second->second;
+      return out;
+    } else if (auto f = failed_.find(digest); f != failed_.end()) {
+      out.state = Outcome::State::kFailed;
+      out.error = f->second.second;
+      return out;
+    } else {
+      return out;  // pending: the queue was full or the server is stopping
+    }
+  }
+  std::unique_lock lock(flight->mu);
+  flight->done.wait_for(lock, budget, [&] { return flight->finished; });
+  if (flight->finished) return flight->outcome;
+  return out;
+}
+
+bool Verdicts::Prefetch(const std::string& digest, const std::string& reference) {
+  if (Lookup(digest)) return true;
+  bool fresh = false;
+  return Join(digest, reference, fresh) != nullptr;
+}
+
+void Verdicts::Work() {
+  for (;;) {
+    std::pair<std::string, std::string> job;
+    {
+      std::unique_lock lock(mu_);
+      work_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    Outcome out = Scan(job.first, job.second);
+    std::shared_ptr<Flight> flight;
+    {
+      std::lock_guard lock(mu_);
+      if (out.state == Outcome::State::kFailed)
+        failed_[job.first] = {Clock::now() + options_.failure_ttl, out.error};
+      if (auto it = flights_.find(job.first); it != flights_.end()) {
+        flight = it->second;
+        flights_.erase(it);
+      }
+    }
+    if (!flight) continue;
+    std::lock_guard fl(flight->mu);
+    if (!flight->finished) {
+      flight->finished = true;
+      flight->outcome = std::move(out);
+    }
+    flight->done.notify_all();
+  }
+}
+
+Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) {
+  Outcome out;
+  // Across replicas: the holder of the store's lock scans; the others wait for its verdict,
+  // and take over when the lock lapses without one (that replica died).
+  bool locked = false;
+  if (shared_) {
+    std::string lock_key = Key(digest) + ":lock";
+    auto give_up = Clock::now() + options_.lock_ttl + options_.lock_ttl;
+    for (;;) {
+      if (auto v = FromStore(digest)) {
+        metrics_.CacheHit("redis");
+        out.state = Outcome::State::kReady;
+        out.verdict = v;
+        out.cached = "redis";
+        return out;
+      }
+      try {
+        locked = shared_->Lock(lock_key, options_.lock_ttl);
+      } catch (const util::Fatal& e) {
+        std::cerr << "imgcheck serve: " << e.what() << "; scanning without the shared lock\n";
+        break;
+      }
+      if (locked || Clock::now() > give_up) break;
+      {
+        std::unique_lock lock(mu_);
+        if (stopped_.wait_for(lock, options_.poll, [&] { return stopping_; })) {
+          out.state = Outcome::State::kFailed;
+          out.error = "the server is shutting down";
+          return out;
+        }
+      }
+    }
+  }
+  metrics_.ScanStarted();
+  auto start = Clock::now();
+  std::string report;
+  try {
+    report = scanner_(reference);
+  } catch (const std::exception& e) {
+    out.error = e.what();
+  }
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  util::Expected<Verdict> v =
+      out.error.empty() ? ParseVerdict(report) : util::Expected<Verdict>(util::MakeError(""));
+  if (out.error.empty() && !v) out.error = "the scan's report: " + v.error().message;
+  metrics_.ScanFinished(seconds, out.error.empty());
+  if (!out.error.empty()) {
+    if (locked) shared_->Unlock(Key(digest) + ":lock");
+    out.state = Outcome::State::kFailed;
+    std::cerr << "imgcheck serve: scan of " << reference << " failed: " << out.error << "\n";
+    return out;
+  }
+  auto verdict = std::make_shared<const Verdict>(std::move(*v));
+  Remember(digest, verdict);
+  if (shared_) {
+    try {
+      shared_->Put(Key(digest), verdict->report, options_.store_ttl);
+      if (locked) shared_->Unlock(Key(digest) + ":lock");
+    } catch (const util::Fatal& e) {
+      std::cerr << "imgcheck serve: " << e.what() << "\n";
+    }
+  }
+  out.state = Outcome::State::kReady;
+  out.verdict = verdict;
+  return out;
+}
+
+bool Verdicts::SharedStoreUp() { return !shared_ || shared_->Ping(); }
+
+}  // namespace imgcheck::serve

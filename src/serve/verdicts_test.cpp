@@ -1,0 +1,249 @@
+// Verdicts: the LRU, single flight, the budget, failures, the queue bound; the resolver's
+// allow-list and caches; registry event envelopes; metrics text.
+#include "serve/verdicts.h"
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "serve/events.h"
+#include "serve/resolver.h"
+
+using namespace imgcheck::serve;
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+namespace {
+
+std::string Digest(char c) { return "sha256:" + std::string(64, c); }
+
+// An imgcheck-report/1 document for `reference`, with one error finding when `broken`.
+std::string Report(const std::string& reference, bool broken) {
+  json j = {
+      {"schema", "imgcheck-report/1"},
+      {"image",
+       {{"reference", reference}, {"manifest_digest", reference.substr(reference.find('@') + 1)}}},
+      {"findings", json::array()}};
+  if (broken)
+    j["findings"].push_back({{"rule", "IC020"},
+                             {"name", "driver-stub-on-path"},
+                             {"severity", "error"},
+                             {"message", "the stub is found first"},
+                             {"paths", {"/usr/local/cuda/lib64/stubs/libcuda.so.1"}},
+                             {"remediation", "drop stubs from LD_LIBRARY_PATH"}});
+  return j.dump();
+}
+
+// A scanner that counts its calls and can be held until released.
+struct FakeScanner {
+  std::atomic<int> calls{0};
+  std::atomic<bool> release{true};
+  std::atomic<bool> fail{false};
+  Scanner Get() {
+    return [this](const std::string& reference) {
+      ++calls;
+      for (int i = 0; i < 1000 && !release; ++i) std::this_thread::sleep_for(5ms);
+      if (fail) throw imgcheck::util::Fatal("cannot reach reg:5000: connection refused");
+      return Report(reference, reference.find("bad") != std::string::npos);
+    };
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a verdict parses from the report and knows whether it fails the gate", "[verdicts]") {
+  auto v = ParseVerdict(Report("reg/bad@" + Digest('a'), true));
+  REQUIRE(v);
+  CHECK(v->digest == Digest('a'));
+  REQUIRE(v->findings.size() == 1);
+  CHECK(v->findings[0].path == "/usr/local/cuda/lib64/stubs/libcuda.so.1");
+  CHECK(v->Fails({imgcheck::rules::Severity::kError}));
+  CHECK_FALSE(v->Fails({std::nullopt}));
+  CHECK(OneLine(v->findings[0]) ==
+        "IC020 driver-stub-on-path in /usr/local/cuda/lib64/stubs/libcuda.so.1; fix: drop stubs "
+        "from LD_LIBRARY_PATH");
+  CHECK_FALSE(ParseVerdict("{}"));
+  CHECK_FALSE(ParseVerdict(R"({"schema":"imgcheck-report/1","image":{}})"));
+}
+
+TEST_CASE("concurrent askers for one unknown digest share one scan", "[verdicts]") {
+  FakeScanner fake;
+  fake.release = false;
+  Metrics metrics;
+  Verdicts verdicts(fake.Get(), {}, nullptr, metrics);
+  std::string ref = "reg/bad@" + Digest('a');
+  std::vector<std::thread> threads;
+  std::atomic<int> ready{0}, pending{0};
+  for (int i = 0; i < 50; ++i)
+    threads.emplace_back([&] {
+      Outcome o = verdicts.Get(Digest('a'), ref, 5s);
+      (o.state == Outcome::State::kReady ? ready : pending)++;
+    });
+  std::this_thread::sleep_for(50ms);
+  fake.release = true;
+  for (auto& t : threads) t.join();
+  CHECK(fake.calls == 1);
+  CHECK(ready == 50);
+  Outcome again = verdicts.Get(Digest('a'), ref, 0ms);
+  CHECK(again.state == Outcome::State::kReady);
+  CHECK(again.cached == "memory");
+  CHECK(again.verdict->findings.size() == 1);
+  CHECK(fake.calls == 1);
+  CHECK_THAT(metrics.Render(),
+             Catch::Contains("imgcheck_verdict_cache_hits_total{tier=\"memory\"} 1") &&
+                 Catch::Contains("imgcheck_scans_total{result=\"ok\"} 1") &&
+                 Catch::Contains("imgcheck_scan_seconds_count 1") &&
+                 Catch::Contains("imgcheck_scans_in_flight 0"));
+}
+
+TEST_CASE("past the budget the answer is pending and the scan finishes in the background",
+          "[verdicts]") {
+  FakeScanner fake;
+  fake.release = false;
+  Metrics metrics;
+  Verdicts verdicts(fake.Get(), {}, nullptr, metrics);
+  std::string ref = "reg/ok@" + Digest('b');
+  CHECK(verdicts.Get(Digest('b'), ref, 20ms).state == Outcome::State::kPending);
+  CHECK(verdicts.Wait(Digest('b'), 0ms).state == Outcome::State::kPending);
+  fake.release = true;
+  Outcome later = verdicts.Wait(Digest('b'), 5s);
+  REQUIRE(later.state == Outcome::State::kReady);
+  CHECK(later.verdict->findings.empty());
+  CHECK(verdicts.Lookup(Digest('b')) != nullptr);
+  CHECK(fake.calls == 1);
+}
+
+TEST_CASE("a failed scan is answered as failed, and not retried at once", "[verdicts]") {
+  FakeScanner fake;
+  fake.fail = true;
+  Metrics metrics;
+  Verdicts verdicts(fake.Get(), {}, nullptr, metrics);
+  std::string ref = "reg/x@" + Digest('c');
+  Outcome o = verdicts.Get(Digest('c'), ref, 5s);
+  REQUIRE(o.state == Outcome::State::kFailed);
+  CHECK_THAT(o.error, Catch::Contains("connection refused"));
+  CHECK(verdicts.Get(Digest('c'), ref, 5s).state == Outcome::State::kFailed);
+  CHECK(fake.calls == 1);
+  CHECK_THAT(metrics.Render(), Catch::Contains("imgcheck_scans_total{result=\"failed\"} 1"));
+}
+
+TEST_CASE("the LRU keeps the newest verdicts and the queue is bounded", "[verdicts]") {
+  FakeScanner fake;
+  Metrics metrics;
+  VerdictOptions o;
+  o.cache_entries = 2;
+  Verdicts verdicts(fake.Get(), o, nullptr, metrics);
+  for (char c : {'a', 'b', 'c'})
+    REQUIRE(verdicts.Get(Digest(c), "r@" + Digest(c), 5s).state == Outcome::State::kReady);
+  CHECK(verdicts.Lookup(Digest('a')) == nullptr);
+  CHECK(verdicts.Lookup(Digest('c')) != nullptr);
+
+  FakeScanner slow;
+  slow.release = false;
+  VerdictOptions q;
+  q.workers = 1;
+  q.queue_limit = 1;
+  Verdicts busy(slow.Get(), q, nullptr, metrics);
+  CHECK(busy.Prefetch(Digest('d'), "r@" + Digest('d')));
+  for (int i = 0; i < 200 && slow.calls == 0; ++i) std::this_thread::sleep_for(5ms);
+  CHECK(busy.Prefetch(Digest('e'), "r@" + Digest('e')));        // waits in the queue
+  CHECK_FALSE(busy.Prefetch(Digest('f'), "r@" + Digest('f')));  // the queue is full
+  Outcome full = busy.Get(Digest('f'), "r@" + Digest('f'), 0ms);
+  CHECK(full.state == Outcome::State::kFailed);
+  CHECK_THAT(full.error, Catch::Contains("queue is full"));
+  slow.release = true;
+}
+
+TEST_CASE("the resolver keeps to the allow-list and caches what it resolved", "[resolver]") {
+  std::atomic<int> fetches{0};
+  ManifestResolver fetch = [&](const std::string& ref, const imgcheck::image::LoadOptions& o) {
+    ++fetches;
+    if (ref.find("missing") != std::string::npos) throw imgcheck::util::Fatal("manifest unknown");
+    return o.platform == "linux/arm64" ? Digest('9') : Digest('1');
+  };
+  Resolver r({}, {"reg:5000", "docker.io"}, 0s, fetch);
+  auto a = r.Resolve("reg:5000/team/app:1", "linux/amd64");
+  REQUIRE(a);
+  CHECK(a->digest == Digest('1'));
+  CHECK(a->pinned == "docker://reg:5000/team/app@" + Digest('1'));
+  CHECK(r.Resolve("reg:5000/team/app:1", "linux/arm64")->digest == Digest('9'));
+  CHECK(r.Resolve("ubuntu", "linux/amd64"));  // docker.io/library/ubuntu:latest
+  auto denied = r.Resolve("evil.example/x:1", "linux/amd64");
+  REQUIRE_FALSE(denied);
+  CHECK(denied.error().message ==
+        "image 'evil.example/x:1': registry evil.example is not in --allow-registry");
+  CHECK_FALSE(r.Resolve("reg:5000/Bad Name", "linux/amd64"));
+  auto missing = r.Resolve("reg:5000/missing:1", "linux/amd64");
+  REQUIRE_FALSE(missing);
+  CHECK_THAT(missing.error().message, Catch::EndsWith("manifest unknown"));
+  int before = fetches;
+  r.Resolve("reg:5000/team/app:1", "linux/amd64");  // tag TTL 0: asked again
+  CHECK(fetches == before + 1);
+  std::string pinned = "reg:5000/team/app@" + Digest('7');
+  r.Resolve(pinned, "linux/amd64");
+  r.Resolve(pinned, "linux/amd64");  // a digest never moves: asked once
+  CHECK(fetches == before + 2);
+
+  // Many askers for a new tag at once: one registry round trip between them.
+  std::atomic<int> slow_fetches{0};
+  Resolver slow({}, {}, 60s, [&](const std::string&, const imgcheck::image::LoadOptions&) {
+    ++slow_fetches;
+    std::this_thread::sleep_for(100ms);
+    return Digest('5');
+  });
+  std::vector<std::thread> threads;
+  std::atomic<int> right{0};
+  for (int i = 0; i < 20; ++i)
+    threads.emplace_back([&] {
+      auto x = slow.Resolve("reg:5000/new:1", "linux/amd64");
+      if (x && x->digest == Digest('5')) ++right;
+    });
+  for (auto& t : threads) t.join();
+  CHECK(right == 20);
+  CHECK(slow_fetches == 1);
+}
+
+TEST_CASE("registry notification envelopes yield the pushed manifests", "[events]") {
+  // As docker/distribution's notifications send them: blob and manifest events, pushes and pulls.
+  json envelope = {
+      {"events",
+       {{{"id", "1"},
+         {"timestamp", "2026-11-23T05:00:00Z"},
+         {"action", "push"},
+         {"target",
+          {{"mediaType", "application/vnd.oci.image.layer.v1.tar+gzip"},
+           {"digest", Digest('l')},
+           {"repository", "team/app"}}},
+         {"request", {{"host", "127.0.0.1:5000"}}}},
+        {{"id", "2"},
+         {"action", "push"},
+         {"target",
+          {{"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+           {"digest", Digest('m')},
+           {"repository", "team/app"},
+           {"tag", "1"},
+           {"url", "http://127.0.0.1:5000/v2/team/app/manifests/" + Digest('m')}}},
+         {"request", {{"host", "127.0.0.1:5000"}, {"method", "PUT"}}}},
+        {{"id", "3"},
+         {"action", "pull"},
+         {"target",
+          {{"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+           {"digest", Digest('m')},
+           {"repository", "team/app"}}}},
+        {{"id", "4"},
+         {"action", "push"},
+         {"target",
+          {{"mediaType", "application/vnd.docker.distribution.manifest.list.v2+json"},
+           {"digest", Digest('i')},
+           {"repository", "team/multi"},
+           {"url", "http://reg.internal:5000/v2/team/multi/manifests/" + Digest('i')}}}}}}};
+  auto pushed = ParseRegistryEvents(envelope.dump());
+  REQUIRE(pushed);
+  REQUIRE(pushed->size() == 2);
+  CHECK((*pushed)[0].Reference() == "127.0.0.1:5000/team/app@" + Digest('m'));
+  CHECK((*pushed)[0].tag == "1");
+  CHECK((*pushed)[1].Reference() == "reg.internal:5000/team/multi@" + Digest('i'));
+  CHECK_FALSE(ParseRegistryEvents("{\"events\": 3}"));
+  CHECK_FALSE(ParseRegistryEvents("nope"));
+}
