@@ -27,6 +27,14 @@ struct Evidence {
   std::string value;  ///< "/usr/lib/x86_64-linux-gnu/libcudnn.so.8 (ld-library-path)"
 };
 
+/// The Dockerfile instruction a finding traces back to (scan --dockerfile).
+struct SourceLine {
+  std::string path;         ///< the Dockerfile, relative to the repository root where there is one
+  int line = 0;             ///< first line of the instruction, 1-based
+  int end_line = 0;         ///< last line (continuations, heredocs)
+  std::string instruction;  ///< the instruction on one line ("ENV LD_LIBRARY_PATH=/opt/lib")
+};
+
 struct Finding {
   std::string rule;  ///< "IC001"
   std::string name;  ///< "cudnn-version-mismatch"
@@ -36,6 +44,10 @@ struct Finding {
   LayerRef layer;
   std::string remediation;
   std::vector<Evidence> evidence;
+  /// The image configuration variable the finding is about ("LD_LIBRARY_PATH"), "" if none: it
+  /// leads from a configuration finding to the ENV line that set it.
+  std::string env;
+  std::optional<SourceLine> dockerfile;  ///< set only when the scan was given --dockerfile
 };
 
 }  // namespace imgcheck::rules
