@@ -1,6 +1,7 @@
 // Load(): reference -> transport -> manifest -> config -> layers (verified) -> merged tree.
 #include <nlohmann/json.hpp>
 
+#include "image/docker_daemon.h"
 #include "image/image.h"
 #include "image/layer.h"
 #include "image/manifest.h"
@@ -196,6 +197,18 @@ Image LoadDir(std::string_view rest, const LoadOptions& options) {
   return img;
 }
 
+// No maintained C or C++ reader of containers/storage exists (Debian ships only the Go library
+// inside podman, buildah and skopeo), and its on-disk layout is that library's private business.
+Image LoadContainersStorage(std::string_view rest, const LoadOptions&) {
+  std::string name(rest);
+  throw util::Fatal("containers-storage:" + name +
+                    " cannot be read directly; export it first: `podman save --format "
+                    "docker-archive -o image.tar " +
+                    name + "` and scan docker-archive:image.tar, or `buildah push " + name +
+                    " oci:DIR` and scan oci:DIR (or scan docker-daemon:" + name +
+                    " with podman's Docker API: podman system service)");
+}
+
 }  // namespace
 
 const std::vector<Transport>& Transports() {
@@ -205,6 +218,12 @@ const std::vector<Transport>& Transports() {
       {"docker-archive", "docker-archive:PATH[:REF]",
        "a `docker save` tarball (legacy or OCI form)", LoadDockerArchive},
       {"dir", "dir:PATH", "an unpacked root file system, read as one layer", LoadDir},
+      {"docker-daemon", "docker-daemon:NAME[:TAG]",
+       "an image of the local Docker Engine or podman's Docker API (DOCKER_HOST)",
+       LoadDockerDaemon},
+      {"containers-storage", "containers-storage:NAME",
+       "podman/buildah local storage: not read; export it (the error says how)",
+       LoadContainersStorage},
       {"docker", "docker://REF or REF", "an image in a registry", LoadRegistry},
   };
   return kTransports;
