@@ -105,7 +105,7 @@ const char* kDockerfile =
 
 }  // namespace
 
-TEST_CASE("--dockerfile maps findings of a buildah-built image to their lines", "[gate]") {
+TEST_CASE("dockerfile: findings of a buildah-built image map to their lines", "[gate]") {
   Buildah buildah;
   if (std::string why = buildah.Unusable(); !why.empty()) {
     std::cout << "SKIPPED: needs buildah: " << why << "\n";
@@ -189,7 +189,7 @@ TEST_CASE("--dockerfile maps findings of a buildah-built image to their lines", 
   }
 }
 
-TEST_CASE("--output FORMAT=FILE and plain --output FILE", "[gate]") {
+TEST_CASE("output: FORMAT=FILE repeated, and a plain FILE", "[gate]") {
   TempDir dir;
   WriteOciLayout(dir / "img", CudaBase(dir));
   std::string ref = "oci:" + (dir / "img").string() + ":latest";

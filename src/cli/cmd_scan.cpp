@@ -203,8 +203,9 @@ int Scan(const ScanArgs& args) {
   }
   rep.suppressed = rules::ApplyConfig(config, rep.findings);
   rep.fail_on = fail_on;
-  rep.not_run = rules::RulesNotRun(input.target, knowledge, rules::ImplementedRules(),
-                                   args.probe && probe_note.empty());
+  rep.not_run = rules::RulesNotRun(
+      input.target, knowledge, rules::ImplementedRules(),
+      args.probe ? probe_note : "checked only by the GPU probe (imgcheck scan --probe)");
   if (!args.dockerfile.empty()) MapToDockerfile(args.dockerfile, img, rep);
   rep.notes = input.target.notes;
   if (!probe_note.empty()) rep.notes.push_back(probe_note);

@@ -118,10 +118,16 @@ TEST_CASE("golden: sarif") {
   const auto& run = j["runs"][0];
   CHECK(run["tool"]["driver"]["rules"].size() == 3);
   CHECK(run["results"][0]["ruleId"] == "IC001");
-  // Without --dockerfile there is no file in the repository to point at: logical locations.
-  CHECK_FALSE(run["results"][0]["locations"][0].contains("physicalLocation"));
-  CHECK(run["results"][0]["locations"][0]["logicalLocations"][0]["fullyQualifiedName"] ==
+  // Without --dockerfile no file of the repository is to blame: the path inside the image, as
+  // a logical location and relative to the image's root (GitHub requires a physical location).
+  const auto& where = run["results"][0]["locations"][0];
+  CHECK(where["logicalLocations"][0]["fullyQualifiedName"] ==
         "/usr/local/cudnn/lib64/libcudnn.so.5.0.5");
+  CHECK(where["physicalLocation"]["artifactLocation"]["uri"] ==
+        "usr/local/cudnn/lib64/libcudnn.so.5.0.5");
+  CHECK(where["physicalLocation"]["artifactLocation"]["uriBaseId"] == "IMAGE_ROOT");
+  CHECK(run["originalUriBaseIds"].contains("IMAGE_ROOT"));
+  CHECK(run["results"][1]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == ".");
   CHECK(run["results"][2]["level"] == "note");
   CHECK(run["automationDetails"]["id"] == "imgcheck/oci:/tmp/seed:latest/");
   CHECK(run["tool"]["driver"]["rules"][0]["helpUri"] ==

@@ -13,6 +13,7 @@ namespace imgcheck::report {
 namespace {
 
 constexpr const char* kInformationUri = "https://github.com/imgcheck/imgcheck";
+constexpr const char* kImageRoot = "IMAGE_ROOT";
 
 // RFC 3986 path: everything but unreserved characters and '/' percent-encoded (SARIF 3.10.2).
 std::string PercentEncode(std::string_view path) {
@@ -31,6 +32,10 @@ std::string PercentEncode(std::string_view path) {
   return out;
 }
 
+// Where a finding is. GitHub rejects a whole file when one location lacks a physical location,
+// so every finding has one: the Dockerfile line when --dockerfile mapped it, else the main path
+// relative to the image's root file system (uriBaseId kImageRoot, a base GitHub cannot resolve:
+// the alert shows without source). The logical locations name the image paths and the variable.
 nlohmann::ordered_json Locations(const rules::Finding& f) {
   nlohmann::ordered_json logical = nlohmann::ordered_json::array();
   for (const auto& p : f.paths)
@@ -47,6 +52,12 @@ nlohmann::ordered_json Locations(const rules::Finding& f) {
         {"artifactLocation", {{"uri", PercentEncode(d.path)}, {"uriBaseId", "%SRCROOT%"}}},
         {"region",
          {{"startLine", d.line}, {"endLine", d.end_line}, {"snippet", {{"text", d.instruction}}}}}};
+  } else {
+    std::string path = f.paths.empty() ? "/" : f.paths[0];
+    size_t skip = path.find_first_not_of('/');
+    std::string rel = skip == std::string::npos ? "." : path.substr(skip);
+    location["physicalLocation"] = {
+        {"artifactLocation", {{"uri", PercentEncode(rel)}, {"uriBaseId", kImageRoot}}}};
   }
   location["logicalLocations"] = logical;
   return nlohmann::ordered_json::array({location});
@@ -147,6 +158,9 @@ std::string RenderSarif(const Report& report) {
   }
   nlohmann::ordered_json run;
   run["tool"] = {{"driver", driver}};
+  run["originalUriBaseIds"] = {
+      {kImageRoot,
+       {{"description", {{"text", "the root file system of " + report.image.reference}}}}}};
   // GitHub's category is the part before the last '/': one per image.
   run["automationDetails"] = {{"id", "imgcheck/" + report.image.reference + "/"}};
   run["results"] = results;

@@ -80,14 +80,15 @@ void NoteMissingTarget(Target& target, const Knowledge& knowledge) {
 }
 
 std::vector<NotRun> RulesNotRun(const Target& target, const Knowledge& knowledge,
-                                const std::vector<std::string>& static_rules, bool probe_ran) {
+                                const std::vector<std::string>& static_rules,
+                                std::string_view no_probe) {
   std::vector<NotRun> out;
   for (const auto& r : knowledge.rules()) {
     if (std::string why = MissingTarget(r, target); !why.empty()) {
       out.push_back({r.id, why});
-    } else if (!probe_ran &&
+    } else if (!no_probe.empty() &&
                std::find(static_rules.begin(), static_rules.end(), r.id) == static_rules.end()) {
-      out.push_back({r.id, "checked only by the GPU probe (imgcheck scan --probe)"});
+      out.push_back({r.id, std::string(no_probe)});
     }
   }
   return out;

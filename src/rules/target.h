@@ -36,9 +36,11 @@ struct NotRun {
   std::string rule;
   std::string reason;  ///< "no target driver (--driver VERSION or --host)"
 };
-/// The rules that stay silent for lack of a target, and, unless `probe_ran`, those that only the
-/// GPU probe checks (rules of the table without a static check), in table order.
+/// The rules that stay silent for lack of a target, and, when `no_probe` says why the GPU probe
+/// did not run ("" when it ran), those only it checks (rules without a static check), in table
+/// order.
 std::vector<NotRun> RulesNotRun(const Target& target, const Knowledge& knowledge,
-                                const std::vector<std::string>& static_rules, bool probe_ran);
+                                const std::vector<std::string>& static_rules,
+                                std::string_view no_probe);
 
 }  // namespace imgcheck::rules
