@@ -290,7 +290,7 @@ TEST_CASE("docker-daemon: reads an image from podman's Docker API", "[gate]") {
                   "' scan docker-daemon:x 2>&1");
   CHECK(down.status == 2);
   CHECK(down.output.find("cannot reach the Docker Engine at unix://") != std::string::npos);
-  CHECK(fs::is_empty(dir / "tmp"));  // the spooled archive is gone
+  CHECK(fs::is_empty(dir / "tmp"));  // streamed: no temporary archive
 }
 
 TEST_CASE("every rule has the rules/README.md heading its SARIF helpUri links to", "[gate]") {
@@ -307,4 +307,89 @@ TEST_CASE("every rule has the rules/README.md heading its SARIF helpUri links to
     }
   }
   CHECK(rules >= 20);
+}
+
+namespace {
+
+// A stand-in for the Docker Engine API on a unix socket: GET /images/NAME/get answers with the
+// bytes of `archive` (read at each request), anything else 404 with the engine's JSON error.
+constexpr const char* kFakeEngine = R"py(
+import http.server, os, socketserver, sys
+sock, archive = sys.argv[1], sys.argv[2]
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.path.endswith("/get") and "missing" not in self.path:
+            code, body = 200, open(archive, "rb").read()
+        else:
+            code, body = 404, b'{"message":"No such image: missing:latest"}'
+        self.send_response(code)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+class Server(socketserver.UnixStreamServer):
+    def get_request(self):
+        request, _ = super().get_request()
+        return request, ("local", 0)
+Server(sock, Handler).serve_forever()
+)py";
+
+}  // namespace
+
+TEST_CASE("docker-daemon: the export is streamed and verified like a docker save file", "[gate]") {
+  TempDir dir;
+  WriteFile(dir / "engine.py", kFakeEngine);
+  fs::path sock = dir / "engine.sock";
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    execlp("python3", "python3", (dir / "engine.py").c_str(), sock.c_str(),
+           (dir / "archive.tar").c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  struct Stop {
+    pid_t pid;
+    ~Stop() {
+      kill(pid, SIGTERM);
+      waitpid(pid, nullptr, 0);
+    }
+  } stop{pid};
+  for (int i = 0; i < 100 && !fs::exists(sock); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(fs::exists(sock));
+
+  ImageRecipe r = CudaBase(dir);
+  r.layers[0].compression = Compression::kNone;  // as docker save writes them
+  r.layers[0].entries.push_back(File("etc/marker", "MARKER-ORIGINAL"));
+  std::string env = "DOCKER_HOST=unix://" + sock.string() + " ";
+  auto scan = [&](const std::string& ref) {
+    return Run(env + "'" + Imgcheck() + "' scan " + ref + " --format json --no-cache 2>&1");
+  };
+  for (auto form : {DockerArchiveForm::kLegacy, DockerArchiveForm::kOci}) {
+    INFO((form == DockerArchiveForm::kLegacy ? "legacy" : "OCI") << " docker-archive");
+    WriteDockerArchive(dir / "archive.tar", r, "localhost/app:1", form);
+    auto streamed = scan("docker-daemon:localhost/app:1");
+    auto file = scan("docker-archive:" + (dir / "archive.tar").string());
+    INFO(streamed.output);
+    REQUIRE(streamed.status == 0);
+    auto s = nlohmann::json::parse(streamed.output);
+    auto f = nlohmann::json::parse(file.output);
+    CHECK(s["findings"].size() == 1);  // IC051: libcudart belongs to no package
+    CHECK(s["findings"] == f["findings"]);
+    CHECK(s["image"]["config_digest"] == f["image"]["config_digest"]);
+
+    // One byte of the layer changed in transit: the diff_id (and digest) no longer match.
+    std::string bytes = ReadFile(dir / "archive.tar");
+    size_t at = bytes.find("MARKER-ORIGINAL");
+    REQUIRE(at != std::string::npos);
+    bytes.replace(at, 15, "MARKER-TAMPERED");
+    WriteFile(dir / "archive.tar", bytes);
+    auto tampered = scan("docker-daemon:localhost/app:1");
+    CHECK(tampered.status == 2);
+    CHECK(tampered.output.find("mismatch") != std::string::npos);
+  }
+  auto missing = scan("docker-daemon:missing");
+  CHECK(missing.status == 2);
+  CHECK(missing.output.find("says: No such image: missing:latest") != std::string::npos);
 }

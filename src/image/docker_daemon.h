@@ -3,10 +3,12 @@
 // which streams a docker-archive.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 
-#include "image/image.h"
+#include "image/capture.h"
+#include "image/store.h"
 
 namespace imgcheck::image {
 
@@ -24,9 +26,11 @@ DaemonEndpoint DaemonFromEnv(const char* docker_host);
 /// a name without tag or digest gets ":latest", as docker does.
 std::string DaemonExportPath(std::string_view name);
 
-/// Reads docker-daemon:`name` through the verifying docker-archive pipeline. The archive is
-/// spooled to a private mkdtemp directory (mode 0700), removed before returning: the
-/// docker-archive reader seeks between members, which a socket stream cannot.
-Image LoadDockerDaemon(std::string_view name, const LoadOptions& options);
+/// The docker-archive the daemon exports for `name`, read once as it streams (no bytes touch
+/// the disk): manifests, configs and other small members are kept in memory; each layer blob is
+/// read with `capture` as it passes (FileStore::Preread), to be verified by the pipeline against
+/// the manifest and config that arrive after it. util::Fatal when the daemon cannot be reached
+/// or refuses.
+std::unique_ptr<FileStore> OpenDaemonStore(std::string_view name, const CapturePolicy& capture);
 
 }  // namespace imgcheck::image

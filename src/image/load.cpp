@@ -29,6 +29,24 @@ void Verify(const Descriptor& d, std::string_view bytes, const std::string& what
   if (got != d.digest) throw util::Fatal(what + ": digest mismatch: content is " + got);
 }
 
+// The checks below, for a layer its transport read as it streamed past.
+LayerContents CheckPreread(const PrereadLayer& pre, const Descriptor& d, const std::string& diff_id,
+                           int index, const std::string& what) {
+  const LayerContents& c = pre.contents;
+  if (!d.digest.empty() && c.digest != d.digest)
+    throw util::Fatal(what + ": digest mismatch: content is " + c.digest);
+  if (!pre.error.empty()) throw util::Fatal(what + ": " + pre.error);
+  if (d.size >= 0 && c.compressed_size != static_cast<uint64_t>(d.size))
+    throw util::Fatal(what + ": size mismatch: descriptor says " + std::to_string(d.size) +
+                      " bytes, blob has " + std::to_string(c.compressed_size));
+  if (c.diff_id != diff_id)
+    throw util::Fatal(what + ": diff_id mismatch: config says " + diff_id +
+                      ", uncompressed content is " + c.diff_id);
+  LayerContents out = c;
+  for (auto& diag : out.diagnostics) diag.layer = index;
+  return out;
+}
+
 // Reads and checks one layer (on a worker thread: see read_layers.h), its blob opened through
 // `track`. A corrupt stream whose blob does not match its digest is reported as the digest
 // mismatch: that is the cause.
@@ -36,6 +54,7 @@ LayerContents ReadVerified(Source& src, const Descriptor& d, const std::string& 
                            const LoadOptions& options, const TrackBlob& track) {
   std::string what = src.Describe() + ": layer " + std::to_string(index) +
                      (d.digest.empty() ? " (" + d.location + ")" : " " + d.digest);
+  if (const PrereadLayer* pre = src.Preread(d)) return CheckPreread(*pre, d, diff_id, index, what);
   std::unique_ptr<BlobReader> blob = track(src.OpenBlob(d));
   HashingReader stored(*blob);
   LayerContents contents;
@@ -195,6 +214,13 @@ Image LoadDir(std::string_view rest, const LoadOptions& options) {
   layer.deleted = s.deleted;
   img.layers.push_back(layer);
   return img;
+}
+
+Image LoadDockerDaemon(std::string_view rest, const LoadOptions& options) {
+  // The export is a docker-archive (legacy, or OCI form from Docker 25 on).
+  return FromSource(OpenDockerArchive(OpenDaemonStore(rest, options.capture), "",
+                                      "docker-daemon:" + std::string(rest)),
+                    "docker-archive", options);
 }
 
 // No maintained C or C++ reader of containers/storage exists (Debian ships only the Go library

@@ -28,6 +28,8 @@ class BlobReader {
   virtual size_t Read(char* buf, size_t n) = 0;
 };
 
+struct PrereadLayer;  // layer.h
+
 class Source {
  public:
   virtual ~Source() = default;
@@ -42,6 +44,9 @@ class Source {
   /// Opens a blob's stored bytes for reading from the beginning. The caller hashes and
   /// verifies. Throws util::Fatal when the blob cannot be opened.
   virtual std::unique_ptr<BlobReader> OpenBlob(const Descriptor& d) = 0;
+  /// A layer blob the transport already read because its stream cannot be read twice (the
+  /// Docker Engine API's export); nullptr: open it with OpenBlob. The caller still verifies it.
+  virtual const PrereadLayer* Preread(const Descriptor&) { return nullptr; }
 };
 
 }  // namespace imgcheck::image

@@ -62,6 +62,9 @@ class OciLayoutSource : public Source {
   std::unique_ptr<BlobReader> OpenBlob(const Descriptor& d) override {
     return store_->Open(BlobName(d, describe_));
   }
+  const PrereadLayer* Preread(const Descriptor& d) override {
+    return store_->Preread(BlobName(d, describe_));
+  }
 
  private:
   static std::string RefName(const json& m) {
@@ -130,6 +133,7 @@ class DockerArchiveSource : public Source {
   std::unique_ptr<BlobReader> OpenBlob(const Descriptor& d) override {
     return store_->Open(d.location);
   }
+  const PrereadLayer* Preread(const Descriptor& d) override { return store_->Preread(d.location); }
 
  private:
   const json& Select(const json& doc, const std::string& what) const {

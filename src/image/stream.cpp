@@ -231,4 +231,24 @@ size_t Decompressor::ReadZstd(char* buf, size_t n) {
   }
 }
 
+la_ssize_t ArchiveInput::Read(struct archive*, void* client, const void** out) {
+  auto* st = static_cast<ArchiveInput*>(client);
+  try {
+    std::string_view chunk = st->in->Next();
+    *out = chunk.data();
+    return static_cast<la_ssize_t>(chunk.size());
+  } catch (...) {
+    st->error = std::current_exception();
+    return -1;
+  }
+}
+
+std::unique_ptr<struct archive, decltype(&archive_read_free)> NewTarReader() {
+  std::unique_ptr<struct archive, decltype(&archive_read_free)> a(archive_read_new(),
+                                                                  archive_read_free);
+  archive_read_support_format_tar(a.get());
+  archive_read_support_format_gnutar(a.get());
+  return a;
+}
+
 }  // namespace imgcheck::image
