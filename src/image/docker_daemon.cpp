@@ -132,17 +132,14 @@ class StringReader : public BlobReader {
 
 // A tar member that is a layer blob: gzip, zstd, or a tar ("ustar" at offset 257).
 bool LooksLikeLayer(std::string_view head) {
-  if (head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x1f &&
-      static_cast<unsigned char>(head[1]) == 0x8b)
-    return true;
-  if (head.size() >= 4 && head.substr(0, 4) == std::string_view("\x28\xb5\x2f\xfd", 4)) return true;
-  return head.size() >= 262 && head.substr(257, 5) == "ustar";
+  return CompressionOf(head) != Compression::kNone ||
+         (head.size() >= 262 && head.substr(257, 5) == "ustar");
 }
 
 // The members of the exported archive: small ones in memory, layers as read.
 class DaemonStore : public FileStore {
  public:
-  DaemonStore(std::string describe) : describe_(std::move(describe)) {}
+  explicit DaemonStore(std::string describe) : describe_(std::move(describe)) {}
   bool Has(const std::string& name) override {
     std::string n = Resolve(name);
     return small_.count(n) || layers_.count(n);
@@ -171,8 +168,10 @@ class DaemonStore : public FileStore {
   std::map<std::string, std::string> links_;  ///< member -> member it links to
 
  private:
-  // docker save links repeated layers to their first copy.
-  std::string Resolve(std::string name) const {
+  // The member `name` means, normalised as the archive reader does, through the links docker
+  // save writes for repeated layers; "" for a name outside the archive.
+  std::string Resolve(const std::string& raw) const {
+    std::string name = CleanMemberName(raw).value_or("");
     for (int hops = 0; hops < 8; ++hops) {
       auto it = links_.find(name);
       if (it == links_.end()) break;

@@ -52,6 +52,13 @@ std::string HashingReader::Finish() {
   return digest_;
 }
 
+Compression CompressionOf(std::string_view head) {
+  auto starts = [&](std::string_view magic) { return head.substr(0, magic.size()) == magic; };
+  if (starts("\x1f\x8b")) return Compression::kGzip;
+  if (starts("\x28\xb5\x2f\xfd")) return Compression::kZstd;
+  return Compression::kNone;
+}
+
 const char* CompressionName(Compression c) {
   switch (c) {
     case Compression::kNone:
@@ -86,22 +93,23 @@ struct Decompressor::Zstd {
 Decompressor::Decompressor(ChunkReader& in) : in_(in) {
   size_t have = Peek(6);  // a shorter stream is not compressed
   std::string_view head = Input().substr(0, have);
-  auto starts = [&](std::string_view magic) { return head.substr(0, magic.size()) == magic; };
-  if (starts("\x1f\x8b")) {
+  Compression c = CompressionOf(head);
+  if (c == Compression::kGzip) {
     compression_ = Compression::kGzip;
     gzip_ = std::make_unique<Gzip>();
     isal_inflate_init(&gzip_->state);
     gzip_->state.crc_flag = ISAL_GZIP;
-  } else if (starts("\x28\xb5\x2f\xfd")) {
+  } else if (c == Compression::kZstd) {
     compression_ = Compression::kZstd;
     zstd_ = std::make_unique<Zstd>();
     if (zstd_->ctx == nullptr) throw util::Fatal("out of memory for zstd");
     // Windows up to 2 GiB (zstd --long=31) are accepted; larger ones are refused by zstd.
     ZSTD_DCtx_setParameter(zstd_->ctx, ZSTD_d_windowLogMax, 31);
-  } else if (starts("BZh")) {
+  } else if (head.substr(0, 3) == "BZh") {
     throw util::Fatal("bzip2-compressed layers are not supported");
-  } else if (starts("\xfd"
-                    "7zXZ")) {
+  } else if (head.substr(0, 5) ==
+             "\xfd"
+             "7zXZ") {
     throw util::Fatal("xz-compressed layers are not supported");
   }
 }

@@ -63,6 +63,8 @@ class HashingReader : public ChunkReader {
 
 enum class Compression { kNone, kGzip, kZstd };
 const char* CompressionName(Compression c);
+/// The compression the first bytes of a stream announce (gzip, zstd magic); kNone otherwise.
+Compression CompressionOf(std::string_view head);
 
 /// The uncompressed bytes of the chunks of `in`. The compression is detected from the first bytes
 /// (gzip, zstd, or none); bzip2 and xz are recognised and refused. Gzip goes through ISA-L
