@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # Installs imgcheck's Debian packages; does nothing for those already present.
+#   scripts/deps.sh          what the build, the tests and the benchmark need
+#   scripts/deps.sh build    only what building needs (docker/Dockerfile)
 set -euo pipefail
 pkgs=(cmake g++ make ninja-build pkg-config
       libarchive-dev nlohmann-json3-dev libssl-dev libcli11-dev catch2 libisal-dev libzstd-dev
       libcurl4-openssl-dev
+      # imgcheck serve: HTTPS server (cpp-httplib, built with OpenSSL, zlib and brotli) and Redis
+      libcpp-httplib-dev zlib1g-dev libbrotli-dev libhiredis-dev)
+[ "${1:-}" = build ] || pkgs+=(
       # the style gate (scripts/lint)
       clang-format clang-tidy
-      # imgcheck serve: HTTPS server (cpp-httplib, built with OpenSSL, zlib and brotli) and Redis
-      libcpp-httplib-dev zlib1g-dev libbrotli-dev libhiredis-dev
       # peers and oracles used by the tests and the benchmark
       umoci skopeo docker-registry libtree isal zstd gzip apache2-utils time python3
-      redis-server redis-tools wrk)
+      redis-server redis-tools wrk
+      # the CI gate's tests: real builds, podman's Docker API, the SARIF schema
+      buildah podman python3-jsonschema)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -2,6 +2,7 @@
 // show is found, and `why` explains it the way libtree would.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "support.h"
@@ -50,4 +51,19 @@ TEST_CASE("why explains the dlopen that LD_LIBRARY_PATH sends to the old cuDNN",
   INFO(nobody.output);
   CHECK(nobody.status == 1);
   CHECK_THAT(nobody.output, Contains("no object in the image's link maps requests it"));
+}
+
+TEST_CASE("dockerfile: the demo's findings on the lines of testdata/demo/Dockerfile",
+          "[cli][demo]") {
+  CommandResult r =
+      Run(Imgcheck("scan", "--format json --dockerfile '" +
+                               (SourceDir() / "testdata/demo/Dockerfile").string() + "'"));
+  INFO(r.output);
+  CHECK(r.status == 1);
+  auto report = nlohmann::json::parse(r.output.substr(0, r.output.rfind('}') + 1));
+  std::map<std::string, int> line;
+  for (const auto& f : report["findings"])
+    if (f["dockerfile"].is_object()) line[f["rule"]] = f["dockerfile"]["line"];
+  CHECK(line["IC001"] == 7);  // COPY cudnn-5.0.5/lib64 /opt/cudnn/lib64
+  CHECK(line["IC020"] == 4);  // the stub is the base image's; the ENV put it on the path
 }

@@ -162,7 +162,8 @@ Policy LoadPolicy(const RuleArgs& args) {
   return p;
 }
 
-report::Report ScanReport(const ImageArgs& args, const Policy& policy, const ExtraFindings& extra) {
+report::Report ScanReport(const ImageArgs& args, const Policy& policy, const ExtraFindings& extra,
+                          const ExtraFindings& finish) {
   rules::ScanInput input;
   input.knowledge = &policy.knowledge;
   input.target = policy.target;
@@ -175,12 +176,14 @@ report::Report ScanReport(const ImageArgs& args, const Policy& policy, const Ext
   rep.findings = rules::RunChecks(input);
   if (extra) extra(input, rep);
   rep.suppressed = rules::ApplyConfig(policy.config, rep.findings);
+  rep.fail_on = policy.fail_on;
   rep.notes = input.target.notes;
   rep.cuda_stack = cat.HasCudaStack();
   rep.diagnostics = img.diagnostics;
   rep.diagnostics.insert(rep.diagnostics.end(), cat.diagnostics.begin(), cat.diagnostics.end());
   rep.knowledge = &policy.knowledge;
   rep.tool_version = IMGCHECK_VERSION;
+  if (finish) finish(input, rep);
   return rep;
 }
 

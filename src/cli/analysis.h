@@ -51,8 +51,9 @@ Policy LoadPolicy(const RuleArgs& args);
 using ExtraFindings = std::function<void(const rules::ScanInput&, report::Report&)>;
 /// One image through the whole analysis into a report (all but rendering). The report points
 /// into `policy`, which must outlive it.
+/// `finish` runs last, while the image is still there (scan --dockerfile maps findings to lines).
 report::Report ScanReport(const ImageArgs& image, const Policy& policy,
-                          const ExtraFindings& extra = {});
+                          const ExtraFindings& extra = {}, const ExtraFindings& finish = {});
 
 /// Said on stderr before the probe runs: it is opt-in because it runs the image's code.
 inline constexpr char kProbeNotice[] =

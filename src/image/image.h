@@ -26,12 +26,19 @@ struct Layer {
       deleted = 0;  ///< paths added, overwritten, removed vs. the layers below
 };
 
+/// One entry of the config's history: what an instruction of the build recorded.
+struct HistoryEntry {
+  std::string created_by;
+  bool empty_layer = false;  ///< made no layer (ENV, LABEL, ...)
+};
+
 struct Config {
   std::string os, architecture, variant;
   std::vector<std::string> env;  ///< "KEY=value", as in the config
   std::map<std::string, std::string> labels;
   std::vector<std::string> entrypoint, cmd;
   std::string working_dir, user;
+  std::vector<HistoryEntry> history;  ///< every entry, empty_layer ones included, in order
 };
 
 struct Image {

@@ -51,24 +51,6 @@ std::optional<EntryKind> KindOfType(unsigned type) {
 }
 
 // libarchive is C: an exception must not cross it. The callback parks it here instead.
-struct ReadState {
-  ChunkReader* in = nullptr;
-  std::exception_ptr error;
-};
-
-// libarchive reads the chunks in place: a chunk outlives the next callback, as it requires.
-la_ssize_t ReadCallback(struct archive*, void* client, const void** out) {
-  auto* st = static_cast<ReadState*>(client);
-  try {
-    std::string_view chunk = st->in->Next();
-    *out = chunk.data();
-    return static_cast<la_ssize_t>(chunk.size());
-  } catch (...) {
-    st->error = std::current_exception();
-    return -1;
-  }
-}
-
 // The normalised absolute path of a tar name. Names that are absolute or climb above the root
 // are clamped inside it, as container runtimes do, and recorded.
 std::string EntryPath(std::string_view raw, int layer, std::vector<util::Diagnostic>& diags) {
@@ -107,7 +89,7 @@ bool FeedZeros(Capturer& c, uint64_t n) {
 }
 
 // Reads the current entry's data into `capturer`, sparse holes as zeros.
-void CaptureData(struct archive* a, Capturer& capturer, ReadState& st) {
+void CaptureData(struct archive* a, Capturer& capturer, ArchiveInput& st) {
   const void* block;
   size_t len;
   la_int64_t offset;
@@ -160,13 +142,10 @@ LayerContents ReadLayer(HashingReader& blob, int layer, const CapturePolicy& cap
   // An uncompressed blob is the tar itself (docker save's layers): its digest is the diff_id.
   bool stored_is_tar = plain.compression() == Compression::kNone;
   HashingReader tar_stream(plain, /*hash=*/!stored_is_tar);
-  ReadState st;
+  ArchiveInput st;
   st.in = &tar_stream;
-  std::unique_ptr<struct archive, decltype(&archive_read_free)> a(archive_read_new(),
-                                                                  archive_read_free);
-  archive_read_support_format_tar(a.get());
-  archive_read_support_format_gnutar(a.get());
-  if (archive_read_open(a.get(), &st, nullptr, ReadCallback, nullptr) != ARCHIVE_OK) {
+  auto a = NewTarReader();
+  if (archive_read_open(a.get(), &st, nullptr, ArchiveInput::Read, nullptr) != ARCHIVE_OK) {
     if (st.error) std::rethrow_exception(st.error);
     // An empty stream is an empty layer; anything else is not a tar.
     if (tar_stream.count() != 0)

@@ -50,6 +50,13 @@ struct LayerContents {
 
 class HashingReader;
 
+/// A layer blob read as it streamed past (digest, compressed_size and diff_id filled in,
+/// diagnostics tied to no layer yet), or the reason it could not be read.
+struct PrereadLayer {
+  LayerContents contents;
+  std::string error;  ///< ReadLayer's message; contents.digest still covers every byte
+};
+
 /// Reads one layer blob (gzip, zstd or plain tar, detected by magic bytes) from `blob`, hashing
 /// the uncompressed stream for the diff_id (`blob` hashes the stored bytes; for a plain tar that
 /// digest is the diff_id, and nothing is hashed twice). The caller compares digest/diff_id with

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "image/docker_daemon.h"
 #include "image/image.h"
 #include "image/layer.h"
 #include "image/manifest.h"
@@ -45,6 +46,24 @@ void Verify(const Descriptor& d, std::string_view bytes, const std::string& what
   if (!d.digest.empty()) CheckDigest(d, util::Sha256Digest(bytes), what);
 }
 
+// The checks below, for a layer its transport read as it streamed past.
+LayerContents CheckPreread(const PrereadLayer& pre, const Descriptor& d, const std::string& diff_id,
+                           int index, const std::string& what) {
+  const LayerContents& c = pre.contents;
+  if (!d.digest.empty() && c.digest != d.digest)
+    throw util::Fatal(what + ": digest mismatch: content is " + c.digest);
+  if (!pre.error.empty()) throw util::Fatal(what + ": " + pre.error);
+  if (d.size >= 0 && c.compressed_size != static_cast<uint64_t>(d.size))
+    throw util::Fatal(what + ": size mismatch: descriptor says " + std::to_string(d.size) +
+                      " bytes, blob has " + std::to_string(c.compressed_size));
+  if (c.diff_id != diff_id)
+    throw util::Fatal(what + ": diff_id mismatch: config says " + diff_id +
+                      ", uncompressed content is " + c.diff_id);
+  LayerContents out = c;
+  for (auto& diag : out.diagnostics) diag.layer = index;
+  return out;
+}
+
 // Reads and checks one layer (on a worker thread: see read_layers.h), its blob opened through
 // `track`. A corrupt stream whose blob does not match its digest is reported as the digest
 // mismatch: that is the cause.
@@ -56,6 +75,7 @@ std::string LayerWhat(const Source& src, const Descriptor& d, int index) {
 LayerContents ReadVerified(Source& src, const Descriptor& d, const std::string& diff_id, int index,
                            const LoadOptions& options, const TrackBlob& track) {
   std::string what = LayerWhat(src, d, index);
+  if (const PrereadLayer* pre = src.Preread(d)) return CheckPreread(*pre, d, diff_id, index, what);
   std::unique_ptr<BlobReader> blob = track(src.OpenBlob(d));
   HashingReader stored(*blob);
   LayerContents contents;
@@ -262,6 +282,25 @@ Image LoadDir(std::string_view rest, const LoadOptions& options) {
   return img;
 }
 
+Image LoadDockerDaemon(std::string_view rest, const LoadOptions& options) {
+  // The export is a docker-archive (legacy, or OCI form from Docker 25 on).
+  return FromSource(OpenDockerArchive(OpenDaemonStore(rest, options.capture), "",
+                                      "docker-daemon:" + std::string(rest)),
+                    "docker-archive", options);
+}
+
+// No maintained C or C++ reader of containers/storage exists (Debian ships only the Go library
+// inside podman, buildah and skopeo), and its on-disk layout is that library's private business.
+Image LoadContainersStorage(std::string_view rest, const LoadOptions&) {
+  std::string name(rest);
+  throw util::Fatal("containers-storage:" + name +
+                    " cannot be read directly; export it first: `podman save --format "
+                    "docker-archive -o image.tar " +
+                    name + "` and scan docker-archive:image.tar, or `buildah push " + name +
+                    " oci:DIR` and scan oci:DIR (or scan docker-daemon:" + name +
+                    " with podman's Docker API: podman system service)");
+}
+
 }  // namespace
 
 const std::vector<Transport>& Transports() {
@@ -272,6 +311,12 @@ const std::vector<Transport>& Transports() {
       {"docker-archive", "docker-archive:PATH[:REF]",
        "a `docker save` tarball (legacy or OCI form)", LoadDockerArchive, IsDockerArchive},
       {"dir", "dir:PATH", "an unpacked root file system, read as one layer", LoadDir},
+      {"docker-daemon", "docker-daemon:NAME[:TAG]",
+       "an image of the local Docker Engine or podman's Docker API (DOCKER_HOST)",
+       LoadDockerDaemon},
+      {"containers-storage", "containers-storage:NAME",
+       "podman/buildah local storage: not read; export it (the error says how)",
+       LoadContainersStorage},
       {"docker", "docker://REF or REF", "an image in a registry", LoadRegistry},
   };
   return kTransports;

@@ -200,8 +200,9 @@ ParsedConfig ParseConfig(const json& doc, const std::string& what) {
     for (const json& entry : *h) {
       if (!entry.is_object()) throw util::Fatal(what + ": history entry is not an object");
       auto empty = entry.find("empty_layer");
-      if (empty != entry.end() && empty->is_boolean() && empty->get<bool>()) continue;
-      out.layer_history.push_back(GetString(entry, "created_by", what));
+      bool empty_layer = empty != entry.end() && empty->is_boolean() && empty->get<bool>();
+      out.config.history.push_back({GetString(entry, "created_by", what), empty_layer});
+      if (!empty_layer) out.layer_history.push_back(out.config.history.back().created_by);
     }
   }
   return out;

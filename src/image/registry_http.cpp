@@ -93,7 +93,8 @@ struct HttpExchange::State {
   }
 };
 
-HttpExchange::HttpExchange(const HttpRequest& request, const TlsOptions& tls)
+HttpExchange::HttpExchange(const HttpRequest& request, const TlsOptions& tls,
+                           const std::string& unix_socket)
     : s_(std::make_unique<State>()) {
   GlobalInit();
   s_->url = request.url;
@@ -107,6 +108,7 @@ HttpExchange::HttpExchange(const HttpRequest& request, const TlsOptions& tls)
   CURL* e = s_->easy;
   for (const auto& h : request.headers) s_->headers = curl_slist_append(s_->headers, h.c_str());
   curl_easy_setopt(e, CURLOPT_URL, request.url.c_str());
+  if (!unix_socket.empty()) curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, unix_socket.c_str());
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, s_->headers);
   // One connection per exchange, paused at will: HTTP/2's multiplexing would buy nothing.

@@ -35,7 +35,9 @@ enum class TransportError {
 
 class HttpExchange {
  public:
-  HttpExchange(const HttpRequest& request, const TlsOptions& tls);
+  /// `unix_socket`: connect there instead of to the URL's host (the Docker Engine API).
+  HttpExchange(const HttpRequest& request, const TlsOptions& tls,
+               const std::string& unix_socket = "");
   ~HttpExchange();
   HttpExchange(const HttpExchange&) = delete;
   HttpExchange& operator=(const HttpExchange&) = delete;

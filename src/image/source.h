@@ -29,6 +29,8 @@ class BlobReader {
   virtual size_t Read(char* buf, size_t n) = 0;
 };
 
+struct PrereadLayer;  // layer.h
+
 class Source {
  public:
   virtual ~Source() = default;
@@ -47,6 +49,9 @@ class Source {
   /// must still be there). nullopt when the transport cannot tell cheaply (a registry). Throws
   /// util::Fatal when the blob is missing.
   virtual std::optional<uint64_t> StatBlob(const Descriptor& /*d*/) { return std::nullopt; }
+  /// A layer blob the transport already read because its stream cannot be read twice (the
+  /// Docker Engine API's export); nullptr: open it with OpenBlob. The caller still verifies it.
+  virtual const PrereadLayer* Preread(const Descriptor&) { return nullptr; }
 };
 
 }  // namespace imgcheck::image

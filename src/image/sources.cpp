@@ -63,6 +63,9 @@ class OciLayoutSource : public Source {
   std::unique_ptr<BlobReader> OpenBlob(const Descriptor& d) override {
     return store_->Open(BlobName(d, describe_));
   }
+  const PrereadLayer* Preread(const Descriptor& d) override {
+    return store_->Preread(BlobName(d, describe_));
+  }
 
   std::optional<uint64_t> StatBlob(const Descriptor& d) override {
     return store_->Size(BlobName(d, describe_));
@@ -135,6 +138,7 @@ class DockerArchiveSource : public Source {
   std::unique_ptr<BlobReader> OpenBlob(const Descriptor& d) override {
     return store_->Open(d.location);
   }
+  const PrereadLayer* Preread(const Descriptor& d) override { return store_->Preread(d.location); }
 
   std::optional<uint64_t> StatBlob(const Descriptor& d) override {
     return store_->Size(d.location);

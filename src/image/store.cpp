@@ -21,20 +21,6 @@ namespace fs = std::filesystem;
 
 constexpr int kMaxMemberLinks = 8;
 
-// A name inside the store, normalised and relative ("blobs/sha256/x"); nullopt if it climbs out.
-std::optional<std::string> CleanName(const std::string& name) {
-  if (name.empty() || name.front() == '/') return std::nullopt;
-  int depth = 0;
-  for (const std::string& part : util::Split(name, '/')) {
-    if (part == "..") {
-      if (--depth < 0) return std::nullopt;
-    } else if (!part.empty() && part != ".") {
-      ++depth;
-    }
-  }
-  return util::NormalizePath(name).substr(1);
-}
-
 std::string ReadAll(BlobReader& r, uint64_t limit, const std::string& what) {
   std::string out;
   char buf[1 << 16];
@@ -68,7 +54,7 @@ class DirStore : public FileStore {
  public:
   explicit DirStore(fs::path root) : root_(std::move(root)) {}
   bool Has(const std::string& name) override {
-    auto clean = CleanName(name);
+    auto clean = CleanMemberName(name);
     std::error_code ec;
     return clean && fs::is_regular_file(root_ / *clean, ec);
   }
@@ -76,7 +62,7 @@ class DirStore : public FileStore {
     return ReadAll(*Open(name), limit, Where(name));
   }
   std::unique_ptr<BlobReader> Open(const std::string& name) override {
-    auto clean = CleanName(name);
+    auto clean = CleanMemberName(name);
     if (!clean) throw util::Fatal(Describe() + ": refusing name outside the layout: " + name);
     fs::path p = root_ / *clean;
     int fd = open(p.c_str(), O_RDONLY | O_CLOEXEC);
@@ -87,7 +73,7 @@ class DirStore : public FileStore {
     return std::make_unique<FdReader>(fd, Where(name));
   }
   uint64_t Size(const std::string& name) override {
-    auto clean = CleanName(name);
+    auto clean = CleanMemberName(name);
     if (!clean) throw util::Fatal(Describe() + ": refusing name outside the layout: " + name);
     std::error_code ec;
     uint64_t size = fs::file_size(root_ / *clean, ec);
@@ -129,7 +115,7 @@ class TarStore : public FileStore {
       throw util::Fatal(path_.string() + ": no such archive file");
   }
   bool Has(const std::string& name) override {
-    auto clean = CleanName(name);
+    auto clean = CleanMemberName(name);
     return clean && Seek(*clean, false).has_value();
   }
   std::string Read(const std::string& name, uint64_t limit) override {
@@ -152,7 +138,7 @@ class TarStore : public FileStore {
   std::string Where(const std::string& name) const { return path_.string() + ":" + name; }
 
   Member Find(const std::string& name) {
-    auto clean = CleanName(name);
+    auto clean = CleanMemberName(name);
     if (!clean)
       throw util::Fatal(Describe() + ": refusing member name outside the archive: " + name);
     std::optional<Member> m = Seek(*clean, true);
@@ -182,15 +168,15 @@ class TarStore : public FileStore {
                             ": corrupt tar archive: " + archive_error_string(a.get()));
         }
         const char* raw = archive_entry_pathname(e);
-        auto member = raw ? CleanName(raw) : std::nullopt;
+        auto member = raw ? CleanMemberName(raw) : std::nullopt;
         if (!member || *member != name) continue;
         if (const char* hard = archive_entry_hardlink(e); hard != nullptr) {
-          next = CleanName(hard);
+          next = CleanMemberName(hard);
         } else if (archive_entry_filetype(e) == AE_IFLNK) {
           const char* target = archive_entry_symlink(e);
           std::string dir(util::DirName("/" + name));
           if (target != nullptr && target[0] != '/')
-            next = CleanName(util::JoinPath(dir, target).substr(1));
+            next = CleanMemberName(util::JoinPath(dir, target).substr(1));
         } else if (archive_entry_filetype(e) == AE_IFREG) {
           auto size = static_cast<uint64_t>(std::max<la_int64_t>(0, archive_entry_size(e)));
           return Member{std::move(a), size};
@@ -209,6 +195,19 @@ class TarStore : public FileStore {
 };
 
 }  // namespace
+
+std::optional<std::string> CleanMemberName(const std::string& name) {
+  if (name.empty() || name.front() == '/') return std::nullopt;
+  int depth = 0;
+  for (const std::string& part : util::Split(name, '/')) {
+    if (part == "..") {
+      if (--depth < 0) return std::nullopt;
+    } else if (!part.empty() && part != ".") {
+      ++depth;
+    }
+  }
+  return util::NormalizePath(name).substr(1);
+}
 
 std::unique_ptr<FileStore> OpenDirStore(const fs::path& root) {
   std::error_code ec;

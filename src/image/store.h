@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "image/layer.h"
 #include "image/source.h"
 
 namespace imgcheck::image {
@@ -24,7 +26,13 @@ class FileStore {
   virtual uint64_t Size(const std::string& name) = 0;
   /// "the layout /x", "the archive /x.tar": for messages.
   virtual std::string Describe() const = 0;
+  /// The file as a layer already read from a stream (see Source::Preread); nullptr otherwise.
+  virtual const PrereadLayer* Preread(const std::string&) { return nullptr; }
 };
+
+/// A member name inside a store, normalised and relative ("a/./b/../c" -> "a/c"); nullopt when
+/// it is empty, absolute or climbs out.
+std::optional<std::string> CleanMemberName(const std::string& name);
 
 /// Files under directory `root`. Names that would leave `root` are refused.
 std::unique_ptr<FileStore> OpenDirStore(const std::filesystem::path& root);

@@ -52,6 +52,13 @@ std::string HashingReader::Finish() {
   return digest_;
 }
 
+Compression CompressionOf(std::string_view head) {
+  auto starts = [&](std::string_view magic) { return head.substr(0, magic.size()) == magic; };
+  if (starts("\x1f\x8b")) return Compression::kGzip;
+  if (starts("\x28\xb5\x2f\xfd")) return Compression::kZstd;
+  return Compression::kNone;
+}
+
 const char* CompressionName(Compression c) {
   switch (c) {
     case Compression::kNone:
@@ -86,12 +93,13 @@ struct Decompressor::Zstd {
 Decompressor::Decompressor(ChunkReader& in) : in_(in) {
   size_t have = Peek(6);  // a shorter stream is not compressed
   std::string_view head = Input().substr(0, have);
-  if (head.starts_with("\x1f\x8b")) {
+  Compression c = CompressionOf(head);
+  if (c == Compression::kGzip) {
     compression_ = Compression::kGzip;
     gzip_ = std::make_unique<Gzip>();
     isal_inflate_init(&gzip_->state);
     gzip_->state.crc_flag = ISAL_GZIP;
-  } else if (head.starts_with("\x28\xb5\x2f\xfd")) {
+  } else if (c == Compression::kZstd) {
     compression_ = Compression::kZstd;
     zstd_ = std::make_unique<Zstd>();
     if (zstd_->ctx == nullptr) throw util::Fatal("out of memory for zstd");
@@ -228,6 +236,26 @@ size_t Decompressor::ReadZstd(char* buf, size_t n) {
     if (out.pos > 0) return out.pos;
     if (!have) throw util::Fatal("truncated zstd stream");
   }
+}
+
+la_ssize_t ArchiveInput::Read(struct archive*, void* client, const void** out) {
+  auto* st = static_cast<ArchiveInput*>(client);
+  try {
+    std::string_view chunk = st->in->Next();
+    *out = chunk.data();
+    return static_cast<la_ssize_t>(chunk.size());
+  } catch (...) {
+    st->error = std::current_exception();
+    return -1;
+  }
+}
+
+std::unique_ptr<struct archive, decltype(&archive_read_free)> NewTarReader() {
+  std::unique_ptr<struct archive, decltype(&archive_read_free)> a(archive_read_new(),
+                                                                  archive_read_free);
+  archive_read_support_format_tar(a.get());
+  archive_read_support_format_gnutar(a.get());
+  return a;
 }
 
 }  // namespace imgcheck::image

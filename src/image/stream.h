@@ -1,7 +1,10 @@
 // Byte streams of a layer: hashing on the way through, and decompression chosen by magic bytes.
 #pragma once
 
+#include <archive.h>
+
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +23,17 @@ class ChunkReader {
   /// The next chunk; empty at the end. Throws util::Fatal on failure.
   virtual std::string_view Next() = 0;
 };
+
+/// libarchive's input from a ChunkReader, read in place (a chunk outlives the next callback, as
+/// libarchive requires): archive_read_open(a, &input, nullptr, ArchiveInput::Read, nullptr). An
+/// exception the reader throws is kept in `error`; rethrow it when a libarchive call fails.
+struct ArchiveInput {
+  ChunkReader* in = nullptr;
+  std::exception_ptr error;
+  static la_ssize_t Read(struct archive*, void* client, const void** out);
+};
+/// A libarchive reader of tar streams (POSIX and GNU), not opened yet.
+std::unique_ptr<struct archive, decltype(&archive_read_free)> NewTarReader();
 
 /// Reads `in` in chunks of 1 MiB (the last may be shorter), counting them and (unless `hash` is
 /// false) hashing them on a thread of its own while the consumer works on them (two buffers,
@@ -49,6 +63,8 @@ class HashingReader : public ChunkReader {
 
 enum class Compression { kNone, kGzip, kZstd };
 const char* CompressionName(Compression c);
+/// The compression the first bytes of a stream announce (gzip, zstd magic); kNone otherwise.
+Compression CompressionOf(std::string_view head);
 
 /// The uncompressed bytes of the chunks of `in`. The compression is detected from the first bytes
 /// (gzip, zstd, or none); bzip2 and xz are recognised and refused. Gzip goes through ISA-L

@@ -8,7 +8,7 @@ namespace imgcheck::report {
 
 namespace {
 
-nlohmann::ordered_json FindingJson(const rules::Finding& f) {
+nlohmann::ordered_json FindingJson(const rules::Finding& f, bool dockerfile) {
   nlohmann::ordered_json j;
   j["rule"] = f.rule;
   j["name"] = f.name;
@@ -26,6 +26,13 @@ nlohmann::ordered_json FindingJson(const rules::Finding& f) {
   j["evidence"] = nlohmann::ordered_json::array();
   for (const auto& e : f.evidence)
     j["evidence"].push_back({{"label", e.label}, {"value", EvidenceValue(e)}});
+  if (dockerfile)  // present only when the scan was given --dockerfile; null when unmapped
+    j["dockerfile"] = f.dockerfile
+                          ? nlohmann::ordered_json{{"path", f.dockerfile->path},
+                                                   {"line", f.dockerfile->line},
+                                                   {"end_line", f.dockerfile->end_line},
+                                                   {"instruction", f.dockerfile->instruction}}
+                          : nlohmann::ordered_json(nullptr);
   return j;
 }
 
@@ -48,10 +55,10 @@ std::string RenderJson(const Report& report) {
                   {"info", counts[0]},
                   {"suppressed", report.suppressed.size()}};
   j["findings"] = nlohmann::ordered_json::array();
-  for (const auto& f : report.findings) j["findings"].push_back(FindingJson(f));
+  for (const auto& f : report.findings) j["findings"].push_back(FindingJson(f, report.dockerfile));
   j["suppressed"] = nlohmann::ordered_json::array();
   for (const auto& s : report.suppressed) {
-    auto one = FindingJson(s.finding);
+    auto one = FindingJson(s.finding, report.dockerfile);
     one["ignored_by"] = {
         {"reason", s.ignore.reason}, {"where", s.ignore.where}, {"path", s.ignore.path}};
     j["suppressed"].push_back(std::move(one));

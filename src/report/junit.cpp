@@ -1,5 +1,6 @@
-// JUnit XML: one test case per rule of the table; a rule with error or warning findings fails
-// (one <failure> listing them), info findings go to <system-out>.
+// JUnit XML: one test case per rule of the table. It agrees with the exit code: a rule fails
+// (one <failure> listing them) only with findings at or above --fail-on; the others go to
+// <system-out>; a rule that could not run (no target, no probe) is <skipped> with the reason.
 #include <algorithm>
 #include <sstream>
 
@@ -44,33 +45,43 @@ std::string RenderJunit(const Report& report) {
   struct Case {
     std::string id, name;
     std::vector<const rules::Finding*> failures, infos;
+    std::string skipped;  ///< why the rule could not run
   };
   std::vector<Case> cases;
   if (report.knowledge)
-    for (const auto& r : report.knowledge->rules()) cases.push_back({r.id, r.name, {}, {}});
+    for (const auto& r : report.knowledge->rules()) cases.push_back({r.id, r.name, {}, {}, {}});
+  auto find = [&](const std::string& id) {
+    return std::find_if(cases.begin(), cases.end(), [&](const Case& c) { return c.id == id; });
+  };
   for (const auto& f : report.findings) {
-    auto it =
-        std::find_if(cases.begin(), cases.end(), [&](const Case& c) { return c.id == f.rule; });
-    if (it == cases.end()) it = cases.insert(cases.end(), Case{f.rule, f.name, {}, {}});
-    (f.severity == rules::Severity::kInfo ? it->infos : it->failures).push_back(&f);
+    auto it = find(f.rule);
+    if (it == cases.end()) it = cases.insert(cases.end(), Case{f.rule, f.name, {}, {}, {}});
+    (rules::Fails(report.fail_on, f.severity) ? it->failures : it->infos).push_back(&f);
   }
-  size_t failed = 0;
-  for (const auto& c : cases) failed += !c.failures.empty();
+  for (const auto& n : report.not_run)
+    if (auto it = find(n.rule); it != cases.end() && it->failures.empty() && it->infos.empty())
+      it->skipped = n.reason;
+  size_t failed = 0, skipped = 0;
+  for (const auto& c : cases) {
+    failed += !c.failures.empty();
+    skipped += !c.skipped.empty();
+  }
   std::ostringstream out;
   std::string suite = "imgcheck " + report.image.reference;
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out << "<testsuites name=\"imgcheck\" tests=\"" << cases.size() << "\" failures=\"" << failed
-      << "\">\n";
+      << "\" skipped=\"" << skipped << "\">\n";
   out << "  <testsuite name=\"" << Xml(suite) << "\" tests=\"" << cases.size() << "\" failures=\""
-      << failed << "\" errors=\"0\" skipped=\"0\">\n";
+      << failed << "\" errors=\"0\" skipped=\"" << skipped << "\">\n";
   for (const auto& c : cases) {
     out << "    <testcase classname=\"imgcheck." << Xml(c.id) << "\" name=\""
         << Xml(c.id + " " + c.name) << "\"";
-    if (c.failures.empty() && c.infos.empty()) {
+    if (c.failures.empty() && c.infos.empty() && c.skipped.empty()) {
       out << "/>\n";
       continue;
     }
     out << ">\n";
+    if (!c.skipped.empty()) out << "      <skipped message=\"" << Xml(c.skipped) << "\"/>\n";
     if (!c.failures.empty()) {
       const auto* first = c.failures[0];
       out << "      <failure type=\"" << rules::SeverityName(first->severity) << "\" message=\""
@@ -78,13 +89,18 @@ std::string RenderJunit(const Report& report) {
       for (const auto* f : c.failures) {
         out << Xml("[" + std::string(rules::SeverityName(f->severity)) + "] " + f->message) << "\n";
         for (const auto& p : f->paths) out << Xml("  path: " + p) << "\n";
+        if (f->dockerfile)
+          out << Xml("  " + f->dockerfile->path + ":" + std::to_string(f->dockerfile->line) + ": " +
+                     f->dockerfile->instruction)
+              << "\n";
         if (!f->remediation.empty()) out << Xml("  fix: " + f->remediation) << "\n";
       }
       out << "</failure>\n";
     }
     if (!c.infos.empty()) {
       out << "      <system-out>";
-      for (const auto* f : c.infos) out << Xml("[info] " + f->message) << "\n";
+      for (const auto* f : c.infos)
+        out << Xml("[" + std::string(rules::SeverityName(f->severity)) + "] " + f->message) << "\n";
       out << "</system-out>\n";
     }
     out << "    </testcase>\n";

@@ -1,5 +1,9 @@
 #include "report/report.h"
 
+#include <map>
+
+#include "util/sha256.h"
+
 namespace imgcheck::report {
 
 const std::vector<FormatInfo>& Formats() {
@@ -8,6 +12,7 @@ const std::vector<FormatInfo>& Formats() {
       {"json", Format::kJson, "imgcheck-report/1 JSON: image, findings, suppressed, notes"},
       {"sarif", Format::kSarif, "SARIF 2.1.0, for code-scanning uploads"},
       {"junit", Format::kJunit, "JUnit XML, one test case per rule"},
+      {"codequality", Format::kCodeQuality, "GitLab Code Quality JSON, for merge requests"},
   };
   return kFormats;
 }
@@ -24,6 +29,18 @@ std::string FormatNames() {
   return out;
 }
 
+std::vector<std::string> Fingerprints(const std::vector<const rules::Finding*>& findings) {
+  std::vector<std::string> out;
+  std::map<std::string, int> seen;
+  for (const auto* f : findings) {
+    std::string key = f->rule + '\0' + (f->paths.empty() ? "" : f->paths[0]) + '\0' + f->env;
+    std::string hex = util::Sha256Digest(key).substr(7);  // "sha256:" dropped
+    int n = ++seen[hex];
+    out.push_back(n == 1 ? hex : hex + "#" + std::to_string(n));
+  }
+  return out;
+}
+
 std::string Render(const Report& report, Format format, const RenderOptions& options) {
   switch (format) {
     case Format::kText:
@@ -34,6 +51,8 @@ std::string Render(const Report& report, Format format, const RenderOptions& opt
       return RenderSarif(report);
     case Format::kJunit:
       return RenderJunit(report);
+    case Format::kCodeQuality:
+      return RenderCodeQuality(report);
   }
   return RenderText(report, options);
 }

@@ -1,5 +1,5 @@
-// Reports: findings rendered as text (people), JSON (tools), SARIF 2.1.0 (code scanning) and
-// JUnit XML (CI test views). Formats only read the model; they never decide anything.
+// Reports: findings rendered as text (people), JSON (tools), SARIF 2.1.0 (code scanning), JUnit
+// XML (CI test views) and GitLab Code Quality. Formats only read the model; they never decide.
 #pragma once
 
 #include <optional>
@@ -10,11 +10,12 @@
 #include "rules/config.h"
 #include "rules/finding.h"
 #include "rules/knowledge.h"
+#include "rules/target.h"
 #include "util/error.h"
 
 namespace imgcheck::report {
 
-enum class Format : uint8_t { kText, kJson, kSarif, kJunit };
+enum class Format : uint8_t { kText, kJson, kSarif, kJunit, kCodeQuality };
 
 struct FormatInfo {
   std::string_view name;
@@ -25,7 +26,7 @@ struct FormatInfo {
 const std::vector<FormatInfo>& Formats();
 /// By name; nullopt when unknown.
 std::optional<Format> ParseFormat(std::string_view name);
-/// "text|json|sarif|junit".
+/// "text|json|sarif|junit|codequality".
 std::string FormatNames();
 
 struct ImageInfo {
@@ -45,7 +46,15 @@ struct Report {
   bool cuda_stack = true;                       ///< false: nothing to check (no CUDA at all)
   const rules::Knowledge* knowledge = nullptr;  ///< the rule table (SARIF rules, JUnit cases)
   std::string tool_version;
+  rules::FailOn fail_on{rules::Severity::kError};  ///< the gate: JUnit fails only what fails it
+  std::vector<rules::NotRun> not_run;              ///< rules that could not run (JUnit skipped)
+  bool dockerfile = false;  ///< --dockerfile was given: findings carry Dockerfile lines
 };
+
+/// One fingerprint per finding, stable across scans: a hash of the rule, the main image path
+/// (or the configuration variable) and nothing that moves (no line, version or message). Two
+/// findings that would collide get "#2", "#3" appended in report order, so none merge.
+std::vector<std::string> Fingerprints(const std::vector<const rules::Finding*>& findings);
 
 struct RenderOptions {
   bool color = false;  ///< ANSI colours (text only; the caller decides: a TTY and no NO_COLOR)
@@ -63,5 +72,6 @@ std::string RenderText(const Report& report, const RenderOptions& options);
 std::string RenderJson(const Report& report);
 std::string RenderSarif(const Report& report);
 std::string RenderJunit(const Report& report);
+std::string RenderCodeQuality(const Report& report);
 
 }  // namespace imgcheck::report

@@ -5,12 +5,15 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "support.h"
 
 using namespace imgcheck;
 using imgcheck::testing::ReadFile;
+using imgcheck::testing::Run;
 using imgcheck::testing::SourceDir;
+using imgcheck::testing::TempDir;
 using imgcheck::testing::WriteFile;
 
 namespace {
@@ -120,9 +123,139 @@ TEST_CASE("golden: sarif") {
   const auto& run = j["runs"][0];
   CHECK(run["tool"]["driver"]["rules"].size() == 3);
   CHECK(run["results"][0]["ruleId"] == "IC001");
-  CHECK(run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] ==
+  // Without --dockerfile no file of the repository is to blame: the path inside the image, as
+  // a logical location and relative to the image's root (GitHub requires a physical location).
+  const auto& where = run["results"][0]["locations"][0];
+  CHECK(where["logicalLocations"][0]["fullyQualifiedName"] ==
         "/usr/local/cudnn/lib64/libcudnn.so.5.0.5");
+  CHECK(where["physicalLocation"]["artifactLocation"]["uri"] ==
+        "usr/local/cudnn/lib64/libcudnn.so.5.0.5");
+  CHECK(where["physicalLocation"]["artifactLocation"]["uriBaseId"] == "IMAGE_ROOT");
+  CHECK(run["originalUriBaseIds"].contains("IMAGE_ROOT"));
+  CHECK(run["results"][1]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == ".");
   CHECK(run["results"][2]["level"] == "note");
+  CHECK(run["automationDetails"]["id"] == "imgcheck/oci:/tmp/seed:latest/");
+  CHECK(run["tool"]["driver"]["rules"][0]["helpUri"] ==
+        "https://github.com/imgcheck/imgcheck/blob/main/rules/"
+        "README.md#ic001-cudnn-version-mismatch");
+  // The ignored finding is a result too, suppressed with its reason.
+  REQUIRE(run["results"].size() == 4);
+  const auto& sup = run["results"][3]["suppressions"][0];
+  CHECK(sup["kind"] == "external");
+  CHECK(sup["justification"] == "vendored on purpose (.imgcheck.yaml:3)");
+  CHECK_FALSE(run["results"][0].contains("suppressions"));
+}
+
+namespace {
+
+// Fixed() as a scan with --dockerfile maps it.
+report::Report WithDockerfile() {
+  report::Report r = Fixed();
+  r.dockerfile = true;
+  r.findings[0].dockerfile =
+      rules::SourceLine{"docker/gpu image/Dockerfile", 7, 8, "COPY cudnn /usr/local/cudnn"};
+  r.findings[1].env = "LD_LIBRARY_PATH";
+  r.findings[1].dockerfile =
+      rules::SourceLine{"docker/gpu image/Dockerfile", 3, 3, "ENV LD_LIBRARY_PATH=:/opt/x"};
+  return r;
+}
+
+// Runs testdata/sarif/validate.py (python3-jsonschema, the OASIS schema) over `sarif`.
+void RequireValidSarif(const std::string& sarif) {
+  TempDir dir;
+  WriteFile(dir / "out.sarif", sarif);
+  auto r = Run("python3 '" + (SourceDir() / "testdata/sarif/validate.py").string() + "' '" +
+               (dir / "out.sarif").string() + "'");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+}
+
+}  // namespace
+
+TEST_CASE("sarif: valid against the OASIS SARIF 2.1.0 schema") {
+  RequireValidSarif(report::Render(Fixed(), report::Format::kSarif));
+  RequireValidSarif(report::Render(WithDockerfile(), report::Format::kSarif));
+  report::Report empty = Fixed();
+  empty.findings.clear();
+  empty.suppressed.clear();
+  RequireValidSarif(report::Render(empty, report::Format::kSarif));
+}
+
+TEST_CASE("sarif: Dockerfile lines as physical locations, fingerprints that do not move") {
+  auto j = nlohmann::json::parse(report::Render(WithDockerfile(), report::Format::kSarif));
+  const auto& results = j["runs"][0]["results"];
+  const auto& loc = results[0]["locations"][0];
+  CHECK(loc["physicalLocation"]["artifactLocation"]["uri"] == "docker/gpu%20image/Dockerfile");
+  CHECK(loc["physicalLocation"]["artifactLocation"]["uriBaseId"] == "%SRCROOT%");
+  CHECK(loc["physicalLocation"]["region"]["startLine"] == 7);
+  CHECK(loc["physicalLocation"]["region"]["endLine"] == 8);
+  CHECK(loc["logicalLocations"][0]["fullyQualifiedName"] ==
+        "/usr/local/cudnn/lib64/libcudnn.so.5.0.5");
+  CHECK(results[1]["locations"][0]["logicalLocations"][0]["name"] == "LD_LIBRARY_PATH");
+  CHECK(results[1]["locations"][0]["physicalLocation"]["region"]["startLine"] == 3);
+  // The fingerprint ignores the line, the message and the order of the scan.
+  auto plain = nlohmann::json::parse(report::Render(Fixed(), report::Format::kSarif));
+  report::Report moved = WithDockerfile();
+  moved.findings[0].dockerfile->line = 40;
+  moved.findings[0].message = "cuDNN 5.0.4 now";
+  std::swap(moved.findings[0], moved.findings[2]);
+  auto after = nlohmann::json::parse(report::Render(moved, report::Format::kSarif));
+  CHECK(after["runs"][0]["results"][2]["partialFingerprints"] ==
+        plain["runs"][0]["results"][0]["partialFingerprints"]);
+  // Same rule, same main path: still two results, two fingerprints.
+  report::Report twice = Fixed();
+  twice.findings.push_back(twice.findings[2]);
+  auto fps = report::Fingerprints({&twice.findings[2], &twice.findings[3]});
+  CHECK(fps[0] != fps[1]);
+  CHECK(fps[1] == fps[0] + "#2");
+}
+
+TEST_CASE("junit agrees with --fail-on; rules that could not run are skipped") {
+  report::Report r = Fixed();
+  // A rule with a finding ran, whatever the list says: neither is skipped yet.
+  r.not_run = {{"IC051", "never: it has a finding"}, {"IC060", "no target"}};
+  r.fail_on = rules::FailOn{rules::Severity::kWarning};
+  std::string warn = report::Render(r, report::Format::kJunit);
+  CHECK(warn.find("failures=\"2\" skipped=\"0\"") != std::string::npos);
+  r.findings.erase(r.findings.begin() + 1);  // IC060's finding gone: skipped, with the reason
+  r.fail_on = rules::FailOn{};               // none: nothing fails
+  std::string none = report::Render(r, report::Format::kJunit);
+  CHECK(none.find("failures=\"0\" skipped=\"1\"") != std::string::npos);
+  CHECK(none.find("<skipped message=\"no target\"/>") != std::string::npos);
+  CHECK(none.find("<failure") == std::string::npos);
+  CHECK(none.find("<system-out>[error] tensorflow-gpu") != std::string::npos);
+}
+
+TEST_CASE("codequality: GitLab's fields, on the Dockerfile line when there is one") {
+  auto plain = nlohmann::json::parse(report::Render(Fixed(), report::Format::kCodeQuality));
+  REQUIRE(plain.size() == 3);  // the ignored finding is left out
+  CHECK(plain[0]["check_name"] == "IC001");
+  CHECK(plain[0]["severity"] == "critical");
+  CHECK(plain[1]["severity"] == "major");
+  CHECK(plain[2]["severity"] == "info");
+  CHECK(plain[0]["location"]["path"] == "/usr/local/cudnn/lib64/libcudnn.so.5.0.5");
+  CHECK(plain[0]["location"]["lines"]["begin"] == 1);
+  CHECK(plain[0]["description"].get<std::string>().rfind("IC001 cudnn-version-mismatch: ", 0) == 0);
+  auto mapped =
+      nlohmann::json::parse(report::Render(WithDockerfile(), report::Format::kCodeQuality));
+  CHECK(mapped[0]["location"]["path"] == "docker/gpu image/Dockerfile");
+  CHECK(mapped[0]["location"]["lines"]["begin"] == 7);
+  CHECK(mapped[0]["fingerprint"] == plain[0]["fingerprint"]);
+  std::set<std::string> unique;
+  for (const auto& i : plain) unique.insert(i["fingerprint"].get<std::string>());
+  CHECK(unique.size() == 3);
+}
+
+TEST_CASE("text and json name the Dockerfile line") {
+  std::string text = report::Render(WithDockerfile(), report::Format::kText);
+  CHECK(text.find("    docker/gpu image/Dockerfile:7 `COPY cudnn /usr/local/cudnn`\n") !=
+        std::string::npos);
+  auto j = nlohmann::json::parse(report::Render(WithDockerfile(), report::Format::kJson));
+  CHECK(j["findings"][0]["dockerfile"]["line"] == 7);
+  CHECK(j["findings"][0]["dockerfile"]["end_line"] == 8);
+  CHECK(j["findings"][2]["dockerfile"].is_null());  // --dockerfile given, finding not mapped
+  auto plain = nlohmann::json::parse(report::Render(Fixed(), report::Format::kJson));
+  CHECK_FALSE(plain["findings"][0].contains("dockerfile"));
 }
 
 TEST_CASE("golden: junit") {
@@ -132,7 +265,8 @@ TEST_CASE("golden: junit") {
 TEST_CASE("the format table") {
   CHECK(report::ParseFormat("sarif") == report::Format::kSarif);
   CHECK_FALSE(report::ParseFormat("yaml"));
-  CHECK(report::FormatNames() == "text|json|sarif|junit");
+  CHECK(report::FormatNames() == "text|json|sarif|junit|codequality");
+  CHECK(report::ParseFormat("codequality") == report::Format::kCodeQuality);
 }
 
 TEST_CASE("a resolution as evidence: found, not found with the directories tried, an error") {

@@ -1,6 +1,9 @@
 // SARIF 2.1.0 (https://docs.oasis-open.org/sarif/sarif/v2.1.0/sarif-v2.1.0.html), in the shape
-// GitHub code scanning accepts: tool.driver.rules with help, results with ruleId, level,
-// message and a location whose artifactLocation.uri is the path inside the image.
+// GitHub code scanning reads (docs.github.com "SARIF support for code scanning"): rules with help
+// and helpUri; one result per finding with partialFingerprints (alerts are tracked across scans
+// by them); a physical location on the Dockerfile line when --dockerfile mapped the finding, the
+// path inside the image as a logical location always; ignored findings as suppressions; one
+// automationDetails.id per image, so scans of several images do not close each other's alerts.
 #include <nlohmann/json.hpp>
 
 #include "report/escape.h"
@@ -9,6 +12,57 @@
 namespace imgcheck::report {
 
 namespace {
+
+constexpr const char* kInformationUri = "https://github.com/imgcheck/imgcheck";
+constexpr const char* kImageRoot = "IMAGE_ROOT";
+
+// RFC 3986 path: everything but unreserved characters and '/' percent-encoded (SARIF 3.10.2).
+std::string PercentEncode(std::string_view path) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (char c : path) {
+    auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    }
+  }
+  return out;
+}
+
+// Where a finding is. GitHub rejects a whole file when one location lacks a physical location,
+// so every finding has one: the Dockerfile line when --dockerfile mapped it, else the main path
+// relative to the image's root file system (uriBaseId kImageRoot, a base GitHub cannot resolve:
+// the alert shows without source). The logical locations name the image paths and the variable.
+nlohmann::ordered_json Locations(const rules::Finding& f) {
+  nlohmann::ordered_json logical = nlohmann::ordered_json::array();
+  for (const auto& p : f.paths)
+    logical.push_back({{"fullyQualifiedName", p}, {"kind", "resource"}});
+  if (!f.env.empty())
+    logical.push_back(
+        {{"name", f.env}, {"fullyQualifiedName", "Env/" + f.env}, {"kind", "variable"}});
+  // A finding about the image as a whole points at its root.
+  if (logical.empty()) logical.push_back({{"fullyQualifiedName", "/"}, {"kind", "resource"}});
+  nlohmann::ordered_json location;
+  if (f.dockerfile) {
+    const rules::SourceLine& d = *f.dockerfile;
+    location["physicalLocation"] = {
+        {"artifactLocation", {{"uri", PercentEncode(d.path)}, {"uriBaseId", "%SRCROOT%"}}},
+        {"region",
+         {{"startLine", d.line}, {"endLine", d.end_line}, {"snippet", {{"text", d.instruction}}}}}};
+  } else {
+    std::string path = f.paths.empty() ? "/" : f.paths[0];
+    size_t skip = path.find_first_not_of('/');
+    std::string rel = skip == std::string::npos ? "." : path.substr(skip);
+    location["physicalLocation"] = {
+        {"artifactLocation", {{"uri", PercentEncode(rel)}, {"uriBaseId", kImageRoot}}}};
+  }
+  location["logicalLocations"] = logical;
+  return nlohmann::ordered_json::array({location});
+}
 
 std::string Level(rules::Severity s) {
   switch (s) {
@@ -22,6 +76,11 @@ std::string Level(rules::Severity s) {
   return "error";
 }
 
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 nlohmann::ordered_json RuleJson(const rules::RuleInfo& r) {
   std::string errors;
   for (const auto& e : r.errors) errors += "\n    " + e;
@@ -33,6 +92,8 @@ nlohmann::ordered_json RuleJson(const rules::RuleInfo& r) {
   nlohmann::ordered_json j;
   j["id"] = r.id;
   j["name"] = r.name;
+  j["helpUri"] =
+      std::string(kInformationUri) + "/blob/main/rules/README.md#" + Lower(r.id) + "-" + r.name;
   j["shortDescription"] = {{"text", r.summary}};
   j["fullDescription"] = {{"text", r.breaks}};
   j["help"] = {{"text", text}, {"markdown", markdown}};
@@ -44,36 +105,46 @@ nlohmann::ordered_json RuleJson(const rules::RuleInfo& r) {
 }  // namespace
 
 std::string RenderSarif(const Report& report) {
+  // Reported and suppressed findings alike are results; the latter carry their suppression.
+  std::vector<const rules::Finding*> all;
+  for (const auto& f : report.findings) all.push_back(&f);
+  for (const auto& sup : report.suppressed) all.push_back(&sup.finding);
+  std::vector<std::string> fingerprints = Fingerprints(all);
+
   // The driver lists the rules the results use, in ID order, so ruleIndex is stable.
   std::vector<const rules::RuleInfo*> used;
   if (report.knowledge)
     for (const auto& r : report.knowledge->rules())
-      for (const auto& f : report.findings)
-        if (f.rule == r.id) {
+      for (const auto* f : all)
+        if (f->rule == r.id) {
           used.push_back(&r);
           break;
         }
   nlohmann::ordered_json driver;
   driver["name"] = "imgcheck";
   driver["version"] = report.tool_version;
-  driver["informationUri"] = "https://github.com/imgcheck/imgcheck";
+  driver["informationUri"] = kInformationUri;
   driver["rules"] = nlohmann::ordered_json::array();
   for (const auto* r : used) driver["rules"].push_back(RuleJson(*r));
 
   nlohmann::ordered_json results = nlohmann::ordered_json::array();
-  for (const auto& f : report.findings) {
+  for (size_t i = 0; i < all.size(); ++i) {
+    const rules::Finding& f = *all[i];
     nlohmann::ordered_json res;
     res["ruleId"] = f.rule;
-    for (size_t i = 0; i < used.size(); ++i)
-      if (used[i]->id == f.rule) res["ruleIndex"] = i;
+    for (size_t u = 0; u < used.size(); ++u)
+      if (used[u]->id == f.rule) res["ruleIndex"] = u;
     res["level"] = Level(f.severity);
     res["message"] = {{"text", f.message}};
-    nlohmann::ordered_json locations = nlohmann::ordered_json::array();
-    // Findings about the image configuration (no path) point at the image root.
-    std::vector<std::string> paths = f.paths.empty() ? std::vector<std::string>{"/"} : f.paths;
-    for (const auto& p : paths)
-      locations.push_back({{"physicalLocation", {{"artifactLocation", {{"uri", p}}}}}});
-    res["locations"] = locations;
+    res["locations"] = Locations(f);
+    res["partialFingerprints"] = {{"imgcheck/v1", fingerprints[i]}};
+    if (i >= report.findings.size()) {
+      const rules::Ignore& ig = report.suppressed[i - report.findings.size()].ignore;
+      res["suppressions"] =
+          nlohmann::ordered_json::array({{{"kind", "external"},
+                                          {"status", "accepted"},
+                                          {"justification", ig.reason + " (" + ig.where + ")"}}});
+    }
     nlohmann::ordered_json props;
     props["image"] = report.image.reference;
     if (f.layer.index >= 0)
@@ -88,6 +159,11 @@ std::string RenderSarif(const Report& report) {
   }
   nlohmann::ordered_json run;
   run["tool"] = {{"driver", driver}};
+  run["originalUriBaseIds"] = {
+      {kImageRoot,
+       {{"description", {{"text", "the root file system of " + report.image.reference}}}}}};
+  // GitHub's category is the part before the last '/': one per image.
+  run["automationDetails"] = {{"id", "imgcheck/" + report.image.reference + "/"}};
   run["results"] = results;
   nlohmann::ordered_json j;
   j["$schema"] = "https://json.schemastore.org/sarif-2.1.0.json";

@@ -57,6 +57,12 @@ std::string RenderText(const Report& report, const RenderOptions& options) {
         if (!f.layer.created_by.empty()) out << ": " << Visible(f.layer.created_by);
         out << "\n";
       }
+      if (f.dockerfile) {
+        std::string instruction = f.dockerfile->instruction;
+        if (instruction.size() > 100) instruction = instruction.substr(0, 97) + "...";
+        out << "    " << f.dockerfile->path << ":" << f.dockerfile->line << " `" << instruction
+            << "`\n";
+      }
       for (const auto& e : f.evidence)
         out << "    " << paint(kDim, Visible(e.label + ": " + EvidenceValue(e))) << "\n";
       if (!f.remediation.empty()) out << "    fix: " << Visible(f.remediation) << "\n";

@@ -33,6 +33,7 @@ void CheckStubOnPath(Context& ctx) {
                          {r.real_path});
     f.evidence.push_back({"consumer", consumer.path});
     f.evidence.push_back(ResolvedEvidence(r));
+    if (r.reason == loader::Reason::kLdLibraryPath) f.env = "LD_LIBRARY_PATH";
     ctx.findings.push_back(std::move(f));
   };
   for (const auto& seen : ctx.Resolutions())
@@ -165,13 +166,14 @@ void CheckRequireCuda(Context& ctx) {
     if (d == "1" || d == "t" || d == "true") return;
   }
   std::optional<Version> declared;
-  std::string declared_text;
+  std::string declared_text, declared_env = "NVIDIA_REQUIRE_CUDA";
   if (auto require = config.Env("NVIDIA_REQUIRE_CUDA"); require && !require->empty()) {
     declared = DeclaredCuda(*require);
     declared_text = "NVIDIA_REQUIRE_CUDA=" + *require;
   } else if (auto legacy = config.Env("CUDA_VERSION")) {
     // A legacy image: the container toolkit derives cuda>=MAJOR.MINOR from CUDA_VERSION.
     if (auto v = Version::Parse(*legacy)) declared = v->Prefix(2);
+    declared_env = "CUDA_VERSION";
     declared_text =
         "CUDA_VERSION=" + *legacy + " (legacy: cuda>=" + (declared ? declared->str() : "?") + ")";
   }
@@ -192,6 +194,7 @@ void CheckRequireCuda(Context& ctx) {
   for (const auto& need : needs)
     f.evidence.push_back(
         {"needs CUDA " + need.first.version.str(), need.first.how + ": " + need.second});
+  f.env = declared_env;
   ctx.findings.push_back(std::move(f));
 }
 

@@ -249,6 +249,7 @@ void CheckLibraryPath(Context& ctx) {
   for (const auto& p : problems) list += (list.empty() ? "" : "; ") + p;
   Finding f = ctx.Make("IC060", "LD_LIBRARY_PATH=" + *value + ": " + list, {}, -1);
   f.evidence.push_back({"env", "LD_LIBRARY_PATH=" + *value});
+  f.env = "LD_LIBRARY_PATH";
   ctx.findings.push_back(std::move(f));
 }
 

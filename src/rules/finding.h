@@ -37,6 +37,13 @@ Evidence ResolvedEvidence(const loader::Resolution& r);
 /// Why `r` did not resolve, in IC012's words: "not found; tried DIR..." (each directory once, in
 /// search order), "not found" when nothing was tried, or "error: " and ld.so's message.
 std::string UnresolvedText(const loader::Resolution& r);
+/// The Dockerfile instruction a finding traces back to (scan --dockerfile).
+struct SourceLine {
+  std::string path;         ///< the Dockerfile, relative to the repository root where there is one
+  int line = 0;             ///< first line of the instruction, 1-based
+  int end_line = 0;         ///< last line (continuations, heredocs)
+  std::string instruction;  ///< the instruction on one line ("ENV LD_LIBRARY_PATH=/opt/lib")
+};
 
 struct Finding {
   std::string rule;  ///< "IC001"
@@ -47,6 +54,10 @@ struct Finding {
   LayerRef layer;
   std::string remediation;
   std::vector<Evidence> evidence;
+  /// The image configuration variable the finding is about ("LD_LIBRARY_PATH"), "" if none: it
+  /// leads from a configuration finding to the ENV line that set it.
+  std::string env;
+  std::optional<SourceLine> dockerfile;  ///< set only when the scan was given --dockerfile
 };
 
 }  // namespace imgcheck::rules

@@ -1,5 +1,7 @@
 #include "rules/target.h"
 
+#include <algorithm>
+
 #include "util/error.h"
 #include "util/path.h"
 
@@ -59,15 +61,37 @@ void SetGpu(Target& target, std::string_view gpu, const Knowledge& knowledge, st
   target.gpu_from = std::move(from);
 }
 
+namespace {
+
+// Why a rule needing a target stays silent under `target`; "" when it can run.
+std::string MissingTarget(const RuleInfo& r, const Target& target) {
+  if (r.needs_target == "driver" && !target.driver)
+    return "no target driver (--driver VERSION or --host)";
+  if (r.needs_target == "gpu" && !target.sm) return "no target GPU (--gpu NAME|sm_XY or --host)";
+  return "";
+}
+
+}  // namespace
+
 void NoteMissingTarget(Target& target, const Knowledge& knowledge) {
+  for (const auto& r : knowledge.rules())
+    if (std::string why = MissingTarget(r, target); !why.empty())
+      target.notes.push_back(r.id + " (" + r.name + ") stays silent: " + why);
+}
+
+std::vector<NotRun> RulesNotRun(const Target& target, const Knowledge& knowledge,
+                                const std::vector<std::string>& static_rules,
+                                std::string_view no_probe) {
+  std::vector<NotRun> out;
   for (const auto& r : knowledge.rules()) {
-    if (r.needs_target == "driver" && !target.driver)
-      target.notes.push_back(r.id + " (" + r.name +
-                             ") stays silent: no target driver (--driver VERSION or --host)");
-    if (r.needs_target == "gpu" && !target.sm)
-      target.notes.push_back(r.id + " (" + r.name +
-                             ") stays silent: no target GPU (--gpu NAME|sm_XY or --host)");
+    if (std::string why = MissingTarget(r, target); !why.empty()) {
+      out.push_back({r.id, why});
+    } else if (!no_probe.empty() &&
+               std::find(static_rules.begin(), static_rules.end(), r.id) == static_rules.end()) {
+      out.push_back({r.id, std::string(no_probe)});
+    }
   }
+  return out;
 }
 
 }  // namespace imgcheck::rules

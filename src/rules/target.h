@@ -31,4 +31,16 @@ void SetGpu(Target& target, std::string_view gpu, const Knowledge& knowledge, st
 /// Adds a note for each target-dependent rule that stays silent.
 void NoteMissingTarget(Target& target, const Knowledge& knowledge);
 
+/// A rule of the table that could not run, and why (CI reports show it as skipped).
+struct NotRun {
+  std::string rule;
+  std::string reason;  ///< "no target driver (--driver VERSION or --host)"
+};
+/// The rules that stay silent for lack of a target, and, when `no_probe` says why the GPU probe
+/// did not run ("" when it ran), those only it checks (rules without a static check), in table
+/// order.
+std::vector<NotRun> RulesNotRun(const Target& target, const Knowledge& knowledge,
+                                const std::vector<std::string>& static_rules,
+                                std::string_view no_probe);
+
 }  // namespace imgcheck::rules

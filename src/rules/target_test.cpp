@@ -1,5 +1,6 @@
 #include "rules/target.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "util/error.h"
@@ -39,4 +40,31 @@ TEST_CASE("Target from --driver and --gpu, and the notes when they are missing")
   CHECK(t.sm == 89);
   CHECK_THROWS_AS(SetDriver(t, "latest", "--driver"), imgcheck::util::Fatal);
   CHECK_THROWS_AS(SetGpu(t, "Voodoo 3", k, "--gpu"), imgcheck::util::Fatal);
+}
+
+TEST_CASE("Rules that could not run: no target, no probe") {
+  const Knowledge k = Knowledge::Load({IMGCHECK_RULES_DIR});
+  Target t;
+  auto ids = [](const std::vector<NotRun>& list) {
+    std::vector<std::string> out;
+    for (const auto& n : list) out.push_back(n.rule);
+    return out;
+  };
+  std::vector<std::string> static_rules = ImplementedRules();
+  auto without = RulesNotRun(t, k, static_rules, "no probe");
+  std::vector<std::string> expect = {"IC030", "IC040", "IC041"};
+  for (const auto& r : k.rules())
+    if (std::find(static_rules.begin(), static_rules.end(), r.id) == static_rules.end())
+      expect.push_back(r.id);
+  std::sort(expect.begin(), expect.end());
+  auto got = ids(without);
+  std::sort(got.begin(), got.end());
+  CHECK(got == expect);
+  CHECK(expect.size() > 3);  // the probe's rules are in the table
+  SetDriver(t, "535.104.05", "--driver");
+  SetGpu(t, "A100", k, "--gpu A100");
+  CHECK(RulesNotRun(t, k, static_rules, "").empty());  // target given, probe ran
+  auto probe_only = RulesNotRun(t, k, static_rules, "no GPU");
+  REQUIRE_FALSE(probe_only.empty());
+  CHECK(probe_only[0].reason == "no GPU");
 }

@@ -1,0 +1,53 @@
+// GitLab Code Quality (docs.gitlab.com "Code Quality report format"): a JSON array of issues with
+// description, check_name, fingerprint, severity and location.path/lines.begin, which merge
+// requests show. Located on the Dockerfile line when --dockerfile mapped the finding, else on the
+// path inside the image. Ignored findings are left out: the format has no suppressions.
+#include <nlohmann/json.hpp>
+
+#include "report/report.h"
+
+namespace imgcheck::report {
+
+namespace {
+
+std::string_view Severity(rules::Severity s) {
+  switch (s) {
+    case rules::Severity::kError:
+      return "critical";
+    case rules::Severity::kWarning:
+      return "major";
+    case rules::Severity::kInfo:
+      return "info";
+  }
+  return "critical";
+}
+
+}  // namespace
+
+std::string RenderCodeQuality(const Report& report) {
+  std::vector<const rules::Finding*> all;
+  for (const auto& f : report.findings) all.push_back(&f);
+  std::vector<std::string> fingerprints = Fingerprints(all);
+  nlohmann::ordered_json issues = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < all.size(); ++i) {
+    const rules::Finding& f = *all[i];
+    std::string path;
+    int line = 1;
+    if (f.dockerfile) {
+      path = f.dockerfile->path;
+      line = f.dockerfile->line;
+    } else {
+      path = f.paths.empty() ? "/" : f.paths[0];
+    }
+    nlohmann::ordered_json issue;
+    issue["description"] = f.rule + " " + f.name + ": " + f.message;
+    issue["check_name"] = f.rule;
+    issue["fingerprint"] = fingerprints[i];
+    issue["severity"] = Severity(f.severity);
+    issue["location"] = {{"path", path}, {"lines", {{"begin", line}}}};
+    issues.push_back(std::move(issue));
+  }
+  return issues.dump(2) + "\n";
+}
+
+}  // namespace imgcheck::report
