@@ -50,6 +50,14 @@ if [ -d /usr/local/cuda/dist-info ]; then
   done
   scan toolkit "0 errors, 0 warnings"
   scan toolkit "no IC040 on Hopper (release libraries judged by CUDA 13's SM range)" "--gpu H100"
+
+  # 1b. CuPy 14 for CUDA 13 over those wheels: its extension modules NEED libcufft.so.12,
+  #     libcublas.so.13, ... with no RUNPATH; CuPy loads them first through cuda-pathfinder
+  #     (dlopen.json preload), so 0 errors and 0 warnings.
+  fetch cupy-cuda13x==14.2.0
+  cp -al "$root" "$work/cupy" 2>/dev/null || cp -r "$root" "$work/cupy"
+  install "$work/cupy" "$(wheel cupy_cuda13x-14.2.0)"
+  scan cupy "0 errors, 0 warnings (no IC012 on cupy/cuda/cufft*.so)" "--gpu H100"
 else
   echo "== toolkit: SKIPPED: needs /usr/local/cuda with its wheels' dist-info"
 fi
@@ -60,12 +68,13 @@ fetch onnxruntime-gpu==1.19.0
 install "$work/ort" "$(wheel onnxruntime_gpu-1.19.0)"
 scan ort "IC012 errors for libonnxruntime_providers_cuda.so (onnxruntime-gpu 1.19.0)"
 
-# 3. onnxruntime-gpu 1.19.0 with the CUDA 12 runtime and cuFFT wheels only: the provider's
-#    cuDNN 9 and cuBLAS are still missing (errors), cudart and cuFFT are not reported.
+# 3. onnxruntime-gpu 1.19.0 with the CUDA 12 runtime and cuFFT wheels: its providers' RUNPATH is
+#    /usr/local/cuda-12.2/lib and 1.19 has no preload_dlls, so the wheels are not reached and
+#    the errors stay (the user must set LD_LIBRARY_PATH).
 for w in nvidia-cuda-runtime-cu12==12.4.127 nvidia-cufft-cu12==11.2.1.3; do fetch "$w"; done
 install "$work/ort-partial" "$(wheel onnxruntime_gpu-1.19.0)" \
   "$(wheel nvidia_cuda_runtime_cu12-12.4.127)" "$(wheel nvidia_cufft_cu12-11.2.1.3)"
-scan ort-partial "IC012 for libcudnn.so.9 and libcublas*, none for libcudart.so.12 or libcufft.so.11"
+scan ort-partial "the same IC012 errors as without the wheels"
 
 # 4. The jax CUDA 12 plugin 0.6.0, recognised by its dist (it has a version.py too), with the
 #    CUDA runtime wheel.
