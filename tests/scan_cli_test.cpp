@@ -521,6 +521,38 @@ TEST_CASE("what a package preloads is already loaded for its extensions (IC012)"
   CHECK(jitlink);
 }
 
+TEST_CASE("onnxruntime-gpu 1.19 without its build file; an optional provider is info (IC012)",
+          "[scan]") {
+  // Its CUDA provider NEEDS cuDNN 9 (an image with cuDNN 8.9 only); its TensorRT provider NEEDS
+  // TensorRT, which it loads only when that execution provider is requested.
+  ImageRecipe r = Base();
+  std::vector<Entry> e;
+  const std::string capi = "onnxruntime/capi/";
+  e.push_back(FileFrom(kSite + capi + "libonnxruntime_providers_cuda.so",
+                       So("libonnxruntime_providers_cuda.so", {"libcudnn.so.9"})));
+  e.push_back(FileFrom(kSite + capi + "libonnxruntime_providers_tensorrt.so",
+                       So("libonnxruntime_providers_tensorrt.so", {"libnvinfer.so.10"})));
+  AddDist(
+      e, "onnxruntime-gpu", "1.19.0", {},
+      {capi + "libonnxruntime_providers_cuda.so", capi + "libonnxruntime_providers_tensorrt.so"});
+  AddLib(e, "usr/lib64", "libcudnn.so.8.9.7", So("libcudnn.so.8"), "libcudnn.so.8");
+  r.layers.push_back(Layer(e, "RUN pip install onnxruntime-gpu==1.19.0"));
+  Result res = Scan(r);
+  INFO(Messages(res));
+  size_t providers = 0;  // (the cuDNN 8 shim's sub-libraries are not in this image either)
+  for (const auto& f : res.Of("IC012")) {
+    std::string m = f["message"];
+    if (m.find("libonnxruntime_providers_") == std::string::npos) continue;
+    ++providers;
+    CHECK(m.find("onnxruntime-gpu 1.19.0") != std::string::npos);
+    bool trt = m.find("libnvinfer.so.10") != std::string::npos;
+    CHECK(f["severity"] == (trt ? "info" : "error"));
+    if (trt) CHECK(m.find("TensorrtExecutionProvider") != std::string::npos);
+  }
+  CHECK(providers == 2);
+  CHECK(res.status == 1);
+}
+
 TEST_CASE("a test binary that cannot run as shipped is reported once, as info (IC012)", "[scan]") {
   // torch 2.1.2's torch/bin/nvfuser_tests: its RPATH misses torch/lib/libtorch.so.
   auto image = [](const std::string& rpath) {
@@ -972,8 +1004,12 @@ TEST_CASE("every format renders a scan, --output writes it", "[scan]") {
 TEST_CASE("rules list and rules explain come from the rule table", "[rules]") {
   auto list = Run("'" + Imgcheck() + "' rules list");
   CHECK(list.status == 0);
-  for (const char* id : {"IC001", "IC004", "IC014", "IC022", "IC031", "IC041", "IC061"})
+  for (const char* id : {"IC001", "IC004", "IC014", "IC015", "IC022", "IC031", "IC041", "IC061"})
     CHECK(list.output.find(id) != std::string::npos);
+  auto replaced = Run("'" + Imgcheck() + "' rules explain IC015");
+  CHECK(replaced.status == 0);
+  CHECK(replaced.output.find("package-file-replaced") != std::string::npos);
+  CHECK(replaced.output.find("RECORD") != std::string::npos);
   auto explain = Run("'" + Imgcheck() + "' rules explain IC001");
   CHECK(explain.status == 0);
   CHECK(explain.output.find("cudnn-version-mismatch") != std::string::npos);

@@ -150,9 +150,20 @@ void CheckUnresolved(Context& ctx) {
                      : "; no program, extension or framework in the image loads " +
                            std::string(util::BaseName(paths[0]))),
         paths, deleted_in >= 0 ? deleted_in : -2);
+    // Only files their package loads on request need it: info that says when.
+    const Consumer* optional = nullptr;
+    for (const auto* s : list)
+      if (!s->consumer->optional.empty()) optional = s->consumer;
+    bool all_optional = std::all_of(list.begin(), list.end(), [](const SeenResolution* s) {
+      return !s->consumer->optional.empty();
+    });
+    if (all_optional && optional) {
+      f.severity = Severity::kInfo;
+      f.message += " (optional: " + optional->optional + ")";
+    }
     // Unreached: a warning; info when the image has the library and only this object's own
     // search misses it (NVIDIA's wheels leave that to the consumer, which loads it first).
-    if (!reached) {
+    if (!reached && !all_optional) {
       auto elsewhere = file_of.find(name);
       f.severity = elsewhere == file_of.end() ? Severity::kWarning : Severity::kInfo;
       if (elsewhere != file_of.end())

@@ -110,6 +110,13 @@ struct PreloadRow {
   std::vector<std::string> dirs;   ///< globs relative to the package's site-packages directory
   std::string source;
 };
+/// Files a package loads only on request (dlopen.json's optional table).
+struct OptionalRow {
+  std::string package;             ///< glob on the owning pip distribution
+  std::vector<std::string> files;  ///< globs on paths relative to site-packages
+  std::string when;                ///< "the TensorrtExecutionProvider is requested"
+  std::string source;
+};
 struct SublibrarySet {
   int major = 0;
   std::vector<std::string> libraries;
@@ -131,6 +138,8 @@ class Knowledge {
   const std::vector<loader::DlopenRule>& dlopen() const { return dlopen_; }
   /// The preload rows of dlopen.json.
   const std::vector<PreloadRow>& preload() const { return preload_; }
+  /// The optional table of dlopen.json.
+  const std::vector<OptionalRow>& optional() const { return optional_; }
   const std::vector<RuleInfo>& rules() const { return rules_; }
   const RuleInfo* Rule(std::string_view id) const;  ///< by ID or name, case-insensitive
   /// The closest rule ID or name to a mistyped `word`, "" when nothing is close.
@@ -171,6 +180,7 @@ class Knowledge {
   catalog::LibraryRules libraries_;
   std::vector<loader::DlopenRule> dlopen_;
   std::vector<PreloadRow> preload_;
+  std::vector<OptionalRow> optional_;
   std::vector<RuleInfo> rules_;
   std::vector<DriverRow> drivers_;
   std::vector<MinorCompatRow> minor_compat_;

@@ -159,6 +159,22 @@ std::vector<loader::Preload> Preloads(const image::Tree& tree, const catalog::Ca
   return out;
 }
 
+// Why the package owning `root` loads it only on request (dlopen.json optional); "" if not.
+std::string Optional(const catalog::Catalog& catalog, const Knowledge& knowledge,
+                     std::string_view root) {
+  const catalog::PackageRef* owner = catalog.Owner(root);
+  if (!owner || owner->manager != catalog::PackageManager::kPip) return "";
+  std::string site(util::DirName(util::DirName(owner->metadata)));
+  if (root.size() <= site.size() + 1 || root.compare(0, site.size() + 1, site + "/") != 0)
+    return "";
+  std::string_view rel = root.substr(site.size() + 1);
+  for (const OptionalRow& row : knowledge.optional())
+    if (util::GlobMatch(row.package, owner->name))
+      for (const std::string& file : row.files)
+        if (util::GlobMatch(file, rel)) return owner->name + " loads it when " + row.when;
+  return "";
+}
+
 }  // namespace
 
 std::vector<Consumer> LoadConsumers(const image::Image& image, const catalog::Catalog& catalog,
@@ -222,6 +238,7 @@ std::vector<Consumer> LoadConsumers(const image::Image& image, const catalog::Ca
     c.graph = loader::Load(image.tree, lookup, root.path, own);
     if (c.graph.objects.empty()) continue;
     c.package = PackageLabel(catalog, root.path);
+    c.optional = Optional(catalog, knowledge, root.path);
     out.push_back(std::move(c));
   }
   for (Consumer& c : out) c.not_runnable = NotRunnable(c.graph, rules, file_names);

@@ -33,6 +33,9 @@ struct Consumer {
   /// Non-empty when the root cannot run as shipped: its first own non-CUDA dependency that
   /// does not resolve either ("libtorch.so"). Such a consumer is no gate for CUDA checks.
   std::string not_runnable;
+  /// Non-empty when its package loads it only on request (dlopen.json optional): "onnxruntime-gpu
+  /// loads it when the TensorrtExecutionProvider is requested". Its CUDA gaps are info.
+  std::string optional;
 };
 
 /// Everything the checks read.
