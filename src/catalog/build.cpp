@@ -157,6 +157,10 @@ void Builder::Run() {
   ReadDpkg();
   ReadDists();
   ReadConda();
+  // Every ELF file's owner, so a consumer is named by its package ("flash-attn 2.5.8").
+  for (const auto& [path, elf] : cat_.elves())
+    if (auto it = owners_.find(path); it != owners_.end())
+      cat_.mutable_owners().emplace(path, it->second);
   AddLibraries();
   AddDeletedLibraries();
   AddAliases();

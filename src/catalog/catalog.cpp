@@ -105,6 +105,11 @@ const elf::ElfInfo* Catalog::Elf(std::string_view path) const {
   return it == elves_.end() ? nullptr : &it->second;
 }
 
+const PackageRef* Catalog::Owner(std::string_view path) const {
+  auto it = owners_.find(path);
+  return it == owners_.end() ? nullptr : &it->second;
+}
+
 const image::Layer* Catalog::Layer(int index) const {
   if (index < 0 || static_cast<size_t>(index) >= layers.size()) return nullptr;
   return &layers[static_cast<size_t>(index)];

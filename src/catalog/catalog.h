@@ -104,6 +104,14 @@ struct Requirement {
   std::string Pinned() const;
 };
 
+/// A file whose size differs from its package's record of it (pip RECORD): replaced after
+/// the package installed it.
+struct ReplacedFile {
+  std::string path;
+  uint64_t recorded_size = 0, size = 0;
+  int layer = -1;  ///< the layer that wrote the file now in the image
+};
+
 struct Component {
   ComponentKind kind = ComponentKind::kCudaLibrary;
   /// Library base name ("libcudnn", "libcudnn_ops", "libcuda"), package or distribution name
@@ -127,7 +135,8 @@ struct Component {
 
   // Python distributions.
   std::vector<Requirement> requires_dist;
-  std::vector<std::string> missing_files;  ///< RECORD entries absent from the merged tree
+  std::vector<std::string> missing_files;    ///< RECORD entries absent from the merged tree
+  std::vector<ReplacedFile> replaced_files;  ///< RECORD entries whose size differs
   // dpkg packages: "install ok installed", "hold ok installed", ...
   std::string status;
   bool held = false;
@@ -166,6 +175,8 @@ class Catalog {
   const elf::ElfInfo* Elf(std::string_view path) const;
   /// Every ELF file of the merged tree, by path.
   const std::map<std::string, elf::ElfInfo, std::less<>>& elves() const { return elves_; }
+  /// The package (dpkg, pip RECORD, conda) that owns the ELF file at `path`; null: unowned.
+  const PackageRef* Owner(std::string_view path) const;
   /// The layer with this index, null when out of range.
   const image::Layer* Layer(int index) const;
   /// Components of `kind` (any name when `name` is empty), in catalog order.
@@ -179,9 +190,11 @@ class Catalog {
 
   // Building (used by Build and by tests).
   std::map<std::string, elf::ElfInfo, std::less<>>& mutable_elves() { return elves_; }
+  std::map<std::string, PackageRef, std::less<>>& mutable_owners() { return owners_; }
 
  private:
   std::map<std::string, elf::ElfInfo, std::less<>> elves_;
+  std::map<std::string, PackageRef, std::less<>> owners_;  // ELF files only
 };
 
 struct LibraryRules;

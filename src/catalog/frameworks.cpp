@@ -1,5 +1,7 @@
 // Frameworks: the build facts files of rules/libraries.json's framework_files (torch/version.py,
 // TensorFlow's build_info.py, ...), with the pip distribution that owns each.
+#include <algorithm>
+
 #include "catalog/builder.h"
 #include "catalog/metadata.h"
 #include "util/path.h"
@@ -55,6 +57,36 @@ void Builder::AddFrameworks() {
     }
     cat_.components.push_back(std::move(c));
   }
+  // Frameworks whose build facts file is absent, known by their distribution.
+  std::vector<Component> by_dist;
+  for (const Component& dist : cat_.components) {
+    if (dist.kind != ComponentKind::kPythonDist || dist.versions.empty()) continue;
+    const FrameworkDist* f = rules_.FrameworkByDist(dist.name);
+    if (f == nullptr) continue;
+    std::string module = f->module;
+    if (module.empty()) {
+      module = dist.name;
+      std::replace(module.begin(), module.end(), '-', '_');
+    }
+    // The package directory, with a trailing '/': the framework's files are what lies under it.
+    std::string dir = util::JoinPath(util::DirName(dist.path), module) + "/";
+    bool described = false;  // a build facts file of it (owned by the dist or not) is there
+    for (const Component& fw : cat_.components)
+      described =
+          described || (fw.kind == ComponentKind::kFramework &&
+                        ((fw.owner && fw.owner->name == dist.name) || fw.path.starts_with(dir)));
+    if (described) continue;
+    Component c;
+    c.kind = ComponentKind::kFramework;
+    c.name = f->framework.empty() ? dist.name : f->framework;
+    c.path = dir;
+    c.layer = dist.layer;
+    c.owner =
+        PackageRef{PackageManager::kPip, dist.name, dist.versions[0].value, dist.path, dist.layer};
+    c.versions.push_back(dist.versions[0]);
+    by_dist.push_back(std::move(c));
+  }
+  for (Component& c : by_dist) cat_.components.push_back(std::move(c));
 }
 
 }  // namespace imgcheck::catalog

@@ -82,11 +82,20 @@ LibraryRules LibraryRules::FromFiles(const std::vector<util::DataFile>& files) {
     f.source = row.String("source");
     rules.framework_files.push_back(std::move(f));
   }
+  for (const util::Row& row : util::TableRows(files, "framework_dists"))
+    rules.framework_dists.push_back({row.String("dist"), row.String("framework", false),
+                                     row.String("module", false), row.String("source")});
   for (const util::Row& row : util::TableRows(files, "cuda_packages")) {
     std::vector<std::string> names = row.Strings("names");
     rules.cuda_packages.insert(rules.cuda_packages.end(), names.begin(), names.end());
   }
   return rules;
+}
+
+const FrameworkDist* LibraryRules::FrameworkByDist(std::string_view name) const {
+  for (const FrameworkDist& f : framework_dists)
+    if (util::GlobMatch(f.dist, name)) return &f;
+  return nullptr;
 }
 
 const Family* LibraryRules::Classify(std::string_view base_name) const {

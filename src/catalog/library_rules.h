@@ -34,11 +34,22 @@ struct FrameworkFile {
   std::string source;
 };
 
+/// A framework known by its pip distribution when no build facts file of it is in the image
+/// (table framework_dists): TF 1.x wheels have no build_info.py, onnxruntime-gpu 1.19 no
+/// build_and_package_info.py.
+struct FrameworkDist {
+  std::string dist;       ///< glob on the PEP 503 name ("tensorflow-gpu", "jax-cuda1*-plugin")
+  std::string framework;  ///< the framework's name; empty: the distribution's
+  std::string module;     ///< its package directory in site-packages; empty: the name with '_'
+  std::string source;
+};
+
 struct LibraryRules {
   std::vector<Family> families;
   std::vector<std::string> stub_dirs;    ///< a directory component named so marks a stub
   std::vector<std::string> compat_dirs;  ///< ... a forward-compatibility library
   std::vector<FrameworkFile> framework_files;
+  std::vector<FrameworkDist> framework_dists;
   /// Globs on package names the catalog lists though no family versions them ("cuda-*").
   std::vector<std::string> cuda_packages;
 
@@ -55,6 +66,8 @@ struct LibraryRules {
   const Family* ByHeader(std::string_view file_name) const;
   /// The family named `family`, or null.
   const Family* Find(std::string_view family) const;
+  /// The framework the pip distribution `name` (PEP 503) is, or null.
+  const FrameworkDist* FrameworkByDist(std::string_view name) const;
   /// The framework build file `path` is, or null.
   const FrameworkFile* Framework(std::string_view path) const;
   /// True when the catalog lists a package of this name: a family versions it, or it is one

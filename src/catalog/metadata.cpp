@@ -1,6 +1,8 @@
 #include "catalog/metadata.h"
 
+#include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <nlohmann/json.hpp>
 
 #include "util/path.h"
@@ -284,29 +286,40 @@ DistMetadata ParseDistMetadata(std::string_view text) {
   return m;
 }
 
-std::vector<std::string> ParseRecord(std::string_view text) {
-  std::vector<std::string> out;
+std::vector<RecordEntry> ParseRecord(std::string_view text) {
+  std::vector<RecordEntry> out;
   ForEachLine(text, [&](std::string_view line) {
     if (line.empty()) return;
-    std::string path;
+    RecordEntry e;
+    std::string_view rest;
     if (line.front() == '"') {
       size_t i = 1;
       for (; i < line.size(); ++i) {
         if (line[i] == '"') {
           if (i + 1 < line.size() && line[i + 1] == '"') {
-            path += '"';
+            e.path += '"';
             ++i;
           } else {
             break;
           }
         } else {
-          path += line[i];
+          e.path += line[i];
         }
       }
+      rest = line.substr(std::min(i + 1, line.size()));
     } else {
-      path = std::string(line.substr(0, line.find(',')));
+      e.path = std::string(line.substr(0, line.find(',')));
+      rest = line.substr(e.path.size());
     }
-    if (!path.empty()) out.push_back(std::move(path));
+    // The size is the last field; empty for RECORD itself and *.pyc.
+    if (size_t comma = rest.rfind(','); comma != std::string_view::npos) {
+      std::string_view digits = rest.substr(comma + 1);
+      uint64_t size = 0;
+      auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), size);
+      if (!digits.empty() && ec == std::errc() && end == digits.data() + digits.size())
+        e.size = size;
+    }
+    if (!e.path.empty()) out.push_back(std::move(e));
   });
   return out;
 }

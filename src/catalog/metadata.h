@@ -39,8 +39,13 @@ struct DistMetadata {
 DistMetadata ParseDistMetadata(std::string_view text);
 /// One `Requires-Dist:` value: "nvidia-cudnn-cu12 (==8.9.2.26) ; platform_system == 'Linux'".
 Requirement ParseRequirement(std::string_view value);
-/// The paths of a wheel RECORD (CSV, first column; quoted fields handled).
-std::vector<std::string> ParseRecord(std::string_view text);
+/// One row of a wheel RECORD: the path and, when stated, the file's size in bytes.
+struct RecordEntry {
+  std::string path;
+  std::optional<uint64_t> size;
+};
+/// The rows of a wheel RECORD (CSV: path, hash, size; quoted fields handled).
+std::vector<RecordEntry> ParseRecord(std::string_view text);
 
 struct CondaPackage {
   std::string name, version, build;

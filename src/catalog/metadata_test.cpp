@@ -78,9 +78,12 @@ TEST_CASE("dist METADATA, Requires-Dist pins and RECORD", "[catalog][metadata]")
       "\"odd,name\"\"q\",sha256=x,1\r\n"
       "nvidia_cudnn_cu12-9.1.0.70.dist-info/RECORD,,\n");
   REQUIRE(record.size() == 3);
-  CHECK(record[0] == "nvidia/cudnn/lib/libcudnn.so.9");
-  CHECK(record[1] == "odd,name\"q");
-  CHECK(record[2] == "nvidia_cudnn_cu12-9.1.0.70.dist-info/RECORD");
+  CHECK(record[0].path == "nvidia/cudnn/lib/libcudnn.so.9");
+  CHECK(record[0].size == 129240u);
+  CHECK(record[1].path == "odd,name\"q");
+  CHECK(record[1].size == 1u);
+  CHECK(record[2].path == "nvidia_cudnn_cu12-9.1.0.70.dist-info/RECORD");
+  CHECK_FALSE(record[2].size);
 }
 
 TEST_CASE("conda-meta json", "[catalog][metadata]") {

@@ -8,6 +8,7 @@
 namespace imgcheck::catalog {
 
 using image::Node;
+using image::NodeType;
 
 std::string Builder::Canonical(std::string_view path) const {
   std::optional<image::Tree::Resolved> r = tree_.Resolve(path, /*follow_last=*/false);
@@ -100,14 +101,16 @@ void Builder::ReadDists() {
         PackageRef owner{PackageManager::kPip, c.name, meta.version, d.record_path,
                          d.record->layer};
         std::string site = std::string(util::DirName(dir));
-        for (const std::string& entry : ParseRecord(*text)) {
-          std::string abs = util::JoinPath(site, entry);
+        for (const RecordEntry& entry : ParseRecord(*text)) {
+          std::string abs = util::JoinPath(site, entry.path);
           std::optional<image::Tree::Resolved> r = tree_.Resolve(abs);
           if (!r || r->node == nullptr) {
             c.missing_files.push_back(abs);
             continue;
           }
           Own(abs, owner);
+          if (entry.size && r->node->type == NodeType::kRegular && r->node->size != *entry.size)
+            c.replaced_files.push_back({r->path, *entry.size, r->node->size, r->node->layer});
         }
       }
     }

@@ -116,7 +116,7 @@ void Analyze(const ImageArgs& args, image::Image& image, catalog::Catalog& catal
     return;
   }
   input.options = std::move(*options);
-  input.consumers = rules::LoadConsumers(image, catalog, input.options);
+  input.consumers = rules::LoadConsumers(image, catalog, k, input.options);
 }
 
 void AddRuleArgs(CLI::App& sub, RuleArgs& args) {

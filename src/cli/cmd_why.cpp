@@ -34,16 +34,18 @@ int RunWhy(const WhyArgs& args) {
 
   std::vector<rules::Consumer> consumers;
   if (args.consumers.empty()) {
-    consumers = rules::LoadConsumers(img, cat, options);
+    consumers = rules::LoadConsumers(img, cat, knowledge, options);
   } else {
     for (const std::string& c : args.consumers) {
       auto resolved = img.tree.Resolve(c);
       if (!resolved || cat.Elf(resolved->path) == nullptr)
         throw util::Fatal("--consumer: " + c + " is not an ELF file in the image");
-      consumers.push_back(
-          {resolved->path, "--consumer",
-           loader::Load(
-               img.tree, [&](std::string_view p) { return cat.Elf(p); }, resolved->path, options)});
+      rules::Consumer consumer;
+      consumer.path = resolved->path;
+      consumer.role = "--consumer";
+      consumer.graph = loader::Load(
+          img.tree, [&](std::string_view p) { return cat.Elf(p); }, resolved->path, options);
+      consumers.push_back(std::move(consumer));
     }
   }
   std::vector<loader::Root> roots;

@@ -336,6 +336,7 @@ Resolution Resolve(const image::Tree& tree, const ElfLookup& elf, const LoadGrap
     r.reason = Reason::kAlreadyLoaded;
     r.path = o.path;
     r.real_path = o.real_path;
+    r.entry = o.preloaded_by;
     return r;
   }
 
@@ -393,7 +394,8 @@ LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view r
   LoadGraph g;
   const elf::ElfInfo* root_elf = elf(root);
   if (root_elf == nullptr) return g;
-  g.objects.push_back({std::string(root), std::string(root), root_elf, {}, -1, Kind::kNeeded, {}});
+  g.objects.push_back(
+      {std::string(root), std::string(root), root_elf, {}, -1, Kind::kNeeded, {}, {}});
   // The interpreter is mapped before any dependency and answers to its path and soname.
   std::string interp =
       root_elf->interpreter.empty() ? options.platform.interpreter : root_elf->interpreter;
@@ -402,7 +404,14 @@ LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view r
     const elf::ElfInfo* interp_elf =
         resolved && resolved->node && resolved->path != root ? elf(resolved->path) : nullptr;
     if (interp_elf != nullptr)
-      g.objects.push_back({interp, resolved->path, interp_elf, {interp}, -1, Kind::kNeeded, {}});
+      g.objects.push_back(
+          {interp, resolved->path, interp_elf, {interp}, -1, Kind::kNeeded, {}, {}});
+  }
+  // What the package loaded before the root: found by soname from here on.
+  for (const Preload& p : options.preload) {
+    const elf::ElfInfo* info = elf(p.real_path);
+    if (info != nullptr && g.Find(p.real_path) < 0 && g.objects.size() < options.max_objects)
+      g.objects.push_back({p.real_path, p.real_path, info, {}, -1, Kind::kDlopen, {}, p.why});
   }
 
   auto request = [&](size_t i, const std::string& name, Kind kind) {
@@ -416,7 +425,7 @@ LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view r
         g.truncated = true;
       } else {
         g.objects.push_back(
-            {r.path, r.real_path, elf(r.real_path), {name}, static_cast<int>(i), kind, {}});
+            {r.path, r.real_path, elf(r.real_path), {name}, static_cast<int>(i), kind, {}, {}});
       }
     }
     g.objects[i].resolutions.push_back(std::move(r));

@@ -92,6 +92,15 @@ struct LoadedObject {
   int loader = -1;  ///< index of the object that first requested it (l_loader); -1: root
   Kind loaded_by = Kind::kNeeded;       ///< how that first request was made
   std::vector<Resolution> resolutions;  ///< its DT_NEEDED in order, then its dlopens
+  std::string preloaded_by;  ///< Options::preload's reason when it was preloaded, else empty
+};
+
+/// A library in the process before the root loads: a package's own preloading (PyTorch's
+/// nvidia-wheel preload, CuPy's cuda-pathfinder, ...). Later DT_NEEDED and dlopen lookups of
+/// its soname find it already loaded, as glibc does.
+struct Preload {
+  std::string real_path;
+  std::string why;  ///< "preloaded by cupy from /.../nvidia/cu13/lib"
 };
 
 /// The link map of one root consumer.
@@ -154,6 +163,7 @@ struct Options {
   std::string working_dir = "/";  ///< image WorkingDir: relative names and empty elements
   const catalog::LdCacheFile* cache = nullptr;  ///< the image's ld.so.cache; null when absent
   std::vector<DlopenRule> dlopen;  ///< applied to every loaded object whose name matches
+  std::vector<Preload> preload;    ///< mapped right after the root, before its dependencies
   size_t max_objects = 4096;       ///< bound on the link map
 };
 

@@ -56,6 +56,15 @@ std::string Title(const Context& ctx, const Component& fw) {
   return fw.name + (v ? " " + v->str() : "");
 }
 
+// Where the compiled versions come from when the image has no build facts file of `fw` (a
+// framework known by its distribution): said in the message, since it is not the image's word.
+std::string Basis(const Component& fw) {
+  if (!fw.build.empty() || !fw.owner || fw.path.empty() || fw.path.back() != '/') return "";
+  std::string dist = fw.owner->name + " " + fw.owner->version;
+  return AcceptanceKey(fw) == "tensorflow" ? " (from the tested configuration of " + dist + ")"
+                                           : " (from the release data of " + dist + ")";
+}
+
 void AddResolutionEvidence(Finding& f, const Context::LoadedLibrary& lib) {
   const auto& o = lib.consumer->graph.objects[static_cast<size_t>(lib.index)];
   f.evidence.push_back({"consumer", lib.consumer->path});
@@ -95,7 +104,7 @@ void CheckCudnnVersion(Context& ctx) {
           FrameworkMessage(ctx.k, rule->message, rule->version_format, *loaded, compiled->version);
       Finding f = ctx.Make(
           "IC001",
-          Title(ctx, *fw) + " was compiled with cuDNN " + compiled->version.str() +
+          Title(ctx, *fw) + " was compiled with cuDNN " + compiled->version.str() + Basis(*fw) +
               " but loads cuDNN " + loaded->str() + " from " + path +
               (lib.how ? " (found through " + std::string(loader::ReasonName(lib.how->reason)) + ")"
                        : "") +
@@ -120,11 +129,11 @@ void CheckCudaRuntime(Context& ctx) {
       if (!loaded || loaded->Prefix(2) >= compiled->version.Prefix(2)) continue;
       const std::string& path =
           lib.consumer->graph.objects[static_cast<size_t>(lib.index)].real_path;
-      Finding f =
-          ctx.Make("IC002",
-                   Title(ctx, *fw) + " needs CUDA runtime " + compiled->version.Prefix(2).str() +
-                       " or newer but loads libcudart " + loaded->str() + " from " + path,
-                   {path, fw->path});
+      Finding f = ctx.Make("IC002",
+                           Title(ctx, *fw) + " needs CUDA runtime " +
+                               compiled->version.Prefix(2).str() + " or newer" + Basis(*fw) +
+                               " but loads libcudart " + loaded->str() + " from " + path,
+                           {path, fw->path});
       f.evidence.push_back({"compiled CUDA", compiled->version.str() + " (" + compiled->how + ")"});
       AddResolutionEvidence(f, lib);
       ctx.findings.push_back(std::move(f));

@@ -20,6 +20,41 @@ bool IsStub(const Context& ctx, std::string_view real_path) {
   return real_path.find("/stubs/") != std::string_view::npos;
 }
 
+// The directory a path names after following links in the image; "" when it is not one.
+std::string RealDir(const Context& ctx, std::string_view dir) {
+  auto r = ctx.tree.Resolve(dir);
+  return r && r->node && r->node->type == image::NodeType::kDirectory ? r->path : "";
+}
+
+// How the image's own loader configuration puts the real directory `dir` on every program's
+// search path: LD_LIBRARY_PATH entries, ld.so.conf lines (the container runtime's ldconfig
+// hook rebuilds the cache from them), ld.so.cache entries. With `soname`, only where a
+// lookup of that name lands in `dir` (ldconfig links a soname to its file; a search path
+// entry needs the file under that name). Empty when nothing does.
+std::vector<std::string> OnLoaderPath(const Context& ctx, const std::string& dir,
+                                      std::string_view soname = {}) {
+  std::vector<std::string> via;
+  for (const auto& e : ctx.cat.config.LdLibraryPath()) {
+    if (e.empty() || e[0] != '/' || RealDir(ctx, e) != dir) continue;
+    if (!soname.empty()) {
+      auto file = ctx.tree.Resolve(util::JoinPath(e, soname));
+      if (!file || !file->node || util::DirName(file->path) != dir) continue;
+    }
+    via.push_back("LD_LIBRARY_PATH entry " + e);
+  }
+  for (const auto& d : ctx.cat.config.ld_so_conf.dirs)
+    if (RealDir(ctx, d.dir) == dir)
+      via.push_back(d.file + ":" + std::to_string(d.line) + " names " + d.dir);
+  if (const auto& cache = ctx.cat.config.ld_so_cache)
+    for (const auto& e : cache->entries)
+      if ((soname.empty() || e.name == soname) &&
+          (util::DirName(e.path) == dir || RealDir(ctx, util::DirName(e.path)) == dir)) {
+        via.push_back(ctx.cat.config.ld_so_cache_path + " maps " + e.name + " to " + e.path);
+        break;
+      }
+  return via;
+}
+
 void CheckStubOnPath(Context& ctx) {
   auto lookup = [&ctx](std::string_view p) { return ctx.cat.Elf(p); };
   std::set<std::string> reported;
@@ -36,6 +71,27 @@ void CheckStubOnPath(Context& ctx) {
     if (r.reason == loader::Reason::kLdLibraryPath) f.env = "LD_LIBRARY_PATH";
     ctx.findings.push_back(std::move(f));
   };
+  // Any CUDA program started in the container later, with or without one in the image: a stub
+  // whose directory the image's loader configuration names gets libcuda.so.1 before the host
+  // driver the runtime mounts into a system directory.
+  for (const Component* stub : ctx.cat.Find(ComponentKind::kDriverStub)) {
+    if (stub->deleted || !stub->elf || stub->elf->soname != "libcuda.so.1" ||
+        !reported.insert(stub->path).second)
+      continue;
+    std::vector<std::string> via =
+        OnLoaderPath(ctx, std::string(util::DirName(stub->path)), "libcuda.so.1");
+    if (via.empty()) {
+      reported.erase(stub->path);
+      continue;
+    }
+    Finding f = ctx.Make("IC020",
+                         "libcuda.so.1 resolves to the toolkit stub " + stub->path + " (" + via[0] +
+                             "): the host driver the container runtime mounts is never reached",
+                         {stub->path});
+    for (const auto& v : via) f.evidence.push_back({"on path", v});
+    if (via[0].starts_with("LD_LIBRARY_PATH")) f.env = "LD_LIBRARY_PATH";
+    ctx.findings.push_back(std::move(f));
+  }
   for (const auto& seen : ctx.Resolutions())
     if (seen.resolution.name.starts_with("libcuda.so")) report(*seen.consumer, seen.resolution);
   // The CUDA runtime dlopens libcuda.so.1; resolve it as it would, whatever dlopen.json lists.
@@ -70,30 +126,12 @@ void CheckDriverInImage(Context& ctx) {
   }
 }
 
-// The directory a path names after following links in the image; "" when it is not one.
-std::string RealDir(const Context& ctx, std::string_view dir) {
-  auto r = ctx.tree.Resolve(dir);
-  return r && r->node && r->node->type == image::NodeType::kDirectory ? r->path : "";
-}
-
 void CheckForwardCompat(Context& ctx) {
   std::map<std::string, std::vector<const Component*>> dirs;
   for (const Component* c : ctx.cat.Find(ComponentKind::kCompatLibrary))
     if (!c->deleted) dirs[std::string(util::DirName(c->path))].push_back(c);
   for (const auto& [dir, list] : dirs) {
-    std::vector<std::string> via;
-    for (const auto& e : ctx.cat.config.LdLibraryPath())
-      if (!e.empty() && e[0] == '/' && RealDir(ctx, e) == dir)
-        via.push_back("LD_LIBRARY_PATH entry " + e);
-    for (const auto& d : ctx.cat.config.ld_so_conf.dirs)
-      if (RealDir(ctx, d.dir) == dir)
-        via.push_back(d.file + ":" + std::to_string(d.line) + " names " + d.dir);
-    if (const auto& cache = ctx.cat.config.ld_so_cache)
-      for (const auto& e : cache->entries)
-        if (util::DirName(e.path) == dir || RealDir(ctx, util::DirName(e.path)) == dir) {
-          via.push_back(ctx.cat.config.ld_so_cache_path + " maps " + e.name + " to " + e.path);
-          break;
-        }
+    std::vector<std::string> via = OnLoaderPath(ctx, dir);
     if (via.empty()) continue;
     std::vector<std::string> paths;
     for (const Component* c : list) paths.push_back(c->path);
@@ -103,6 +141,7 @@ void CheckForwardCompat(Context& ctx) {
                              ") are on the loader path: " + via[0],
                          paths, list[0]->layer);
     for (const auto& v : via) f.evidence.push_back({"on path", v});
+    if (via[0].starts_with("LD_LIBRARY_PATH")) f.env = "LD_LIBRARY_PATH";
     ctx.findings.push_back(std::move(f));
   }
 }
@@ -204,6 +243,35 @@ std::string SmList(const std::vector<unsigned>& sms, std::string_view prefix) {
   return s.empty() ? "none" : s;
 }
 
+// The CUDA major of the NVIDIA release a library component was installed from: the pip wheel's
+// "-cu12" suffix or its nvidia/cu13/ directory, the deb's "-12-4" suffix; nullopt when the
+// owner is no CUDA release package or does not say.
+std::optional<int> ReleaseMajor(const Context& ctx, const Component& c) {
+  if (!c.owner || !ctx.k.libraries().IsCudaPackage(c.owner->manager, c.owner->name))
+    return std::nullopt;
+  auto digits = [](std::string_view s) -> std::optional<int> {
+    if (s.empty() || s.size() > 3 || !std::all_of(s.begin(), s.end(), ::isdigit))
+      return std::nullopt;
+    return std::stoi(std::string(s));
+  };
+  const std::string& name = c.owner->name;
+  if (c.owner->manager == catalog::PackageManager::kPip) {
+    if (size_t at = name.rfind("-cu"); at != std::string::npos)
+      if (auto major = digits(std::string_view(name).substr(at + 3))) return major;
+    if (size_t at = c.path.find("/nvidia/cu"); at != std::string::npos) {
+      std::string_view rest = std::string_view(c.path).substr(at + 10);
+      return digits(rest.substr(0, rest.find('/')));
+    }
+  } else if (c.owner->manager == catalog::PackageManager::kDpkg) {
+    size_t minor = name.rfind('-');
+    if (minor != std::string::npos && minor > 0 && digits(name.substr(minor + 1))) {
+      size_t major = name.rfind('-', minor - 1);
+      if (major != std::string::npos) return digits(name.substr(major + 1, minor - major - 1));
+    }
+  }
+  return std::nullopt;
+}
+
 void CheckGpuArch(Context& ctx) {
   if (!ctx.in.target.sm) return;
   unsigned target = static_cast<unsigned>(*ctx.in.target.sm);
@@ -211,6 +279,20 @@ void CheckGpuArch(Context& ctx) {
   std::map<std::string, std::string> detail;  // by file: its device code
   for (const auto& [path, elf] : ctx.cat.elves()) {
     if (elf.fatbin.empty()) continue;
+    // The fatbin listing of NVIDIA's release libraries is not all their device code (the cu13
+    // wheel's libcufft.so.12 lists only sm_75 SASS and runs on sm_90): they are judged by the
+    // SM range of their release; for framework and application code the fatbin is the truth.
+    if (const Component* c = ctx.LibraryAt(path);
+        c && c->owner && ctx.k.libraries().IsCudaPackage(c->owner->manager, c->owner->name)) {
+      const CudaSmRow* range = nullptr;
+      if (auto major = ReleaseMajor(ctx, *c)) range = ctx.k.CudaSm(*major);
+      if (!range || static_cast<int>(target) >= range->min_sm) continue;
+      by_dir[std::string(util::DirName(path))].push_back(path);
+      detail[path] = "CUDA " + std::to_string(range->cuda_major) +
+                     " release libraries support sm_" + std::to_string(range->min_sm) +
+                     " and newer";
+      continue;
+    }
     std::set<unsigned> sass, ptx;
     for (const auto& e : elf.fatbin)
       (e.kind == elf::FatbinEntry::Kind::kCubin ? sass : ptx).insert(e.sm);

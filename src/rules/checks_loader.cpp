@@ -1,8 +1,9 @@
-// Checks over how libraries are found: IC010-IC014, IC051, IC060, IC061.
+// Checks over how libraries are found: IC010-IC015, IC051, IC060, IC061.
 #include <algorithm>
 #include <map>
 #include <set>
 
+#include "catalog/metadata.h"
 #include "rules/context.h"
 #include "util/path.h"
 
@@ -103,7 +104,27 @@ void CheckStale(Context& ctx) {
   }
 }
 
+// "layer 3 (COPY libcudnn_graph.so.9 /usr/...)" for the message's blame.
+std::string LayerText(const Context& ctx, int index) {
+  LayerRef l = ctx.Layer(index);
+  return "layer " + std::to_string(index) + (l.created_by.empty() ? "" : " (" + l.created_by + ")");
+}
+
+// True when some consumer other than a CUDA library's own root loads `real_path`: a program,
+// an extension or a framework would hit what that object lacks.
+bool Reached(const Context& ctx, std::string_view real_path) {
+  for (const auto& [consumer, index] : ctx.Loaded(real_path))
+    if (consumer->role.rfind("cuda-library ", 0) != 0) return true;
+  return false;
+}
+
 void CheckUnresolved(Context& ctx) {
+  // Where each soname lies in the image, for dependencies a library's own search misses.
+  std::map<std::string, std::string, std::less<>> file_of;
+  for (const auto& [path, elf] : ctx.cat.elves()) {
+    file_of.emplace(util::BaseName(path), path);
+    if (!elf.soname.empty()) file_of.emplace(elf.soname, path);
+  }
   std::map<std::string, std::vector<const SeenResolution*>> by_name;
   for (const auto& seen : ctx.Resolutions())
     if (!seen.resolution.found() && IsCudaFamily(ctx, seen.resolution.name))
@@ -114,17 +135,74 @@ void CheckUnresolved(Context& ctx) {
       paths.push_back(s->consumer->graph.objects[static_cast<size_t>(s->object)].real_path);
     std::sort(paths.begin(), paths.end());
     paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
+    bool reached = std::any_of(paths.begin(), paths.end(),
+                               [&](const std::string& p) { return Reached(ctx, p); });
     const auto& r = list[0]->resolution;
     std::string how = r.kind == loader::Kind::kDlopen ? "dlopen" : "DT_NEEDED";
+    // A later layer that deleted a file the search would have found broke it: blame that one.
+    int deleted_in = -1;
+    for (const auto& a : r.tried)
+      if (const image::Deletion* d = ctx.tree.FindDeleted(a.path); d && deleted_in < 0)
+        deleted_in = d->layer;
     Finding f = ctx.Make(
         "IC012",
-        name + " (" + how + " of " + paths[0] +
-            (paths.size() > 1 ? " and " + std::to_string(paths.size() - 1) + " more" : "") +
-            ") cannot be resolved: " + UnresolvedText(r),
-        paths);
-    for (const auto* s : list) f.evidence.push_back({"consumer", s->consumer->path});
+        (deleted_in >= 0 ? "deleted by " + LayerText(ctx, deleted_in) + ": " : "") + name + " (" +
+            how + " of " + paths[0] + ", " + PackageLabel(ctx.cat, paths[0]) +
+            (paths.size() > 1 ? ", and " + std::to_string(paths.size() - 1) + " more" : "") +
+            ") cannot be resolved" +
+            (reached ? ""
+                     : "; no program, extension or framework in the image loads " +
+                           std::string(util::BaseName(paths[0]))),
+        paths, deleted_in >= 0 ? deleted_in : -2);
+    // Only files their package loads on request need it: info that says when.
+    const Consumer* optional = nullptr;
+    for (const auto* s : list)
+      if (!s->consumer->optional.empty()) optional = s->consumer;
+    bool all_optional = std::all_of(list.begin(), list.end(), [](const SeenResolution* s) {
+      return !s->consumer->optional.empty();
+    });
+    if (all_optional && optional) {
+      f.severity = Severity::kInfo;
+      f.message += " (optional: " + optional->optional + ")";
+    }
+    // Unreached: a warning; info when the image has the library and only this object's own
+    // search misses it (NVIDIA's wheels leave that to the consumer, which loads it first).
+    if (!reached && !all_optional) {
+      auto elsewhere = file_of.find(name);
+      f.severity = elsewhere == file_of.end() ? Severity::kWarning : Severity::kInfo;
+      if (elsewhere != file_of.end())
+        f.message += " (the image has it at " + elsewhere->second + ")";
+    }
+    f.evidence.push_back(ResolvedEvidence(r));
     if (std::string searched = Context::Searched(r); !searched.empty())
       f.evidence.push_back({"searched", searched});
+    for (const auto* s : list)
+      f.evidence.push_back({"consumer", s->consumer->path + " (" + s->consumer->package + ")"});
+    ctx.findings.push_back(std::move(f));
+  }
+  // Consumers that cannot run whatever their CUDA libraries do: once per package, as info.
+  std::map<std::string, std::vector<const Consumer*>> stranded;
+  for (const Consumer& c : ctx.in.consumers)
+    if (!c.not_runnable.empty()) stranded[c.package].push_back(&c);
+  for (const auto& [package, list] : stranded) {
+    std::vector<std::string> paths;
+    for (const Consumer* c : list) paths.push_back(c->path);
+    Finding f = ctx.Make(
+        "IC012",
+        list[0]->path +
+            (list.size() > 1 ? " and " + std::to_string(list.size() - 1) + " more files" : "") +
+            " of " + package + " not runnable as shipped: " + list[0]->not_runnable +
+            " does not resolve either, so CUDA libraries are not checked for " +
+            (list.size() > 1 ? "them" : "it"),
+        paths);
+    f.severity = Severity::kInfo;
+    for (const Consumer* c : list)
+      for (const auto& r : c->graph.objects[0].resolutions)
+        if (r.name == c->not_runnable) {
+          Evidence e = ResolvedEvidence(r);
+          e.label = c->path;
+          f.evidence.push_back(std::move(e));
+        }
     ctx.findings.push_back(std::move(f));
   }
   // Files a package lists (pip RECORD) but the image lacks.
@@ -185,6 +263,38 @@ void CheckMissingSymbols(Context& ctx) {
   }
 }
 
+void CheckReplaced(Context& ctx) {
+  for (const Component* d : ctx.cat.Find(catalog::ComponentKind::kPythonDist)) {
+    if (d->deleted) continue;
+    for (const auto& file : d->replaced_files) {
+      std::string_view name = util::BaseName(file.path);
+      if (name.find(".so") == std::string_view::npos) continue;
+      std::string family = ctx.FamilyOf(name);
+      bool cuda = !family.empty() && family != "driver";
+      std::string dist = d->name + (d->version.empty() ? "" : " " + d->version);
+      std::string by = file.layer == d->layer ? "" : " by " + LayerText(ctx, file.layer);
+      Finding f = ctx.Make(
+          "IC015",
+          file.path + " is not the file " + dist + " installed: " + std::to_string(file.size) +
+              " bytes, its RECORD says " + std::to_string(file.recorded_size) + "; replaced" + by,
+          {file.path, d->path}, file.layer);
+      if (!cuda) f.severity = Severity::kWarning;
+      f.evidence.push_back({"installed by", dist + " in " + LayerText(ctx, d->layer)});
+      f.evidence.push_back({"replaced in", LayerText(ctx, file.layer)});
+      ctx.findings.push_back(std::move(f));
+      // A cuDNN sub-library of another release under the package's name is skew too.
+      if (family == "cudnn" && catalog::LibraryBaseName(name) != "libcudnn") {
+        Finding skew = ctx.Make("IC004",
+                                file.path + " is a cuDNN sub-library from another release than " +
+                                    dist + " (its size differs from the RECORD)" + by,
+                                {file.path, d->path}, file.layer);
+        skew.evidence.push_back({"installed by", dist + " in " + LayerText(ctx, d->layer)});
+        ctx.findings.push_back(std::move(skew));
+      }
+    }
+  }
+}
+
 void CheckBrokenLinks(Context& ctx) {
   for (const auto& [path, node] : ctx.tree.nodes()) {
     if (node.type != image::NodeType::kSymlink || path.find(".so") == std::string::npos) continue;
@@ -192,11 +302,13 @@ void CheckBrokenLinks(Context& ctx) {
     auto r = ctx.tree.Resolve(path);
     if (r && r->node) continue;
     std::string why = r ? "its target " + r->path + " does not exist" : "it is a symlink loop";
+    int blame = node.layer;
     if (r)
-      if (const image::Deletion* d = ctx.tree.FindDeleted(r->path))
-        why += " (deleted in layer " + std::to_string(d->layer) + ")";
-    Finding f =
-        ctx.Make("IC014", path + " -> " + node.link_target + ": " + why, {path}, node.layer);
+      if (const image::Deletion* d = ctx.tree.FindDeleted(r->path)) {
+        why = "its target " + r->path + " was deleted by " + LayerText(ctx, d->layer);
+        blame = d->layer;
+      }
+    Finding f = ctx.Make("IC014", path + " -> " + node.link_target + ": " + why, {path}, blame);
     f.evidence.push_back({"symlink", path + " -> " + node.link_target + " (layer " +
                                          std::to_string(node.layer) + ")"});
     f.evidence.push_back({"resolved", r ? r->path + ": not in the merged tree" : "symlink loop"});
@@ -306,8 +418,8 @@ void CheckLdCache(Context& ctx) {
 
 std::vector<Check> LoaderChecks() {
   return {{"IC010", CheckShadowed},       {"IC011", CheckStale},       {"IC012", CheckUnresolved},
-          {"IC013", CheckMissingSymbols}, {"IC014", CheckBrokenLinks}, {"IC051", CheckUnmanaged},
-          {"IC060", CheckLibraryPath},    {"IC061", CheckLdCache}};
+          {"IC013", CheckMissingSymbols}, {"IC014", CheckBrokenLinks}, {"IC015", CheckReplaced},
+          {"IC051", CheckUnmanaged},      {"IC060", CheckLibraryPath}, {"IC061", CheckLdCache}};
 }
 
 }  // namespace imgcheck::rules

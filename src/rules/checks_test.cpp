@@ -54,7 +54,7 @@ std::map<std::string, std::vector<Finding>> Scan(FakeImage& f, const Target& tar
   util::Expected<loader::Options> options = LoaderOptions(f.image(), cat, k.dlopen());
   REQUIRE(options);
   in.options = std::move(*options);
-  in.consumers = LoadConsumers(f.image(), cat, in.options);
+  in.consumers = LoadConsumers(f.image(), cat, k, in.options);
   std::map<std::string, std::vector<Finding>> out;
   for (Finding& finding : RunChecks(in)) out[finding.rule].push_back(std::move(finding));
   return out;

@@ -39,7 +39,8 @@ class Context {
   std::optional<Version> VersionOf(const catalog::Component* c, size_t precision = 2) const;
   /// The framework release (its build file, else its pip distribution).
   std::optional<Version> FrameworkVersion(const catalog::Component& framework) const;
-  /// Consumers rooted under a framework's package directory.
+  /// Consumers rooted under a framework's package directory (runnable ones, as every lookup
+  /// over consumers here: one that cannot run as shipped is reported once, never a gate).
   std::vector<const Consumer*> ConsumersOf(const catalog::Component& framework) const;
   /// The Python distribution component named `name` (PEP 503), null when none.
   const catalog::Component* Dist(std::string_view name) const;
@@ -61,8 +62,8 @@ class Context {
   /// ("libcudnn.so."), one per real path, in consumer order.
   std::vector<LoadedLibrary> LoadedWithPrefix(const std::vector<const Consumer*>& consumers,
                                               std::string_view prefix) const;
-  /// Every consumer.
-  std::vector<const Consumer*> AllConsumers() const;
+  /// Every consumer that can run as shipped (Consumer::not_runnable empty).
+  const std::vector<const Consumer*>& AllConsumers() const { return consumers_; }
 
   /// A finding of `rule` with the table's name, severity and remediation, and the layer that
   /// wrote `paths[0]` (or `layer` when given).
@@ -79,6 +80,7 @@ class Context {
 
  private:
   std::map<std::string, const catalog::Component*, std::less<>> by_path_;
+  std::vector<const Consumer*> consumers_;
   std::vector<SeenResolution> resolutions_;
 };
 

@@ -15,10 +15,20 @@ std::string AcceptanceKey(const Component& fw) {
 
 namespace {
 
+// The row of the plugin's release (its from..to holds the version), else its row without a
+// range.
 const JaxPluginRow* JaxPlugin(const Context& ctx, const Component& fw) {
-  for (const auto& r : ctx.k.jax_plugins())
-    if (r.plugin == fw.name) return &r;
-  return nullptr;
+  auto version = ctx.FrameworkVersion(fw);
+  const JaxPluginRow* fallback = nullptr;
+  for (const auto& r : ctx.k.jax_plugins()) {
+    if (r.plugin != fw.name) continue;
+    if (r.from.size() == 0) {
+      if (!fallback) fallback = &r;
+    } else if (version && r.from <= *version && *version <= r.to) {
+      return &r;
+    }
+  }
+  return fallback;
 }
 
 std::optional<Version> BuildFact(const Component& fw, std::string_view key) {

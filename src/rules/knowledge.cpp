@@ -118,6 +118,12 @@ Knowledge Knowledge::FromFiles(std::vector<DataFile> files) {
       k.sublibraries_.push_back({major, names});
   for (const Row& r : TableRows(f, "dlopen"))
     k.dlopen_.push_back({r.String("caller"), r.Strings("names"), r.String("source")});
+  for (const Row& r : TableRows(f, "preload"))
+    k.preload_.push_back(
+        {r.String("package"), r.Strings("files"), r.Strings("dirs"), r.String("source")});
+  for (const Row& r : TableRows(f, "optional"))
+    k.optional_.push_back(
+        {r.String("package"), r.Strings("files"), r.String("when"), r.String("source")});
   for (const Row& r : TableRows(f, "tensorflow_builds"))
     k.tensorflow_.push_back({VersionField(r, "tensorflow"), VersionField(r, "cudnn"),
                              VersionField(r, "cuda"), r.String("package"), r.String("source")});
@@ -125,11 +131,11 @@ Knowledge Knowledge::FromFiles(std::vector<DataFile> files) {
     k.torch_.push_back({VersionField(r, "torch"), VersionField(r, "cuda"), VersionField(r, "cudnn"),
                         r.String("channel", false), r.String("source")});
   for (const Row& r : TableRows(f, "jax_plugins"))
-    k.jax_.push_back({r.String("plugin"), r.String("module"), r.Int("cuda_major"), r.Int("min_sm"),
-                      VersionField(r, "built_cuda"), VersionField(r, "built_cudnn"),
-                      VersionField(r, "min_cuda"), VersionField(r, "min_cudnn"),
-                      VersionField(r, "max_cudnn"), VersionField(r, "min_driver"),
-                      r.String("source")});
+    k.jax_.push_back(
+        {r.String("plugin"), r.String("module"), r.Int("cuda_major"), r.Int("min_sm"),
+         VersionField(r, "built_cuda"), VersionField(r, "built_cudnn"), VersionField(r, "min_cuda"),
+         VersionField(r, "min_cudnn"), VersionField(r, "max_cudnn"), VersionField(r, "min_driver"),
+         VersionField(r, "from", false), VersionField(r, "to", false), r.String("source")});
   for (const Row& r : TableRows(f, "onnxruntime_builds"))
     k.onnxruntime_.push_back({VersionField(r, "from"), VersionField(r, "to"),
                               VersionField(r, "cuda", false), VersionField(r, "cudnn", false),

@@ -64,6 +64,7 @@ struct JaxPluginRow {
   std::string plugin, module;
   int cuda_major = 0, min_sm = 0;
   Version built_cuda, built_cudnn, min_cuda, min_cudnn, max_cudnn, min_driver;
+  Version from, to;  ///< the plugin releases the row describes; empty: any (a fallback)
   std::string source;
 };
 struct OnnxruntimeRow {
@@ -101,6 +102,21 @@ struct ArchRow {
   int min_sm = 0, max_sm = 0;
   std::string name;
 };
+/// Libraries a Python package loads itself before its extension modules import (dlopen.json's
+/// preload table): the first file matching each of `files`, searched in `dirs` in order.
+struct PreloadRow {
+  std::string package;             ///< glob on the owning pip distribution ("cupy-cuda1*x")
+  std::vector<std::string> files;  ///< globs on file names, in the order they are loaded
+  std::vector<std::string> dirs;   ///< globs relative to the package's site-packages directory
+  std::string source;
+};
+/// Files a package loads only on request (dlopen.json's optional table).
+struct OptionalRow {
+  std::string package;             ///< glob on the owning pip distribution
+  std::vector<std::string> files;  ///< globs on paths relative to site-packages
+  std::string when;                ///< "the TensorrtExecutionProvider is requested"
+  std::string source;
+};
 struct SublibrarySet {
   int major = 0;
   std::vector<std::string> libraries;
@@ -120,6 +136,10 @@ class Knowledge {
   const catalog::LibraryRules& libraries() const { return libraries_; }
   /// The dlopen lists of dlopen.json.
   const std::vector<loader::DlopenRule>& dlopen() const { return dlopen_; }
+  /// The preload rows of dlopen.json.
+  const std::vector<PreloadRow>& preload() const { return preload_; }
+  /// The optional table of dlopen.json.
+  const std::vector<OptionalRow>& optional() const { return optional_; }
   const std::vector<RuleInfo>& rules() const { return rules_; }
   const RuleInfo* Rule(std::string_view id) const;  ///< by ID or name, case-insensitive
   /// The closest rule ID or name to a mistyped `word`, "" when nothing is close.
@@ -159,6 +179,8 @@ class Knowledge {
   std::vector<DataFile> files_;
   catalog::LibraryRules libraries_;
   std::vector<loader::DlopenRule> dlopen_;
+  std::vector<PreloadRow> preload_;
+  std::vector<OptionalRow> optional_;
   std::vector<RuleInfo> rules_;
   std::vector<DriverRow> drivers_;
   std::vector<MinorCompatRow> minor_compat_;

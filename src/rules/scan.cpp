@@ -1,8 +1,10 @@
 #include "rules/scan.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
+#include "catalog/metadata.h"
 #include "rules/context.h"
 #include "util/path.h"
 
@@ -72,8 +74,113 @@ std::string FrameworkPackageDir(const catalog::Component& fw) {
   return std::string(util::DirName(fw.path));
 }
 
+std::string PackageLabel(const catalog::Catalog& catalog, std::string_view path) {
+  const catalog::PackageRef* owner = catalog.Owner(path);
+  if (!owner) return "unowned in " + std::string(util::DirName(path));
+  std::string label = owner->name + (owner->version.empty() ? "" : " " + owner->version);
+  if (owner->manager == catalog::PackageManager::kPip) return label;
+  return std::string(catalog::ManagerName(owner->manager)) + " " + label;
+}
+
+namespace {
+
+// The first non-CUDA DT_NEEDED of the root that does not resolve, when that says the root
+// cannot run: the image has a libc the root finds (so missing means missing), or the name is a
+// file elsewhere in the image its search path does not reach (a test binary in a wheel whose
+// RPATH misses libtorch.so). "" otherwise.
+std::string NotRunnable(const loader::LoadGraph& graph, const catalog::LibraryRules& rules,
+                        const std::set<std::string, std::less<>>& file_names) {
+  if (graph.objects.empty()) return "";
+  const auto& own = graph.objects[0].resolutions;
+  bool has_libc = std::any_of(own.begin(), own.end(), [](const loader::Resolution& r) {
+    return r.found() && r.name.rfind("libc.so", 0) == 0;
+  });
+  for (const auto& r : own) {
+    if (r.found() || r.kind != loader::Kind::kNeeded) continue;
+    if (rules.Classify(catalog::LibraryBaseName(util::BaseName(r.name)))) continue;
+    if (has_libc || file_names.count(util::BaseName(r.name))) return r.name;
+  }
+  return "";
+}
+
+// Directories of the tree matching `pattern` ("nvidia/*/lib") under `base`, sorted per
+// component; links to directories followed.
+std::vector<std::string> ExpandDirs(const image::Tree& tree, const std::string& base,
+                                    const std::string& pattern) {
+  std::vector<std::string> dirs = {base};
+  for (const std::string& part : util::Split(pattern, '/')) {
+    if (part.empty()) continue;
+    std::vector<std::string> next;
+    for (const std::string& dir : dirs) {
+      if (part.find_first_of("*?[") == std::string::npos) {
+        next.push_back(util::JoinPath(dir, part));
+        continue;
+      }
+      for (const std::string& child : tree.List(dir))
+        if (util::GlobMatch(part, child)) next.push_back(util::JoinPath(dir, child));
+    }
+    dirs.clear();
+    for (const std::string& d : next)
+      if (auto r = tree.Resolve(d); r && r->node && r->node->type == image::NodeType::kDirectory)
+        dirs.push_back(r->path);
+  }
+  return dirs;
+}
+
+// What the package owning `root` loads before its extensions (dlopen.json's preload rows): for
+// each file pattern, the first match in the row's directories, in order.
+std::vector<loader::Preload> Preloads(const image::Tree& tree, const catalog::Catalog& catalog,
+                                      const Knowledge& knowledge, std::string_view root) {
+  std::vector<loader::Preload> out;
+  const catalog::PackageRef* owner = catalog.Owner(root);
+  if (!owner || owner->manager != catalog::PackageManager::kPip) return out;
+  // RECORD lies in <site-packages>/<dist>.dist-info/.
+  std::string site(util::DirName(util::DirName(owner->metadata)));
+  for (const PreloadRow& row : knowledge.preload()) {
+    if (!util::GlobMatch(row.package, owner->name)) continue;
+    std::vector<std::string> dirs;
+    for (const std::string& pattern : row.dirs)
+      for (std::string& d : ExpandDirs(tree, site, pattern)) dirs.push_back(std::move(d));
+    for (const std::string& file : row.files) {
+      bool loaded = false;
+      for (const std::string& dir : dirs) {
+        for (const std::string& name : tree.List(dir)) {
+          if (!util::GlobMatch(file, name)) continue;
+          auto r = tree.Resolve(util::JoinPath(dir, name));
+          if (!r || !r->node || !catalog.Elf(r->path)) continue;
+          out.push_back({r->path, "preloaded by " + owner->name + " from " + dir});
+          loaded = true;
+          break;
+        }
+        if (loaded) break;
+      }
+    }
+  }
+  return out;
+}
+
+// Why the package owning `root` loads it only on request (dlopen.json optional); "" if not.
+std::string Optional(const catalog::Catalog& catalog, const Knowledge& knowledge,
+                     std::string_view root) {
+  const catalog::PackageRef* owner = catalog.Owner(root);
+  if (!owner || owner->manager != catalog::PackageManager::kPip) return "";
+  std::string site(util::DirName(util::DirName(owner->metadata)));
+  if (root.size() <= site.size() + 1 || root.compare(0, site.size() + 1, site + "/") != 0)
+    return "";
+  std::string_view rel = root.substr(site.size() + 1);
+  for (const OptionalRow& row : knowledge.optional())
+    if (util::GlobMatch(row.package, owner->name))
+      for (const std::string& file : row.files)
+        if (util::GlobMatch(file, rel)) return owner->name + " loads it when " + row.when;
+  return "";
+}
+
+}  // namespace
+
 std::vector<Consumer> LoadConsumers(const image::Image& image, const catalog::Catalog& catalog,
-                                    const loader::Options& options, size_t limit) {
+                                    const Knowledge& knowledge, const loader::Options& options,
+                                    size_t limit) {
+  const catalog::LibraryRules& rules = knowledge.libraries();
   struct Root {
     std::string path, role;
     const catalog::Component* framework;
@@ -95,27 +202,46 @@ std::vector<Consumer> LoadConsumers(const image::Image& image, const catalog::Ca
   for (const auto& c : catalog.components)
     if (c.kind == catalog::ComponentKind::kCudaLibrary && !c.deleted && catalog.Elf(c.path))
       add(c.path, "cuda-library " + c.family, nullptr);
+  // Any other program or shared object that links a classified library: extension modules
+  // (flash-attn, bitsandbytes, CuPy), application libraries, tools.
+  std::map<std::string, bool, std::less<>> classified;  // needed name -> has a family
+  auto links_cuda = [&](const std::string& name) {
+    auto it = classified.find(name);
+    if (it == classified.end())
+      it = classified
+               .emplace(name,
+                        rules.Classify(catalog::LibraryBaseName(util::BaseName(name))) != nullptr)
+               .first;
+    return it->second;
+  };
+  std::set<std::string, std::less<>> file_names;
   for (const auto& [path, elf] : catalog.elves()) {
-    if (elf.interpreter.empty()) continue;
-    bool cuda = std::any_of(elf.needed.begin(), elf.needed.end(), [](const std::string& n) {
-      return n.starts_with("libcu") || n.starts_with("libnv") || n.starts_with("libnccl");
-    });
-    if (cuda) add(path, "executable", nullptr);
+    file_names.emplace(util::BaseName(path));
+    bool program = !elf.interpreter.empty();
+    if (!program && elf.type != 3) continue;
+    // Libraries of a family (CUDA libraries above; driver files, stubs) are not consumers here.
+    if (rules.Classify(catalog::LibraryBaseName(util::BaseName(path)))) continue;
+    if (std::any_of(elf.needed.begin(), elf.needed.end(), links_cuda))
+      add(path, program ? "executable" : "library", nullptr);
   }
   auto lookup = [&catalog](std::string_view p) { return catalog.Elf(p); };
   loader::Options plain = options;
   plain.dlopen = ForBuild(options.dlopen, nullptr);
   std::vector<Consumer> out;
   for (auto& root : roots) {
-    loader::Options built;
-    if (root.framework) {
-      built = options;
-      built.dlopen = ForBuild(options.dlopen, &root.framework->build);
-    }
-    Consumer c{root.path, root.role,
-               loader::Load(image.tree, lookup, root.path, root.framework ? built : plain)};
-    if (!c.graph.objects.empty()) out.push_back(std::move(c));
+    loader::Options own = plain;
+    if (root.framework) own.dlopen = ForBuild(options.dlopen, &root.framework->build);
+    own.preload = Preloads(image.tree, catalog, knowledge, root.path);
+    Consumer c;
+    c.path = root.path;
+    c.role = root.role;
+    c.graph = loader::Load(image.tree, lookup, root.path, own);
+    if (c.graph.objects.empty()) continue;
+    c.package = PackageLabel(catalog, root.path);
+    c.optional = Optional(catalog, knowledge, root.path);
+    out.push_back(std::move(c));
   }
+  for (Consumer& c : out) c.not_runnable = NotRunnable(c.graph, rules, file_names);
   return out;
 }
 
@@ -131,9 +257,12 @@ Context::Context(const ScanInput& input)
       continue;
     by_path_.emplace(c.path, &c);
   }
+  for (const Consumer& c : in.consumers)
+    if (c.not_runnable.empty()) consumers_.push_back(&c);
   auto lookup = [this](std::string_view p) { return cat.Elf(p); };
   std::set<std::tuple<std::string, std::string, int>> seen;
-  for (const Consumer& consumer : in.consumers) {
+  for (const Consumer* consumer_ptr : consumers_) {
+    const Consumer& consumer = *consumer_ptr;
     const auto& objects = consumer.graph.objects;
     for (size_t i = 0; i < objects.size(); ++i) {
       std::vector<loader::Resolution> rs = objects[i].resolutions;
@@ -189,8 +318,8 @@ std::optional<Version> Context::FrameworkVersion(const catalog::Component& fw) c
 std::vector<const Consumer*> Context::ConsumersOf(const catalog::Component& fw) const {
   std::string dir = FrameworkPackageDir(fw) + "/";
   std::vector<const Consumer*> out;
-  for (const auto& c : in.consumers)
-    if (c.path.starts_with(dir)) out.push_back(&c);
+  for (const Consumer* c : consumers_)
+    if (c->path.starts_with(dir)) out.push_back(c);
   return out;
 }
 
@@ -202,9 +331,9 @@ const catalog::Component* Context::Dist(std::string_view name) const {
 
 std::vector<std::pair<const Consumer*, int>> Context::Loaded(std::string_view real_path) const {
   std::vector<std::pair<const Consumer*, int>> out;
-  for (const auto& c : in.consumers) {
-    int i = c.graph.Find(real_path);
-    if (i >= 0) out.emplace_back(&c, i);
+  for (const Consumer* c : consumers_) {
+    int i = c->graph.Find(real_path);
+    if (i >= 0) out.emplace_back(c, i);
   }
   return out;
 }
@@ -230,12 +359,6 @@ std::vector<Context::LoadedLibrary> Context::LoadedWithPrefix(
       out.push_back(l);
     }
   }
-  return out;
-}
-
-std::vector<const Consumer*> Context::AllConsumers() const {
-  std::vector<const Consumer*> out;
-  for (const auto& c : in.consumers) out.push_back(&c);
   return out;
 }
 

@@ -27,8 +27,15 @@ struct Target {
 /// One root the loader was run for, and its link map.
 struct Consumer {
   std::string path;  ///< real path in the image
-  std::string role;  ///< "framework torch", "cuda-library cudnn", "executable"
+  std::string role;  ///< "framework torch", "cuda-library cudnn", "executable", "library"
   loader::LoadGraph graph;
+  std::string package;  ///< its owner: "flash-attn 2.5.8", "dpkg libfoo 1.0", "unowned in /app"
+  /// Non-empty when the root cannot run as shipped: its first own non-CUDA dependency that
+  /// does not resolve either ("libtorch.so"). Such a consumer is no gate for CUDA checks.
+  std::string not_runnable;
+  /// Non-empty when its package loads it only on request (dlopen.json optional): "onnxruntime-gpu
+  /// loads it when the TensorrtExecutionProvider is requested". Its CUDA gaps are info.
+  std::string optional;
 };
 
 /// Everything the checks read.
@@ -52,10 +59,17 @@ util::Expected<loader::Options> LoaderOptions(const image::Image& image,
 /// dist-packages/ ("/usr/lib/python3/dist-packages/torch"), else the build file's directory.
 std::string FrameworkPackageDir(const catalog::Component& framework);
 
-/// The consumers worth loading: every ELF under a framework's package directory, every CUDA
-/// library of the catalog, and every executable that needs a CUDA library (at most `limit`).
+/// "flash-attn 2.5.8" (pip), "dpkg libfoo 1.0", "conda cupy 13.0", or "unowned in <dir>".
+std::string PackageLabel(const catalog::Catalog& catalog, std::string_view path);
+
+/// The consumers worth loading (at most `limit`): every ELF under a framework's package
+/// directory, every CUDA library of the catalog, then every other executable or shared object
+/// whose DT_NEEDED names a library that libraries.json classifies (a CUDA family or the
+/// driver). A consumer owned by a package of `knowledge`'s preload table is loaded with what
+/// that package preloads already in the process.
 std::vector<Consumer> LoadConsumers(const image::Image& image, const catalog::Catalog& catalog,
-                                    const loader::Options& options, size_t limit = 2000);
+                                    const Knowledge& knowledge, const loader::Options& options,
+                                    size_t limit = 2000);
 
 /// Runs every check; findings are ordered by severity (errors first), then rule, then path.
 std::vector<Finding> RunChecks(const ScanInput& input);

@@ -1,0 +1,83 @@
+#!/bin/sh
+# Builds images from real files and scans them: NVIDIA's wheels, framework wheels and this
+# machine's CUDA toolkit, laid out as pip installs them (site-packages, dist-info with RECORD).
+# Outside the test suite: it downloads (pip download --no-deps, cached in .whl/).
+#   scripts/real-images.sh [build-dir]      (default: build)
+# Prints each scan's text report; the expectations are stated before each scan.
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+imgcheck="$top/${1:-build}/imgcheck"
+cache="$top/.whl"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+site=usr/local/lib/python3.11/site-packages
+mkdir -p "$cache"
+
+# fetch SPEC: the wheel of SPEC for CPython 3.11 on x86-64 Linux, into the cache.
+fetch() {
+  pip download -q --no-deps --only-binary=:all: --python-version 3.11 \
+    --platform manylinux2014_x86_64 --platform manylinux_2_27_x86_64 \
+    --platform manylinux_2_28_x86_64 -d "$cache" "$1" >/dev/null
+}
+# install ROOT WHEEL...: unpacked into ROOT's site-packages, as pip does.
+install() {
+  root=$1; shift
+  mkdir -p "$root/$site"
+  for w in "$@"; do python3 -m zipfile -e "$w" "$root/$site"; done
+}
+wheel() { ls "$cache"/$1-*.whl | head -n 1; }
+scan() {
+  echo "== $1: expect $2"
+  "$imgcheck" scan --no-cache "dir:$work/$1" --fail-on none ${3:-} || true
+  echo
+}
+
+# 1. The machine's CUDA toolkit as its wheels lay it out (nvidia/cu13/..., nvidia/cudnn/...; the
+#    RECORDs of /usr/local/cuda/dist-info): a working stack, so no error and no warning.
+if [ -d /usr/local/cuda/dist-info ]; then
+  root="$work/toolkit"
+  mkdir -p "$root/$site"
+  for info in /usr/local/cuda/dist-info/*.dist-info; do
+    cp -r "$info" "$root/$site/"
+    cut -d, -f1 "$info/RECORD" | while read -r f; do
+      case "$f" in nvidia/*/*) ;; *) continue ;; esac
+      rest=${f#nvidia/}
+      src="/usr/local/cuda/${rest#*/}"
+      [ -f "$src" ] || continue
+      mkdir -p "$root/$site/$(dirname "$f")"
+      ln "$src" "$root/$site/$f" 2>/dev/null || cp "$src" "$root/$site/$f"
+    done
+  done
+  scan toolkit "0 errors, 0 warnings"
+  scan toolkit "no IC040 on Hopper (release libraries judged by CUDA 13's SM range)" "--gpu H100"
+
+  # 1b. CuPy 14 for CUDA 13 over those wheels: its extension modules NEED libcufft.so.12,
+  #     libcublas.so.13, ... with no RUNPATH; CuPy loads them first through cuda-pathfinder
+  #     (dlopen.json preload), so 0 errors and 0 warnings.
+  fetch cupy-cuda13x==14.2.0
+  cp -al "$root" "$work/cupy" 2>/dev/null || cp -r "$root" "$work/cupy"
+  install "$work/cupy" "$(wheel cupy_cuda13x-14.2.0)"
+  scan cupy "0 errors, 0 warnings (no IC012 on cupy/cuda/cufft*.so)" "--gpu H100"
+else
+  echo "== toolkit: SKIPPED: needs /usr/local/cuda with its wheels' dist-info"
+fi
+
+# 2. onnxruntime-gpu 1.19.0 alone (no build_and_package_info.py): its CUDA provider NEEDS cuDNN 9
+#    and the CUDA 12 libraries, none installed: errors naming onnxruntime-gpu 1.19.0.
+fetch onnxruntime-gpu==1.19.0
+install "$work/ort" "$(wheel onnxruntime_gpu-1.19.0)"
+scan ort "IC012 errors for libonnxruntime_providers_cuda.so (onnxruntime-gpu 1.19.0)"
+
+# 3. onnxruntime-gpu 1.19.0 with the CUDA 12 runtime and cuFFT wheels: its providers' RUNPATH is
+#    /usr/local/cuda-12.2/lib and 1.19 has no preload_dlls, so the wheels are not reached and
+#    the errors stay (the user must set LD_LIBRARY_PATH).
+for w in nvidia-cuda-runtime-cu12==12.4.127 nvidia-cufft-cu12==11.2.1.3; do fetch "$w"; done
+install "$work/ort-partial" "$(wheel onnxruntime_gpu-1.19.0)" \
+  "$(wheel nvidia_cuda_runtime_cu12-12.4.127)" "$(wheel nvidia_cufft_cu12-11.2.1.3)"
+scan ort-partial "the same IC012 errors as without the wheels"
+
+# 4. The jax CUDA 12 plugin 0.6.0, recognised by its dist (it has a version.py too), with the
+#    CUDA runtime wheel.
+fetch jax-cuda12-plugin==0.6.0
+install "$work/jax" "$(wheel jax_cuda12_plugin-0.6.0)" "$(wheel nvidia_cuda_runtime_cu12-12.4.127)"
+scan jax "no error from the plugin's extension modules"
