@@ -45,6 +45,24 @@ image::Node& AddLink(image::Tree& tree, const std::string& path, const std::stri
   return n;
 }
 
+// magic[11], pad, nlibs, then {flags, key, value} entries, then the string table that key/value
+// offsets point into.
+std::string OldCache(const std::vector<std::pair<std::string, std::string>>& libs, int32_t flags) {
+  std::string strings, table;
+  auto put32 = [&](uint32_t v) { table.append(reinterpret_cast<const char*>(&v), 4); };
+  for (const auto& [name, path] : libs) {
+    put32(static_cast<uint32_t>(flags));
+    put32(static_cast<uint32_t>(strings.size()));
+    strings += name + '\0';
+    put32(static_cast<uint32_t>(strings.size()));
+    strings += path + '\0';
+  }
+  std::string out("ld.so-1.7.0\0", 12);
+  uint32_t n = static_cast<uint32_t>(libs.size());
+  out.append(reinterpret_cast<const char*>(&n), 4);
+  return out + table + strings;
+}
+
 FakeImage::FakeImage(int layers) {
   for (int i = 0; i < layers; ++i) {
     image::Layer l;
