@@ -41,15 +41,8 @@ FakeImage WithLibs(const std::vector<std::pair<std::string, std::string>>& libs)
 // A pip distribution under kSite owning `files` (relative to it).
 void Dist(FakeImage& f, const std::string& name, const std::string& version,
           const std::vector<std::string>& requires_dist, const std::vector<std::string>& files) {
-  std::string dist = name;
-  std::replace(dist.begin(), dist.end(), '-', '_');
-  std::string dir = dist + "-" + version + ".dist-info";
-  std::string metadata = "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n";
-  for (const auto& r : requires_dist) metadata += "Requires-Dist: " + r + "\n";
-  std::string record;
-  for (const auto& file : files) record += file + ",,\n";
-  f.File(kSite + dir + "/METADATA", metadata);
-  f.File(kSite + dir + "/RECORD", record + dir + "/METADATA,,\n" + dir + "/RECORD,,\n");
+  for (const auto& [path, text] : testing::DistInfo(name, version, requires_dist, files))
+    f.File(kSite + path, text);
 }
 
 struct TorchStack {

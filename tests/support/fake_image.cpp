@@ -1,5 +1,6 @@
 #include "fake_image.h"
 
+#include <algorithm>
 #include <memory>
 
 namespace imgcheck::testing {
@@ -61,6 +62,20 @@ std::string OldCache(const std::vector<std::pair<std::string, std::string>>& lib
   uint32_t n = static_cast<uint32_t>(libs.size());
   out.append(reinterpret_cast<const char*>(&n), 4);
   return out + table + strings;
+}
+
+std::vector<std::pair<std::string, std::string>> DistInfo(
+    const std::string& name, const std::string& version,
+    const std::vector<std::string>& requires_dist, const std::vector<std::string>& files) {
+  std::string dist = name;
+  std::replace(dist.begin(), dist.end(), '-', '_');
+  std::string dir = dist + "-" + version + ".dist-info";
+  std::string metadata = "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n";
+  for (const auto& r : requires_dist) metadata += "Requires-Dist: " + r + "\n";
+  std::string record;
+  for (const auto& f : files) record += f + ",,\n";
+  record += dir + "/METADATA,,\n" + dir + "/RECORD,,\n";
+  return {{dir + "/METADATA", metadata}, {dir + "/RECORD", record}};
 }
 
 FakeImage::FakeImage(int layers) {
