@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "elf_builder.h"
+#include "fake_image.h"
 #include "image_writer.h"
 #include "support.h"
 
@@ -58,16 +59,8 @@ void AddLib(std::vector<Entry>& e, const std::string& dir, const std::string& fi
 // A pip distribution owning `files` (paths relative to site-packages).
 void AddDist(std::vector<Entry>& e, const std::string& name, const std::string& version,
              const std::vector<std::string>& requires_dist, const std::vector<std::string>& files) {
-  std::string dist = name;
-  std::replace(dist.begin(), dist.end(), '-', '_');
-  std::string dir = dist + "-" + version + ".dist-info";
-  std::string metadata = "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n";
-  for (const auto& r : requires_dist) metadata += "Requires-Dist: " + r + "\n";
-  std::string record;
-  for (const auto& f : files) record += f + ",,\n";
-  record += dir + "/METADATA,,\n" + dir + "/RECORD,,\n";
-  e.push_back(File(kSite + dir + "/METADATA", metadata));
-  e.push_back(File(kSite + dir + "/RECORD", record));
+  for (const auto& [path, text] : DistInfo(name, version, requires_dist, files))
+    e.push_back(File(kSite + path, text));
 }
 
 struct TorchStack {

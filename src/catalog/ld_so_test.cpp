@@ -16,6 +16,7 @@ namespace imgcheck::catalog {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::OldCache;
 using testing::Run;
 
 struct Listed {
@@ -55,25 +56,6 @@ LdCacheFile ParseFile(const fs::path& path) {
   INFO(path.string() << (parsed ? "" : ": " + parsed.error().message));
   REQUIRE(parsed.has_value());
   return std::move(parsed).value();
-}
-
-// An old-format ("ld.so-1.7.0") cache written field by field, as glibc's dl-cache.h lays it
-// out: magic[11], pad, nlibs, then {flags, key, value} entries, then the string table that
-// key/value offsets point into.
-std::string OldCache(const std::vector<std::pair<std::string, std::string>>& libs, int32_t flags) {
-  std::string strings, table;
-  auto put32 = [&](uint32_t v) { table.append(reinterpret_cast<const char*>(&v), 4); };
-  for (const auto& [name, path] : libs) {
-    put32(static_cast<uint32_t>(flags));
-    put32(static_cast<uint32_t>(strings.size()));
-    strings += name + '\0';
-    put32(static_cast<uint32_t>(strings.size()));
-    strings += path + '\0';
-  }
-  std::string out("ld.so-1.7.0\0", 12);
-  uint32_t n = static_cast<uint32_t>(libs.size());
-  out.append(reinterpret_cast<const char*>(&n), 4);
-  return out + table + strings;
 }
 
 TEST_CASE("ld.so.cache of this machine parses as ldconfig -p prints it", "[ld_so]") {

@@ -2,6 +2,7 @@
 // field (no compiler, no layer on disk), then the scan's own pipeline. For each rule, a case that
 // fires it and its nearest neighbour that must not. tests/scan_cli_test.cpp runs the same rules
 // through the binary on images built from recipes.
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "catalog/catalog.h"
@@ -15,6 +16,7 @@ namespace {
 using testing::FakeImage;
 
 const std::string kLib = "/opt/cuda/lib";
+const std::string kSite = "/usr/local/lib/python3.10/dist-packages/";
 
 // A shared object with `soname` that needs `needed`.
 std::string So(const std::string& soname, std::vector<std::string> needed = {},
@@ -33,6 +35,38 @@ FakeImage WithLibs(const std::vector<std::pair<std::string, std::string>>& libs)
   f.image().config.env = {"PATH=/usr/bin", "LD_LIBRARY_PATH=" + kLib};
   f.Dir(kLib);
   for (const auto& [name, bytes] : libs) f.File(kLib + "/" + name, bytes);
+  return f;
+}
+
+// A pip distribution under kSite owning `files` (relative to it).
+void Dist(FakeImage& f, const std::string& name, const std::string& version,
+          const std::vector<std::string>& requires_dist, const std::vector<std::string>& files) {
+  for (const auto& [path, text] : testing::DistInfo(name, version, requires_dist, files))
+    f.File(kSite + path, text);
+}
+
+struct TorchStack {
+  std::string cuda = "12.1";  // torch/version.py's build CUDA
+  std::string cudnn_pkg = "nvidia-cudnn-cu12";
+};
+
+// PyTorch 2.3.0 as its wheels lay it out: torch/lib/libtorch_cuda.so with a RUNPATH into the
+// nvidia-* wheels (cuDNN 8.9.2.26, CUDA runtime 12.1.105), which torch's METADATA pins.
+FakeImage Torch(const TorchStack& s = {}) {
+  FakeImage f = WithLibs({});
+  f.File(kSite + "torch/version.py", "__version__ = '2.3.0+cu121'\ndebug = False\ncuda = '" +
+                                         s.cuda + "'\ngit_version = '0000'\nhip = None\n");
+  elf::fixture::ElfSpec torch;
+  torch.soname = "libtorch_cuda.so";
+  torch.needed = {"libcudnn.so.8", "libcudart.so.12"};
+  torch.runpath = "$ORIGIN/../../nvidia/cudnn/lib:$ORIGIN/../../nvidia/cuda_runtime/lib";
+  f.File(kSite + "torch/lib/libtorch_cuda.so", elf::fixture::BuildElf(torch));
+  Dist(f, "torch", "2.3.0", {s.cudnn_pkg + "==8.9.2.26", "nvidia-cuda-runtime-cu12==12.1.105"},
+       {"torch/version.py", "torch/lib/libtorch_cuda.so"});
+  f.File(kSite + "nvidia/cudnn/lib/libcudnn.so.8", So("libcudnn.so.8"));
+  Dist(f, s.cudnn_pkg, "8.9.2.26", {}, {"nvidia/cudnn/lib/libcudnn.so.8"});
+  f.File(kSite + "nvidia/cuda_runtime/lib/libcudart.so.12", So("libcudart.so.12"));
+  Dist(f, "nvidia-cuda-runtime-cu12", "12.1.105", {}, {"nvidia/cuda_runtime/lib/libcudart.so.12"});
   return f;
 }
 
@@ -186,6 +220,188 @@ TEST_CASE("IC060: LD_LIBRARY_PATH with empty, relative or missing elements", "[c
   CHECK(m.find("\"/nowhere\" does not exist") != std::string::npos);
   SetEnv(f, "LD_LIBRARY_PATH", kLib);
   CHECK(Paths(Scan(f), "IC060").empty());
+}
+
+TEST_CASE("IC050: two cuDNN installations", "[checks]") {
+  const std::string other = "/usr/local/cudnn/lib64";
+  FakeImage bad = WithLibs({{"libcudnn.so.8.9.2", So("libcudnn.so.8")}});
+  bad.File(other + "/libcudnn.so.8.5.0", So("libcudnn.so.8"));
+  auto found = Scan(bad);
+  REQUIRE(found["IC050"].size() == 1);
+  const std::string& m = found["IC050"][0].message;
+  CHECK(m.find("2 cuDNN installations") != std::string::npos);
+  CHECK(m.find(kLib + "/libcudnn.so.8.9.2 (8.9.2") != std::string::npos);
+  CHECK(m.find(other + "/libcudnn.so.8.5.0 (8.5.0") != std::string::npos);
+  FakeImage ok = WithLibs({{"libcudnn.so.8.9.2", So("libcudnn.so.8")}});
+  CHECK(Paths(Scan(ok), "IC050").empty());
+}
+
+TEST_CASE("IC011: an older copy of a CUDA library", "[checks]") {
+  const std::string old = "/opt/old/lib";
+  auto image = [&](const std::string& old_version) {
+    FakeImage f = WithLibs({{"libcublas.so.12.4.5.8", So("libcublas.so.12")}});
+    f.File(old + "/libcublas.so." + old_version, So("libcublas.so.12"));
+    return f;
+  };
+  FakeImage bad = image("12.1.3.1");
+  auto found = Scan(bad);
+  CHECK(Paths(found, "IC011") == std::vector<std::string>{old + "/libcublas.so.12.1.3.1"});
+  REQUIRE(found["IC011"].size() == 1);
+  CHECK(found["IC011"][0].message.find("is older than 12.4.5.8 at " + kLib +
+                                       "/libcublas.so.12.4.5.8") != std::string::npos);
+  FakeImage ok = image("12.4.5.8");  // the same version twice: a copy, not a stale one
+  CHECK(Paths(Scan(ok), "IC011").empty());
+}
+
+TEST_CASE("IC010: the loader finds another cuDNN before the consumer's own", "[checks]") {
+  const std::string app = "/opt/app/lib";
+  auto image = [&](const std::string& found_version) {
+    FakeImage f = WithLibs({{"libcudnn.so." + found_version, So("libcudnn.so.8")}});
+    f.Link(kLib + "/libcudnn.so.8", "libcudnn.so." + found_version);
+    elf::fixture::ElfSpec spec;
+    spec.soname = "libapp.so";
+    spec.needed = {"libcudnn.so.8"};
+    spec.runpath = "$ORIGIN";
+    f.File(app + "/libapp.so", elf::fixture::BuildElf(spec));
+    f.File(app + "/libcudnn.so.8.9.2", So("libcudnn.so.8"));
+    f.Link(app + "/libcudnn.so.8", "libcudnn.so.8.9.2");
+    return f;
+  };
+  FakeImage bad = image("8.5.0");  // LD_LIBRARY_PATH comes before RUNPATH
+  auto found = Scan(bad);
+  CHECK(Paths(found, "IC010") == std::vector<std::string>{kLib + "/libcudnn.so.8.5.0"});
+  REQUIRE(found["IC010"].size() == 1);
+  CHECK(found["IC010"][0].message.find(app + "/libapp.so ships libcudnn.so.8 8.9.2") !=
+        std::string::npos);
+  FakeImage ok = image("8.9.2");  // the same version either way
+  CHECK(Paths(Scan(ok), "IC010").empty());
+}
+
+TEST_CASE("IC015: a pip package's library replaced by a file of another size", "[checks]") {
+  const std::string lib = "nvidia/cudnn/lib/libcudnn_graph.so.9";
+  const std::string info = "nvidia_cudnn_cu12-9.19.0.56.dist-info/";
+  const std::string wheel = So("libcudnn_graph.so.9");
+  auto image = [&](const std::string& later) {
+    FakeImage f(2);
+    f.File(kSite + info + "METADATA",
+           "Metadata-Version: 2.1\nName: nvidia-cudnn-cu12\nVersion: 9.19.0.56\n");
+    f.File(kSite + info + "RECORD",
+           lib + ",sha256=x," + std::to_string(wheel.size()) + "\n" + info + "RECORD,,\n");
+    f.File(kSite + lib, later, 1, {0});
+    return f;
+  };
+  FakeImage bad = image(wheel + std::string(64, '\0'));  // another build, 64 bytes longer
+  auto found = Scan(bad);
+  CHECK(Paths(found, "IC015") == std::vector<std::string>{kSite + lib});
+  REQUIRE(found["IC015"].size() == 1);
+  CHECK(found["IC015"][0].message.find("its RECORD says " + std::to_string(wheel.size())) !=
+        std::string::npos);
+  FakeImage ok = image(wheel);  // the same bytes copied again
+  CHECK(Paths(Scan(ok), "IC015").empty());
+}
+
+TEST_CASE("IC001: a framework loads a cuDNN its run-time check rejects", "[checks]") {
+  auto image = [&](const std::string& found_version) {
+    FakeImage f = Torch();  // compiled with cuDNN 8.9.2.26
+    f.File(kLib + "/libcudnn.so." + found_version, So("libcudnn.so.8"));
+    f.Link(kLib + "/libcudnn.so.8", "libcudnn.so." + found_version);
+    return f;
+  };
+  FakeImage bad = image("8.5.0");  // LD_LIBRARY_PATH before torch's RUNPATH
+  auto found = Scan(bad);
+  CHECK(Paths(found, "IC001") == std::vector<std::string>{kLib + "/libcudnn.so.8.5.0"});
+  REQUIRE(found["IC001"].size() == 1);
+  CHECK(found["IC001"][0].message.find("compiled  against (8, 9, 2) but found runtime version "
+                                       "(8, 5, 0)") != std::string::npos);
+  FakeImage ok = image("8.9.2");
+  CHECK(Paths(Scan(ok), "IC001").empty());
+}
+
+TEST_CASE("IC002: a CUDA runtime older than the framework's build", "[checks]") {
+  const std::string cudart = kSite + "nvidia/cuda_runtime/lib/libcudart.so.12";
+  FakeImage bad = Torch({.cuda = "12.4"});
+  CHECK(Paths(Scan(bad), "IC002") == std::vector<std::string>{cudart});
+  FakeImage ok = Torch({.cuda = "12.1"});
+  CHECK(Paths(Scan(ok), "IC002").empty());
+}
+
+TEST_CASE("IC003: cuDNN built for another CUDA major than the runtime", "[checks]") {
+  const std::string cudnn = kSite + "nvidia/cudnn/lib/libcudnn.so.8";
+  FakeImage bad = Torch({.cudnn_pkg = "nvidia-cudnn-cu11"});
+  auto found = Scan(bad);
+  CHECK(Paths(found, "IC003") == std::vector<std::string>{cudnn});
+  REQUIRE(found["IC003"].size() == 1);
+  CHECK(found["IC003"][0].message.find("was built for CUDA 11") != std::string::npos);
+  FakeImage ok = Torch({.cudnn_pkg = "nvidia-cudnn-cu12"});
+  CHECK(Paths(Scan(ok), "IC003").empty());
+}
+
+TEST_CASE("IC041: a cuDNN release that does not support the target GPU", "[checks]") {
+  FakeImage f = WithLibs({{"libcudnn.so.8.9.2", So("libcudnn.so.8")}});
+  auto found = Scan(f, Gpu(37));  // Kepler; cuDNN 8.9 starts at Maxwell (SM 50)
+  CHECK(Paths(found, "IC041") == std::vector<std::string>{kLib + "/libcudnn.so.8.9.2"});
+  REQUIRE(found["IC041"].size() == 1);
+  CHECK(found["IC041"][0].message.find("supports GPUs from SM 50") != std::string::npos);
+  CHECK(Paths(Scan(f, Gpu(50)), "IC041").empty());
+}
+
+TEST_CASE("IC004: a cuDNN sub-library of another release than the shim", "[checks]") {
+  auto image = [&](const std::string& graph_version) {
+    FakeImage f = WithLibs({{"libcudnn.so.9.1.0", So("libcudnn.so.9")},
+                            {"libcudnn_graph.so." + graph_version, So("libcudnn_graph.so.9")}});
+    f.Link(kLib + "/libcudnn.so.9", "libcudnn.so.9.1.0");
+    f.Link(kLib + "/libcudnn_graph.so.9", "libcudnn_graph.so." + graph_version);
+    return f;
+  };
+  FakeImage bad = image("9.5.1");  // the shim dlopens it by name
+  auto found = Scan(bad);
+  CHECK(Paths(found, "IC004") == std::vector<std::string>{kLib + "/libcudnn_graph.so.9.5.1"});
+  REQUIRE(found["IC004"].size() == 1);
+  CHECK(found["IC004"][0].message.find("cuDNN 9.5.1 while libcudnn is 9.1.0") != std::string::npos);
+  FakeImage ok = image("9.1.0");
+  CHECK(Paths(Scan(ok), "IC004").empty());
+}
+
+TEST_CASE("IC061: a library in a loader directory that ld.so.cache does not list", "[checks]") {
+  auto image = [&](bool add_later) {
+    FakeImage f = WithLibs({{"libcufft.so.11.2.1.3", So("libcufft.so.11")}});
+    f.Link(kLib + "/libcufft.so.11", "libcufft.so.11.2.1.3");
+    f.File("/etc/ld.so.conf", kLib + "\n");
+    f.File("/etc/ld.so.cache",
+           testing::OldCache({{"libcufft.so.11", kLib + "/libcufft.so.11"}}, 0x0303));
+    if (add_later) f.File(kLib + "/libcurand.so.10.3.5.147", So("libcurand.so.10"));
+    return f;
+  };
+  FakeImage bad = image(true);  // ldconfig not run after libcuRAND was added
+  auto found = Scan(bad);
+  CHECK(Paths(found, "IC061") == std::vector<std::string>{kLib + "/libcurand.so.10.3.5.147"});
+  REQUIRE(found["IC061"].size() == 1);
+  CHECK(found["IC061"][0].message.find("/etc/ld.so.cache has no entry for it") !=
+        std::string::npos);
+  FakeImage ok = image(false);
+  CHECK(Paths(Scan(ok), "IC061").empty());
+}
+
+TEST_CASE("IC013: a symbol version the loaded library does not define", "[checks]") {
+  auto image = [&](const std::string& defined) {
+    elf::fixture::ElfSpec user;
+    user.soname = "libcublas.so.12";
+    user.needed = {"libcublasLt.so.12"};
+    user.version_needs = {{"libcublasLt.so.12", {"CUBLASLT_12.4"}}};
+    elf::fixture::ElfSpec lt;
+    lt.soname = "libcublasLt.so.12";
+    lt.version_definitions = {"libcublasLt.so.12", defined};
+    return WithLibs({{"libcublas.so.12", elf::fixture::BuildElf(user)},
+                     {"libcublasLt.so.12", elf::fixture::BuildElf(lt)}});
+  };
+  FakeImage bad = image("CUBLASLT_12.1");  // an older cuBLASLt
+  auto found = Scan(bad);
+  CHECK(Paths(found, "IC013") == std::vector<std::string>{kLib + "/libcublasLt.so.12"});
+  REQUIRE(found["IC013"].size() == 1);
+  CHECK(found["IC013"][0].message.find(kLib + "/libcublas.so.12 needs version `CUBLASLT_12.4'") !=
+        std::string::npos);
+  FakeImage ok = image("CUBLASLT_12.4");
+  CHECK(Paths(Scan(ok), "IC013").empty());
 }
 
 }  // namespace imgcheck::rules

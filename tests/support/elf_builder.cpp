@@ -91,6 +91,38 @@ std::string BuildElf(const ElfSpec& spec) {
   for (const auto& s : spec.exported) syms.push_back({add_string(s), true});
   for (const auto& s : spec.imported) syms.push_back({add_string(s), false});
 
+  // Version tables (Elf_Verdef/Verdaux, Elf_Verneed/Vernaux): the same layout in both classes.
+  Writer versions(w64, spec.big_endian);
+  uint16_t version_index = 1;
+  for (size_t i = 0; i < spec.version_definitions.size(); ++i) {
+    versions.U16(1);                                                 // vd_version
+    versions.U16(i == 0 ? 1 : 0);                                    // vd_flags: VER_FLG_BASE
+    versions.U16(version_index++);                                   // vd_ndx
+    versions.U16(1);                                                 // vd_cnt
+    versions.U32(0);                                                 // vd_hash (not read)
+    versions.U32(20);                                                // vd_aux
+    versions.U32(i + 1 < spec.version_definitions.size() ? 28 : 0);  // vd_next
+    versions.U32(add_string(spec.version_definitions[i]));           // vda_name
+    versions.U32(0);                                                 // vda_next
+  }
+  const uint64_t verneed_rel = versions.size();
+  for (size_t i = 0; i < spec.version_needs.size(); ++i) {
+    const auto& [file, names] = spec.version_needs[i];
+    versions.U16(1);  // vn_version
+    versions.U16(names.size());
+    versions.U32(add_string(file));
+    versions.U32(16);  // vn_aux
+    versions.U32(i + 1 < spec.version_needs.size() ? 16 + 16 * names.size() : 0);
+    for (size_t j = 0; j < names.size(); ++j) {
+      versions.U32(0);  // vna_hash (not read)
+      versions.U16(0);  // vna_flags
+      versions.U16(++version_index);
+      versions.U32(add_string(names[j]));
+      versions.U32(j + 1 < names.size() ? 16 : 0);
+    }
+  }
+  const size_t version_tags =
+      (spec.version_definitions.empty() ? 0 : 2) + (spec.version_needs.empty() ? 0 : 2);
   Writer note(w64, spec.big_endian);
   if (!spec.build_id.empty()) {
     note.U32(4);
@@ -105,7 +137,7 @@ std::string BuildElf(const ElfSpec& spec) {
   // is known before its contents: the fixed entries below plus those collected above.
   const uint64_t symsize = w64 ? 24 : 16, nsyms = syms.size() + 1;
   const uint64_t hash_size = 4 * (2 + 1 + nsyms);  // nbucket=1, nchain=nsyms
-  const uint64_t dynamic_size = (dynamic.size() + 6) * (w64 ? 16 : 8);
+  const uint64_t dynamic_size = (dynamic.size() + version_tags + 6) * (w64 ? 16 : 8);
   auto align8 = [](uint64_t v) { return (v + 7) / 8 * 8; };
   const uint64_t note_off = ehsize + phentsize * phnum;
   uint64_t next = align8(note_off + note.size()), dynamic_off = 0;
@@ -116,7 +148,8 @@ std::string BuildElf(const ElfSpec& spec) {
   const uint64_t dynstr_off = next;
   const uint64_t dynsym_off = align8(dynstr_off + dynstr.size());
   const uint64_t hash_off = dynsym_off + symsize * nsyms;
-  next = align8(hash_off + hash_size);
+  const uint64_t versions_off = align8(hash_off + hash_size);
+  next = align8(versions_off + versions.size());
   if (!spec.dynamic_first) {
     dynamic_off = next;
     next = align8(next + dynamic_size);
@@ -128,7 +161,15 @@ std::string BuildElf(const ElfSpec& spec) {
   dynamic.push_back({6, dynsym_off});      // DT_SYMTAB
   dynamic.push_back({11, symsize});        // DT_SYMENT
   dynamic.push_back({4, hash_off});        // DT_HASH
-  dynamic.push_back({0, 0});               // DT_NULL
+  if (!spec.version_definitions.empty()) {
+    dynamic.push_back({0x6ffffffc, versions_off});                     // DT_VERDEF
+    dynamic.push_back({0x6ffffffd, spec.version_definitions.size()});  // DT_VERDEFNUM
+  }
+  if (!spec.version_needs.empty()) {
+    dynamic.push_back({0x6ffffffe, versions_off + verneed_rel});  // DT_VERNEED
+    dynamic.push_back({0x6fffffff, spec.version_needs.size()});   // DT_VERNEEDNUM
+  }
+  dynamic.push_back({0, 0});  // DT_NULL
 
   Writer w(w64, spec.big_endian);
   // e_ident
@@ -207,6 +248,8 @@ std::string BuildElf(const ElfSpec& spec) {
   w.U32(nsyms);
   w.U32(0);
   for (uint64_t i = 0; i < nsyms; ++i) w.U32(0);
+  w.PadTo(versions_off);
+  w.Bytes(versions.str());
   if (!spec.dynamic_first) write_dynamic();
   w.PadTo(fatbin_off);
   w.Bytes(spec.fatbin);

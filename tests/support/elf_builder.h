@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace imgcheck::elf::fixture {
@@ -19,10 +20,14 @@ struct ElfSpec {
   uint64_t flags_1 = 0;
   std::vector<std::string> exported;  ///< defined FUNC symbols (unversioned)
   std::vector<std::string> imported;  ///< undefined FUNC symbols (unversioned)
-  std::string build_id;               ///< raw NT_GNU_BUILD_ID descriptor bytes; empty for none
-  std::string fatbin;                 ///< bytes appended in a PT_LOAD, found by magic scan
-  bool dynamic_first = false;         ///< put the dynamic section before the tables it points to
-                                      ///< (as patchelf and some NVIDIA libraries do)
+  /// DT_VERDEF names, the first one the base (VER_FLG_BASE, the soname by convention).
+  std::vector<std::string> version_definitions;
+  /// DT_VERNEED: {file, the versions needed from it}.
+  std::vector<std::pair<std::string, std::vector<std::string>>> version_needs;
+  std::string build_id;        ///< raw NT_GNU_BUILD_ID descriptor bytes; empty for none
+  std::string fatbin;          ///< bytes appended in a PT_LOAD, found by magic scan
+  bool dynamic_first = false;  ///< put the dynamic section before the tables it points to
+                               ///< (as patchelf and some NVIDIA libraries do)
 };
 
 /// One fatbin entry to write: device code for one architecture.

@@ -1,5 +1,6 @@
 #include "fake_image.h"
 
+#include <algorithm>
 #include <memory>
 
 namespace imgcheck::testing {
@@ -43,6 +44,38 @@ image::Node& AddLink(image::Tree& tree, const std::string& path, const std::stri
   image::Node& n = Add(tree, path, image::NodeType::kSymlink, layer);
   n.link_target = target;
   return n;
+}
+
+// magic[11], pad, nlibs, then {flags, key, value} entries, then the string table that key/value
+// offsets point into.
+std::string OldCache(const std::vector<std::pair<std::string, std::string>>& libs, int32_t flags) {
+  std::string strings, table;
+  auto put32 = [&](uint32_t v) { table.append(reinterpret_cast<const char*>(&v), 4); };
+  for (const auto& [name, path] : libs) {
+    put32(static_cast<uint32_t>(flags));
+    put32(static_cast<uint32_t>(strings.size()));
+    strings += name + '\0';
+    put32(static_cast<uint32_t>(strings.size()));
+    strings += path + '\0';
+  }
+  std::string out("ld.so-1.7.0\0", 12);
+  uint32_t n = static_cast<uint32_t>(libs.size());
+  out.append(reinterpret_cast<const char*>(&n), 4);
+  return out + table + strings;
+}
+
+std::vector<std::pair<std::string, std::string>> DistInfo(
+    const std::string& name, const std::string& version,
+    const std::vector<std::string>& requires_dist, const std::vector<std::string>& files) {
+  std::string dist = name;
+  std::replace(dist.begin(), dist.end(), '-', '_');
+  std::string dir = dist + "-" + version + ".dist-info";
+  std::string metadata = "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n";
+  for (const auto& r : requires_dist) metadata += "Requires-Dist: " + r + "\n";
+  std::string record;
+  for (const auto& f : files) record += f + ",,\n";
+  record += dir + "/METADATA,,\n" + dir + "/RECORD,,\n";
+  return {{dir + "/METADATA", metadata}, {dir + "/RECORD", record}};
 }
 
 FakeImage::FakeImage(int layers) {

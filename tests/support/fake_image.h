@@ -2,7 +2,9 @@
 // in-memory tree builder of the tests.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "image/image.h"
@@ -17,6 +19,16 @@ image::Node& AddFile(image::Tree& tree, const std::string& path, std::string byt
 image::Node& AddDir(image::Tree& tree, const std::string& path, int layer = 0);
 image::Node& AddLink(image::Tree& tree, const std::string& path, const std::string& target,
                      int layer = 0);
+
+/// An old-format ("ld.so-1.7.0") ld.so.cache mapping each {soname, path} of `libs`, every entry
+/// with `flags` (0x0303: libc6, x86-64), as glibc's dl-cache.h lays it out.
+std::string OldCache(const std::vector<std::pair<std::string, std::string>>& libs, int32_t flags);
+
+/// The METADATA and RECORD of pip distribution `name` owning `files`: {path, text}, paths
+/// relative to site-packages like those of `files`.
+std::vector<std::pair<std::string, std::string>> DistInfo(
+    const std::string& name, const std::string& version,
+    const std::vector<std::string>& requires_dist, const std::vector<std::string>& files);
 
 /// An image of `layers` layers ("sha256:layer<i>", created by "RUN step <i>") whose tree, "/"
 /// at first, the calls below fill.
