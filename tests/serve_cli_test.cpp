@@ -13,6 +13,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -31,6 +32,11 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+// A server that closes a TLS connection (a refused client certificate) makes the client's next
+// write raise SIGPIPE; ignored, it is an error the test sees, not the test process's death
+// (which would leave its servers running).
+const bool kIgnoreSigpipe = [] { return std::signal(SIGPIPE, SIG_IGN) != SIG_ERR; }();
 
 // Tests that need a tool say so and return (ctest reads "SKIPPED:" as a skip).
 bool Need(std::initializer_list<const char*> tools) {
