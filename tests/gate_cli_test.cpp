@@ -24,8 +24,6 @@ namespace {
 
 std::string Imgcheck() { return (BinaryDir() / "imgcheck").string(); }
 
-std::string Quote(const fs::path& p) { return "'" + p.string() + "'"; }
-
 fs::path Lib(const TempDir& dir, const std::string& soname) {
   SharedObject so;
   so.soname = soname;

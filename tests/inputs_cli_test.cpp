@@ -17,12 +17,6 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-std::string Imgcheck(const std::string& args) {
-  return "'" + (BinaryDir() / "imgcheck").string() + "' " + args;
-}
-
-std::string Quote(const fs::path& p) { return "'" + p.string() + "'"; }
-
 // A shared object with `soname`, compiled once per soname.
 fs::path So(const std::string& soname) {
   static TempDir dir;
@@ -126,8 +120,8 @@ TEST_CASE("dir: of a root and the same tree as one OCI layer give the same catal
   r.layers.push_back(MakeLayer(entries, Compression::kGzip, "ADD rootfs.tar /"));
   WriteOciLayout(tmp / "layout", r);
   auto catalog = [&](const std::string& image) {
-    nlohmann::json j =
-        Json(Run(Imgcheck("catalog --quiet --no-cache --format json " + image) + " 2>/dev/null"));
+    nlohmann::json j = Json(
+        Run(ImgcheckCommand("catalog --quiet --no-cache --format json " + image) + " 2>/dev/null"));
     // Image identity (reference, digests, the history line) differs by construction.
     j.erase("image");
     j.erase("layers");
@@ -152,9 +146,9 @@ TEST_CASE("dir: goes on past a directory it cannot list, and says which", "[cli]
   fs::permissions(tmp.path(),
                   fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
   fs::permissions(root / "m/locked", fs::perms::none);
-  CommandResult r =
-      Run(Unprivileged(Imgcheck("layers --quiet --no-cache --format json dir:" + root.string())) +
-          " 2>/dev/null");
+  CommandResult r = Run(Unprivileged(ImgcheckCommand(
+                            "layers --quiet --no-cache --format json dir:" + root.string())) +
+                        " 2>/dev/null");
   fs::permissions(root / "m/locked", fs::perms::owner_all);
   nlohmann::json j = Json(r);
   // a, a/first, m, m/locked, 20 x (z<i>, z<i>/last); not m/locked/secret.
@@ -179,13 +173,13 @@ TEST_CASE("dir: on an image on disk is refused with the transport to use", "[cli
        {Case{"layout", "oci"}, Case{"oci.tar", "oci-archive"}, Case{"docker.tar", "docker-archive"},
         Case{"docker25.tar", "docker-archive"}}) {
     std::string path = (tmp / c.file).string();
-    CommandResult refused = Run(Imgcheck("scan --quiet --no-cache dir:" + path));
+    CommandResult refused = Run(ImgcheckCommand("scan --quiet --no-cache dir:" + path));
     INFO(c.file << ": " << refused.output);
     CHECK(refused.status == 2);
     CHECK_THAT(refused.output, Contains("use " + c.transport + ":" + path));
     // The bare path is read by the transport that recognises it, not sent to a registry.
-    nlohmann::json j =
-        Json(Run(Imgcheck("layers --quiet --no-cache --format json " + path) + " 2>/dev/null"));
+    nlohmann::json j = Json(
+        Run(ImgcheckCommand("layers --quiet --no-cache --format json " + path) + " 2>/dev/null"));
     CHECK(j["transport"] == c.transport);
     CHECK(j["layers"].size() == 1);
   }
@@ -197,8 +191,8 @@ TEST_CASE("a cached layer whose blob is gone or resized stops the scan", "[cli][
   r.layers.push_back(
       MakeLayer({File("usr/lib/libcudnn.so.8", "x")}, Compression::kGzip, "COPY cudnn"));
   WrittenImage w = WriteOciLayout(tmp / "layout", r);
-  std::string scan = Imgcheck("scan --quiet --cache-dir " + Quote(tmp / "cache") +
-                              " oci:" + (tmp / "layout").string());
+  std::string scan = ImgcheckCommand("scan --quiet --cache-dir " + Quote(tmp / "cache") +
+                                     " oci:" + (tmp / "layout").string());
   REQUIRE(Run(scan).status == 0);  // fills the cache
   fs::path blob = BlobPath(tmp / "layout", w.layers[0].digest);
   std::string bytes = ReadFile(blob);
@@ -230,8 +224,8 @@ TEST_CASE("names that are not UTF-8 or hold control characters, in every format"
   std::string image = "oci:" + (tmp / "layout").string();
   for (std::string format : {"json", "sarif", "junit", "text"}) {
     fs::path out = tmp / ("report." + format);
-    CommandResult run = Run(Imgcheck("scan --quiet --no-cache --fail-on warning --format " +
-                                     format + " --output " + Quote(out) + " " + image));
+    CommandResult run = Run(ImgcheckCommand("scan --quiet --no-cache --fail-on warning --format " +
+                                            format + " --output " + Quote(out) + " " + image));
     INFO(format << ": " << run.output);
     // IC012 (a warning: no consumer loads the shim whose sub-libraries are missing); not 2.
     CHECK(run.status == 1);
@@ -259,8 +253,9 @@ TEST_CASE("names that are not UTF-8 or hold control characters, in every format"
     }
   }
   for (std::string format : {"json", "cyclonedx", "table"}) {
-    CommandResult c = Run(Imgcheck("catalog --quiet --no-cache --format " + format + " " + image) +
-                          " 2>/dev/null");
+    CommandResult c =
+        Run(ImgcheckCommand("catalog --quiet --no-cache --format " + format + " " + image) +
+            " 2>/dev/null");
     INFO(format << ": " << c.output);
     CHECK(c.status == 0);
     CHECK(c.output.find('\xE9') == std::string::npos);
@@ -269,29 +264,29 @@ TEST_CASE("names that are not UTF-8 or hold control characters, in every format"
       CHECK_THAT(nlohmann::json::parse(c.output).dump(), Contains("caf\\\\xE9"));
   }
   CommandResult why =
-      Run(Imgcheck("why --quiet --no-cache " + image + " '/" + dir + "/libcudnn.so.8'") +
+      Run(ImgcheckCommand("why --quiet --no-cache " + image + " '/" + dir + "/libcudnn.so.8'") +
           " 2>/dev/null");
   CHECK(why.output.find('\x1B') == std::string::npos);
   CHECK_THAT(why.output, Contains("caf\\xE9\\x1B[31m/libcudnn.so.8"));
 }
 
 TEST_CASE("words are not images: help, version, typos and flags before the image", "[cli]") {
-  CommandResult help = Run(Imgcheck("help"));
+  CommandResult help = Run(ImgcheckCommand("help"));
   CHECK(help.status == 0);
   CHECK_THAT(help.output, Contains("scan"));
   CHECK_THAT(help.output, Contains("layers"));
-  CommandResult help_scan = Run(Imgcheck("help scan"));
+  CommandResult help_scan = Run(ImgcheckCommand("help scan"));
   CHECK(help_scan.status == 0);
   CHECK_THAT(help_scan.output, Contains("--fail-on"));
-  CommandResult version = Run(Imgcheck("version"));
+  CommandResult version = Run(ImgcheckCommand("version"));
   CHECK(version.status == 0);
   CHECK_THAT(version.output, Contains("imgcheck "));
   CHECK(version.output.find('\n') == version.output.size() - 1);
 
   // Refused at once: no registry, no retries.
   auto start = std::chrono::steady_clock::now();
-  CommandResult list = Run(Imgcheck("list"));
-  CommandResult typo = Run(Imgcheck("sacn x"));
+  CommandResult list = Run(ImgcheckCommand("list"));
+  CommandResult typo = Run(ImgcheckCommand("sacn x"));
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
   CHECK(list.status == 2);
   CHECK_THAT(list.output, Contains("unknown command 'list'"));
@@ -303,17 +298,17 @@ TEST_CASE("words are not images: help, version, typos and flags before the image
   r.layers.push_back(MakeLayer({File("etc/os-release", "ID=debian\n")}, Compression::kGzip, "ADD"));
   WriteOciLayout(tmp / "layout", r);
   CommandResult flags_first =
-      Run(Imgcheck("-q --no-cache --format json oci:" + (tmp / "layout").string()));
+      Run(ImgcheckCommand("-q --no-cache --format json oci:" + (tmp / "layout").string()));
   INFO(flags_first.output);
   CHECK(flags_first.status == 0);
   CHECK_THAT(flags_first.output, Contains("\"schema\": \"imgcheck-report/1\""));
 
   fs::create_directories(tmp / "rules");
-  CHECK(Run(Imgcheck("rules list --rules " + Quote(tmp / "rules"))).status == 0);
-  CHECK(Run(Imgcheck("rules --rules " + Quote(tmp / "rules") + " list")).status == 0);
+  CHECK(Run(ImgcheckCommand("rules list --rules " + Quote(tmp / "rules"))).status == 0);
+  CHECK(Run(ImgcheckCommand("rules --rules " + Quote(tmp / "rules") + " list")).status == 0);
 
   // Extra arguments are named in the order they were given.
-  CommandResult extra = Run(Imgcheck("layers one two three"));
+  CommandResult extra = Run(ImgcheckCommand("layers one two three"));
   CHECK(extra.status == 2);
   CHECK_THAT(extra.output, Contains("two three"));
 }

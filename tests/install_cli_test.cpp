@@ -14,8 +14,6 @@ using namespace imgcheck::testing;
 
 namespace {
 
-std::string Quote(const fs::path& p) { return "'" + p.string() + "'"; }
-
 // A small image: cuDNN 8 and a program that needs it.
 struct SmallImage {
   TempDir dir;

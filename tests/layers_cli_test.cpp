@@ -11,10 +11,6 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-std::string Imgcheck(const std::string& args) {
-  return "'" + (BinaryDir() / "imgcheck").string() + "' " + args;
-}
-
 ImageRecipe Recipe() {
   ImageRecipe r;
   r.layers.push_back(MakeLayer(
@@ -30,7 +26,8 @@ ImageRecipe Recipe() {
 TEST_CASE("imgcheck layers prints each layer with sizes, history and counts", "[cli][layers]") {
   TempDir tmp;
   WrittenImage w = WriteOciLayout(tmp / "layout", Recipe());
-  CommandResult r = Run(Imgcheck("layers --quiet --no-cache oci:" + (tmp / "layout").string()));
+  CommandResult r =
+      Run(ImgcheckCommand("layers --quiet --no-cache oci:" + (tmp / "layout").string()));
   INFO(r.output);
   REQUIRE(r.status == 0);
   CHECK_THAT(r.output, Contains("manifest: " + w.manifest_digest));
@@ -39,9 +36,9 @@ TEST_CASE("imgcheck layers prints each layer with sizes, history and counts", "[
   CHECK_THAT(r.output, Contains("RUN change things"));
   CHECK_THAT(r.output, !Contains("ENV A=1"));
 
-  CommandResult j =
-      Run(Imgcheck("layers --quiet --no-cache --format json oci:" + (tmp / "layout").string()) +
-          " 2>/dev/null");
+  CommandResult j = Run(
+      ImgcheckCommand("layers --quiet --no-cache --format json oci:" + (tmp / "layout").string()) +
+      " 2>/dev/null");
   REQUIRE(j.status == 0);
   nlohmann::json doc = nlohmann::json::parse(j.output);
   REQUIRE(doc["layers"].size() == 2);
@@ -65,13 +62,14 @@ TEST_CASE("imgcheck layers: unreadable images exit 2 with one line", "[cli][laye
   std::string blob = ReadFile(BlobPath(tmp / "layout", w.layers[1].digest));
   blob[blob.size() / 2] ^= 0x20;
   WriteFile(BlobPath(tmp / "layout", w.layers[1].digest), blob);
-  CommandResult r = Run(Imgcheck("layers --quiet --no-cache oci:" + (tmp / "layout").string()));
+  CommandResult r =
+      Run(ImgcheckCommand("layers --quiet --no-cache oci:" + (tmp / "layout").string()));
   CHECK(r.status == 2);
   CHECK_THAT(r.output, Contains("layer 1 " + w.layers[1].digest + ": digest mismatch"));
   CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
 
   CommandResult missing =
-      Run(Imgcheck("layers --quiet --no-cache oci:" + (tmp / "nothing").string()));
+      Run(ImgcheckCommand("layers --quiet --no-cache oci:" + (tmp / "nothing").string()));
   CHECK(missing.status == 2);
   CHECK_THAT(missing.output, Contains("no such directory"));
 
@@ -79,12 +77,12 @@ TEST_CASE("imgcheck layers: unreadable images exit 2 with one line", "[cli][laye
   multi.architecture = "arm64";
   WriteMultiPlatformLayout(tmp / "multi", {multi});
   CommandResult platform =
-      Run(Imgcheck("layers --quiet --no-cache oci:" + (tmp / "multi").string()));
+      Run(ImgcheckCommand("layers --quiet --no-cache oci:" + (tmp / "multi").string()));
   CHECK(platform.status == 2);
   CHECK_THAT(platform.output,
              Contains("no image for platform linux/amd64; available: linux/arm64"));
-  CHECK(Run(Imgcheck("layers --quiet --no-cache --platform linux/arm64 oci:" +
-                     (tmp / "multi").string()))
+  CHECK(Run(ImgcheckCommand("layers --quiet --no-cache --platform linux/arm64 oci:" +
+                            (tmp / "multi").string()))
             .status == 0);
 }
 
@@ -92,15 +90,15 @@ TEST_CASE("imgcheck layers reads docker-archive and dir: too", "[cli][layers]") 
   TempDir tmp;
   ImageRecipe r = Recipe();
   WriteDockerArchive(tmp / "d.tar", r, "example/x:1");
-  CommandResult d = Run(Imgcheck("layers --quiet --no-cache --format json docker-archive:" +
-                                 (tmp / "d.tar").string()) +
+  CommandResult d = Run(ImgcheckCommand("layers --quiet --no-cache --format json docker-archive:" +
+                                        (tmp / "d.tar").string()) +
                         " 2>/dev/null");
   REQUIRE(d.status == 0);
   CHECK(nlohmann::json::parse(d.output)["layers"][1]["deleted"] == 2);
   WriteFile(tmp / "rootfs/usr/lib/libcuda.so.1", "x");
-  CommandResult dir =
-      Run(Imgcheck("layers --quiet --no-cache --format json dir:" + (tmp / "rootfs").string()) +
-          " 2>/dev/null");
+  CommandResult dir = Run(
+      ImgcheckCommand("layers --quiet --no-cache --format json dir:" + (tmp / "rootfs").string()) +
+      " 2>/dev/null");
   REQUIRE(dir.status == 0);
   CHECK(nlohmann::json::parse(dir.output)["layers"][0]["added"] == 3);  // /usr, /usr/lib, the file
 }

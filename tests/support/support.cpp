@@ -93,6 +93,10 @@ void Compile(const SharedObject& so, const std::filesystem::path& out) {
 }
 
 std::filesystem::path BinaryDir() { return IMGCHECK_BINARY_DIR; }
+std::string Quote(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
+std::string ImgcheckCommand(const std::string& args) {
+  return Quote(BinaryDir() / "imgcheck") + " " + args;
+}
 std::filesystem::path SourceDir() { return IMGCHECK_SOURCE_DIR; }
 
 }  // namespace imgcheck::testing

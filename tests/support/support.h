@@ -59,6 +59,10 @@ void Skip(const std::string& why);
 
 /// Directory holding the built imgcheck binaries (set by CMake).
 std::filesystem::path BinaryDir();
+/// `p` in single quotes, for a shell command line.
+std::string Quote(const std::filesystem::path& p);
+/// The built imgcheck, quoted, followed by `args`: a shell command line for Run().
+std::string ImgcheckCommand(const std::string& args);
 /// The source tree root (set by CMake).
 std::filesystem::path SourceDir();
 
