@@ -251,9 +251,7 @@ TEST_CASE("ld.so.conf include bomb: each file is read once", "[ld_so]") {
       {"/etc/ld.so.conf", "include ld.so.conf.d/*.conf\n"}};
   for (std::string name : {"a", "b", "c"})
     files.push_back({"/etc/ld.so.conf.d/" + name + ".conf", "include *.conf\n/opt/" + name + "\n"});
-  auto start = std::chrono::steady_clock::now();
   LdSoConf conf = ReadLdSoConf(TreeOf(files));
-  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
   CHECK(conf.files.size() == 4);
   std::vector<std::string> dirs;
   for (const auto& d : conf.dirs) dirs.push_back(d.dir);
@@ -271,9 +269,7 @@ TEST_CASE("ld.so.conf includes stop at a total budget, with a diagnostic", "[ld_
   files.push_back({"/etc/ld.so.conf", conf_text});
   for (int i = 0; i < 300; ++i)
     files.push_back({"/etc/d/" + std::to_string(i) + ".conf", "/opt/" + std::to_string(i) + "\n"});
-  auto start = std::chrono::steady_clock::now();
   LdSoConf conf = ReadLdSoConf(TreeOf(files));
-  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
   CHECK(conf.files.size() == 301);
   CHECK(conf.dirs.size() == 300);
   REQUIRE(conf.diagnostics.size() == 1);

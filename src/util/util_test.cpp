@@ -84,7 +84,7 @@ TEST_CASE("Sha256 matches the known digest of 'abc'") {
 
 TEST_CASE("AsyncSha256 hashes the spans it is given, in order, as Sha256 does") {
   std::string whole;
-  for (int i = 0; whole.size() < (3 << 20); ++i) whole += std::to_string(i * 7919) + ",";
+  for (uint64_t i = 0; whole.size() < (3 << 20); ++i) whole += std::to_string(i * 7919) + ",";
   // Two buffers reused in turn, each overwritten only after Wait() on its last span: the
   // pattern of the layer readers.
   std::string slots[2];
