@@ -146,9 +146,15 @@ TEST_CASE("dir: goes on past a directory it cannot list, and says which", "[cli]
   fs::permissions(tmp.path(),
                   fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
   fs::permissions(root / "m/locked", fs::perms::none);
-  CommandResult r = Run(Unprivileged(ImgcheckCommand(
-                            "layers --quiet --no-cache --format json dir:" + root.string())) +
-                        " 2>/dev/null");
+  // The unprivileged run needs the program and its rule data where it may read them: the
+  // checkout may sit under a directory only root can enter (mktemp -d makes them 0700).
+  fs::copy_file(BinaryDir() / "imgcheck", tmp / "imgcheck");
+  fs::copy(SourceDir() / "rules", tmp / "rules");
+  CommandResult r =
+      Run("IMGCHECK_RULES_DIR=" + Quote(tmp / "rules") + " " +
+          Unprivileged(Quote(tmp / "imgcheck") +
+                       " layers --quiet --no-cache --format json dir:" + root.string()) +
+          " 2>/dev/null");
   fs::permissions(root / "m/locked", fs::perms::owner_all);
   nlohmann::json j = Json(r);
   // a, a/first, m, m/locked, 20 x (z<i>, z<i>/last); not m/locked/secret.
