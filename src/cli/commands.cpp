@@ -56,6 +56,38 @@ void AddPullArgs(CLI::App& sub, ImageArgs& args) {
                  "bound of the layer cache in MiB; least recently used layers are pruned")
       ->capture_default_str();
   sub.add_flag("-q,--quiet", args.quiet, "no progress line on stderr");
+  AddLimitArgs(sub, args.limits);
+}
+
+namespace {
+
+// A size flag given in MiB, stored in bytes.
+void AddMiB(CLI::App& sub, const std::string& flag, uint64_t& bytes, const std::string& what) {
+  sub.add_option_function<uint64_t>(
+         flag, [&bytes](uint64_t mib) { bytes = std::min<uint64_t>(mib, uint64_t{1} << 40) << 20; },
+         what + " in MiB (default " + std::to_string(bytes >> 20) + ")")
+      ->group("Limits");
+}
+
+}  // namespace
+
+void AddLimitArgs(CLI::App& sub, util::Limits& limits) {
+  const auto count = [&sub](const std::string& flag, auto& value, const std::string& what) {
+    sub.add_option(flag, value, what)
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber)
+        ->group("Limits");
+  };
+  count("--max-files", limits.files, "entries in all layers together");
+  AddMiB(sub, "--max-names-mb", limits.name_bytes, "bytes of all paths and link targets,");
+  AddMiB(sub, "--max-captured-mb", limits.captured_bytes, "file contents kept for the catalog,");
+  AddMiB(sub, "--max-zstd-window-mb", limits.zstd_window, "largest zstd window decoded,");
+  AddMiB(sub, "--max-metadata-mb", limits.metadata_bytes, "largest package metadata file,");
+  AddMiB(sub, "--max-elf-table-mb", limits.elf_table_bytes, "largest dynamic table of one ELF,");
+  count("--max-include-depth", limits.include_depth, "ld.so.conf include nesting");
+  count("--max-loader-objects", limits.loader_objects, "objects in one simulated link map");
+  count("--read-timeout", limits.read_timeout_s, "seconds a registry may send nothing");
+  count("--deadline", limits.deadline_s, "seconds for reading a whole image from a registry");
 }
 
 image::LoadOptions ToLoadOptions(const ImageArgs& args, const catalog::LibraryRules& libraries) {
@@ -71,6 +103,7 @@ image::LoadOptions ToLoadOptions(const ImageArgs& args, const catalog::LibraryRu
   o.cache_dir = args.cache_dir;
   o.cache_max_bytes = std::min<uint64_t>(args.cache_max_mb, uint64_t{1} << 40) << 20;
   o.progress = !args.quiet;
+  o.limits = args.limits;
   // Every subcommand captures what the catalog needs, so cached layers serve them all alike.
   o.capture = catalog::CapturePolicy(libraries);
   o.capture_id = catalog::CapturePolicyId(libraries);

@@ -39,6 +39,7 @@ struct ImageArgs {
   bool no_cache = false;   ///< --no-cache: neither read nor write the layer cache
   uint64_t cache_max_mb = 1024;  ///< --cache-max-size, in MiB
   bool quiet = false;            ///< --quiet: no progress line
+  util::Limits limits;           ///< --max-*, --read-timeout, --deadline
 };
 void AddImageArgs(CLI::App& sub, ImageArgs& args);
 /// Load options from the shared flags, with the catalog's capture policy for `libraries` (and
@@ -47,6 +48,8 @@ image::LoadOptions ToLoadOptions(const ImageArgs& args, const catalog::LibraryRu
 /// The registry and layer cache options of AddImageArgs, without the image and --platform
 /// (`serve` takes images from requests).
 void AddPullArgs(CLI::App& sub, ImageArgs& args);
+/// The --max-*, --read-timeout and --deadline flags (part of AddPullArgs).
+void AddLimitArgs(CLI::App& sub, util::Limits& limits);
 
 // One function per subcommand, each in its own cmd_*.cpp.
 Runner DefineScan(CLI::App& sub);

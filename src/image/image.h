@@ -11,6 +11,7 @@
 #include "image/registry.h"
 #include "image/tree.h"
 #include "util/error.h"
+#include "util/limits.h"
 
 namespace imgcheck::image {
 
@@ -56,6 +57,7 @@ struct LoadOptions {
   std::string platform = "linux/amd64";  ///< os/arch[/variant], for indexes
   CapturePolicy capture;                 ///< what to keep of file contents; may be empty
   RegistryOptions registry;              ///< for registry references
+  util::Limits limits;                   ///< bounds on what the image may make imgcheck do
   // Speed (read_layers.h, layer_cache.h). The defaults suit a library caller: one thread, no
   // cache on disk, nothing on stderr; the command line asks for more.
   int jobs = 1;            ///< layers read at once

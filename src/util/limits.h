@@ -1,0 +1,33 @@
+// The resource model: every quantity an image (or a registry) controls that could make a scan
+// take unbounded memory or time has one bound here, and the flag that raises it. A bound that is
+// reached stops the run with one line naming the limit and the flag (exit 2): a partial scan
+// that looks clean would be worse than none.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace imgcheck::util {
+
+struct Limits {
+  // Image reading (src/image).
+  uint64_t files = 4'000'000;            ///< --max-files: entries of all layers together
+  uint64_t name_bytes = 256u << 20;      ///< --max-names-mb: bytes of paths and link targets
+  uint64_t captured_bytes = 512u << 20;  ///< --max-captured-mb: file contents kept (all layers)
+  uint64_t zstd_window = 128u << 20;     ///< --max-zstd-window-mb: a zstd frame's window
+  int read_timeout_s = 60;  ///< --read-timeout: a registry that sends nothing this long
+  int deadline_s = 3600;    ///< --deadline: a whole image read from a registry
+  // What the catalog reads (src/catalog, src/elf).
+  uint64_t metadata_bytes = 64u << 20;   ///< --max-metadata-mb: one package metadata file
+  uint64_t elf_table_bytes = 64u << 20;  ///< --max-elf-table-mb: one ELF's dynamic tables
+  int include_depth = 16;                ///< --max-include-depth: ld.so.conf include nesting
+  uint64_t include_files = 4096;         ///< ld.so.conf files read, each at most once
+  // The loader simulation (src/loader).
+  uint64_t loader_objects = 20'000;  ///< --max-loader-objects: objects in one link map
+};
+
+/// Throws util::Fatal: "<what> exceeds imgcheck's limit of <limit> (raise it with <flag>)".
+[[noreturn]] void LimitExceeded(std::string_view what, std::string_view limit,
+                                std::string_view flag);
+
+}  // namespace imgcheck::util
