@@ -97,6 +97,14 @@ std::string Quote(const std::filesystem::path& p) { return "'" + p.string() + "'
 std::string ImgcheckCommand(const std::string& args) {
   return Quote(BinaryDir() / "imgcheck") + " " + args;
 }
+std::string HostileCommand(const std::string& args, int seconds) {
+#if defined(__SANITIZE_ADDRESS__)
+  const std::string memory;
+#else
+  const std::string memory = "ulimit -d 1048576 && ";
+#endif
+  return memory + "exec timeout -s KILL " + std::to_string(seconds) + " " + ImgcheckCommand(args);
+}
 std::filesystem::path SourceDir() { return IMGCHECK_SOURCE_DIR; }
 
 }  // namespace imgcheck::testing

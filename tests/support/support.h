@@ -63,6 +63,11 @@ std::filesystem::path BinaryDir();
 std::string Quote(const std::filesystem::path& p);
 /// The built imgcheck, quoted, followed by `args`: a shell command line for Run().
 std::string ImgcheckCommand(const std::string& args);
+/// ImgcheckCommand for hostile input: the resource model's promise made a hard bound. The run gets
+/// 1 GiB of data memory (RLIMIT_DATA: heap and private mappings; not under AddressSanitizer,
+/// whose shadow would not fit) and is killed after `seconds`, so an amplification fails with
+/// bad_alloc and a hang ends with status 137 instead of stalling the suite.
+std::string HostileCommand(const std::string& args, int seconds = 60);
 /// The source tree root (set by CMake).
 std::filesystem::path SourceDir();
 
