@@ -264,7 +264,7 @@ std::string RenderCatalogTable(const catalog::Catalog& cat, const ImageInfo& ima
     out << "warning: " << Visible(d.path) << " (layer " << d.layer << "): " << Visible(d.message)
         << "\n";
   }
-  return out.str();
+  return VisibleLines(out.str());
 }
 
 std::string RenderCatalogJson(const catalog::Catalog& cat, const ImageInfo& image) {

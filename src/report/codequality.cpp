@@ -4,6 +4,7 @@
 // path inside the image. Ignored findings are left out: the format has no suppressions.
 #include <nlohmann/json.hpp>
 
+#include "report/escape.h"
 #include "report/report.h"
 
 namespace imgcheck::report {
@@ -47,7 +48,7 @@ std::string RenderCodeQuality(const Report& report) {
     issue["location"] = {{"path", path}, {"lines", {{"begin", line}}}};
     issues.push_back(std::move(issue));
   }
-  return issues.dump(2) + "\n";
+  return DumpJson(issues, 2) + "\n";
 }
 
 }  // namespace imgcheck::report

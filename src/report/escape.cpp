@@ -46,21 +46,45 @@ bool IsControl(uint32_t cp) {
   return (cp < 0x20 && cp != '\t') || cp == 0x7F || (cp >= 0x80 && cp < 0xA0);
 }
 
-bool ValidUtf8(std::string_view s) {
+// True when `s` is valid UTF-8 and, with `controls`, holds no control character.
+bool Clean(std::string_view s, bool controls) {
   uint32_t cp;
   for (size_t i = 0; i < s.size();) {
     size_t n = Utf8Length(s, i, cp);
-    if (n == 0) return false;
+    if (n == 0 || (controls && IsControl(cp))) return false;
     i += n;
   }
   return true;
+}
+
+// `s` as is when no character in it needs escaping; otherwise each byte of an invalid sequence
+// (and of a control character, with `controls`) as "\xHH" and each backslash as "\\", so that
+// the bytes can be recovered from the result (rules/README.md, "Names that are not UTF-8").
+std::string Escape(std::string_view s, bool controls) {
+  if (Clean(s, controls)) return std::string(s);
+  std::string out;
+  out.reserve(s.size() + 8);
+  uint32_t cp;
+  for (size_t i = 0; i < s.size();) {
+    size_t n = Utf8Length(s, i, cp);
+    size_t step = std::max<size_t>(n, 1);
+    if (n == 0 || (controls && IsControl(cp))) {
+      for (size_t k = 0; k < step; ++k) Hex(out, static_cast<unsigned char>(s[i + k]));
+    } else if (s[i] == '\\') {
+      out += "\\\\";
+    } else {
+      out.append(s.substr(i, n));
+    }
+    i += step;
+  }
+  return out;
 }
 
 template <typename Json>
 void Sanitize(Json& j) {
   if (j.is_string()) {
     const auto& s = j.template get_ref<const std::string&>();
-    if (!ValidUtf8(s)) j = JsonText(s);
+    if (!Clean(s, false)) j = JsonText(s);
   } else if (j.is_array()) {
     for (auto& e : j) Sanitize(e);
   } else if (j.is_object()) {
@@ -75,49 +99,56 @@ void Sanitize(Json& j) {
 
 }  // namespace
 
-std::string Visible(std::string_view s) {
+std::string Visible(std::string_view s) { return Escape(s, true); }
+
+std::string VisibleLines(std::string_view text) {
   std::string out;
-  out.reserve(s.size());
-  uint32_t cp;
-  for (size_t i = 0; i < s.size();) {
-    size_t n = Utf8Length(s, i, cp);
-    if (n == 0 || IsControl(cp)) {
-      for (size_t k = 0; k < std::max<size_t>(n, 1); ++k)
-        Hex(out, static_cast<unsigned char>(s[i + k]));
-      i += std::max<size_t>(n, 1);
-      continue;
-    }
-    out.append(s.substr(i, n));
-    i += n;
+  out.reserve(text.size());
+  for (size_t at = 0; at < text.size();) {
+    size_t nl = text.find('\n', at);
+    size_t end = nl == std::string_view::npos ? text.size() : nl;
+    out += Visible(text.substr(at, end - at));
+    if (nl != std::string_view::npos) out += '\n';
+    at = end + 1;
   }
   return out;
 }
 
-std::string JsonText(std::string_view s) {
-  if (ValidUtf8(s)) return std::string(s);
-  std::string out;
-  uint32_t cp;
-  for (size_t i = 0; i < s.size();) {
-    size_t n = Utf8Length(s, i, cp);
-    if (n == 0) {
-      Hex(out, static_cast<unsigned char>(s[i++]));
-    } else if (s[i] == '\\') {
-      out += "\\\\";
-      ++i;
-    } else {
-      out.append(s.substr(i, n));
-      i += n;
-    }
-  }
-  return out;
+std::string OneLine(std::string_view message) {
+  size_t end = message.find_last_not_of(" \t\n\r");
+  return Visible(message.substr(0, end == std::string_view::npos ? 0 : end + 1));
 }
+
+std::string JsonText(std::string_view s) { return Escape(s, false); }
 
 namespace {
+
+// DEL and the C1 controls are valid JSON string characters that the dump leaves raw, yet a
+// terminal obeys U+009B (CSI) like ESC [: written as \u escapes they read back the same.
+std::string EscapeRawControls(std::string text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    auto c = static_cast<unsigned char>(text[i]);
+    unsigned char next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
+    if (c == 0x7F || (c == 0xC2 && next >= 0x80 && next < 0xA0)) {
+      static constexpr char kDigits[] = "0123456789abcdef";
+      unsigned cp = c == 0x7F ? 0x7F : next;
+      out += "\\u00";
+      out += kDigits[cp >> 4];
+      out += kDigits[cp & 0xF];
+      i += c == 0xC2;  // valid UTF-8 (Sanitize saw to it): 0xC2 here always leads a pair
+      continue;
+    }
+    out += text[i];
+  }
+  return out;
+}
 
 template <typename Json>
 std::string Dump(Json j, int indent) {
   Sanitize(j);
-  return j.dump(indent);
+  return EscapeRawControls(j.dump(indent));
 }
 
 }  // namespace

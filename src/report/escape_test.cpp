@@ -31,3 +31,28 @@ TEST_CASE("DumpJson writes strict UTF-8 JSON whatever the strings hold") {
   CHECK(back["ok"] == "é");
   CHECK(DumpJson(nlohmann::json{{"k", "\xE9"}}, -1) == R"({"k":"\\xE9"})");
 }
+
+TEST_CASE("Visible is recoverable and idempotent") {
+  CHECK(Visible("a\\b") == "a\\b");                 // nothing to escape: as is
+  CHECK(Visible("a\\b\x1B") == "a\\\\b\\x1B");      // something escaped: backslashes doubled
+  CHECK(Visible("a\\x1B\xE9") == "a\\\\x1B\\xE9");  // so a literal "\x1B" stays apart from ESC
+  for (std::string s : {"plain", "a\\b\x1B", "caf\xE9\\", "\xC2\x9B\x7F"})
+    CHECK(Visible(Visible(s)) == Visible(s));
+}
+
+TEST_CASE("VisibleLines keeps the text's newlines; OneLine makes one line") {
+  CHECK(VisibleLines("a\x1B\nb\n") == "a\\x1B\nb\n");
+  CHECK(VisibleLines("x\r\n") == "x\\x0D\n");
+  CHECK(OneLine("corrupt tar: bad header\n") == "corrupt tar: bad header");
+  CHECK(OneLine("first\nsecond \x1B[2J\r\n") == "first\\x0Asecond \\x1B[2J");
+  CHECK(OneLine("\n") == "");
+}
+
+TEST_CASE("DumpJson writes DEL and C1 controls as \\u escapes, which read back the same") {
+  nlohmann::json j{{"k",
+                    "a\x7F\xC2\x9B"
+                    "b\xC3\xA9"}};
+  std::string text = DumpJson(j, -1);
+  CHECK(text == "{\"k\":\"a\\u007f\\u009bb\xC3\xA9\"}");
+  CHECK(nlohmann::json::parse(text) == j);
+}

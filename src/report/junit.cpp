@@ -11,8 +11,10 @@ namespace imgcheck::report {
 
 namespace {
 
-// Text for an XML attribute or element: Visible() leaves no control character and no
-// invalid UTF-8 (XML 1.0 allows neither), then the five markup characters as entities.
+// Text for an XML attribute or element: Visible() leaves no control character and no invalid
+// UTF-8 (XML 1.0 can hold neither, not even as character references) and escapes them so that
+// the bytes can be recovered; then the five markup characters as entities, and tab as a
+// reference, which attribute-value normalisation would otherwise turn into a space.
 std::string Xml(std::string_view raw) {
   std::string out;
   for (char c : Visible(raw)) {
@@ -31,6 +33,9 @@ std::string Xml(std::string_view raw) {
         break;
       case '\'':
         out += "&apos;";
+        break;
+      case '\t':
+        out += "&#9;";
         break;
       default:
         out += c;

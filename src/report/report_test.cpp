@@ -293,3 +293,35 @@ TEST_CASE("a resolution as evidence: found, not found with the directories tried
   CHECK(report::EvidenceValue(rules::ResolvedEvidence(r)) == "error: invalid ELF header");
   CHECK(report::EvidenceValue({"compiled cuDNN", "8.9"}) == "8.9");
 }
+
+TEST_CASE("text with colour: the only escape sequences are the report's own") {
+  // Every image-controlled field of a finding holds an ESC sequence: none may reach the terminal
+  // raw, even where the report paints.
+  const std::string esc = "\x1b]0;pwned\x07";
+  report::Report r = WithDockerfile();
+  r.image.reference += esc;
+  r.image.manifest_digest += esc;
+  for (auto& f : r.findings) {
+    f.rule += esc;
+    f.name += esc;
+    f.message += esc;
+    for (auto& p : f.paths) p += esc;
+    f.layer.digest = esc + f.layer.digest;
+    f.layer.created_by += esc;
+    f.remediation += esc;
+    for (auto& e : f.evidence) e.label += esc;
+    if (f.dockerfile) {
+      f.dockerfile->path += esc;
+      f.dockerfile->instruction += esc;
+    }
+  }
+  r.diagnostics.push_back({"/usr/lib/x" + esc, 1, "corrupt" + esc});
+  r.notes.push_back("note" + esc);
+  std::string text = report::Render(r, report::Format::kText, {true});
+  for (const char* sgr : {"\033[1;31m", "\033[1;33m", "\033[1;36m", "\033[0m", "\033[2m"})
+    for (size_t at; (at = text.find(sgr)) != std::string::npos;)
+      text.erase(at, std::string(sgr).size());
+  CHECK(text.find('\x1b') == std::string::npos);
+  CHECK(text.find('\x07') == std::string::npos);
+  CHECK(text.find("\\x1B]0;pwned\\x07") != std::string::npos);
+}

@@ -35,7 +35,8 @@ std::string RenderText(const Report& report, const RenderOptions& options) {
     return options.color ? std::string(code) + text + kReset : text;
   };
   out << "imgcheck " << Visible(report.image.reference);
-  if (!report.image.manifest_digest.empty()) out << " (" << report.image.manifest_digest << ")";
+  if (!report.image.manifest_digest.empty())
+    out << " (" << Visible(report.image.manifest_digest) << ")";
   out << "\n";
   size_t counts[3] = {0, 0, 0};
   for (const auto& f : report.findings) ++counts[static_cast<int>(f.severity)];
@@ -48,20 +49,20 @@ std::string RenderText(const Report& report, const RenderOptions& options) {
     out << "\n" << paint(Colour(s), heading + " (" + std::to_string(n) + ")") << "\n";
     for (const auto& f : report.findings) {
       if (f.severity != s) continue;
-      out << "\n  " << paint(Colour(s), f.rule) << " " << Visible(f.name) << "\n";
+      out << "\n  " << paint(Colour(s), Visible(f.rule)) << " " << Visible(f.name) << "\n";
       out << "    " << Visible(f.message) << "\n";
       for (const auto& p : f.paths) out << "    path: " << Visible(p) << "\n";
       if (f.layer.index >= 0) {
         out << "    layer " << f.layer.index;
-        if (!f.layer.digest.empty()) out << " " << f.layer.digest.substr(0, 19);
+        if (!f.layer.digest.empty()) out << " " << Visible(f.layer.digest.substr(0, 19));
         if (!f.layer.created_by.empty()) out << ": " << Visible(f.layer.created_by);
         out << "\n";
       }
       if (f.dockerfile) {
         std::string instruction = f.dockerfile->instruction;
         if (instruction.size() > 100) instruction = instruction.substr(0, 97) + "...";
-        out << "    " << f.dockerfile->path << ":" << f.dockerfile->line << " `" << instruction
-            << "`\n";
+        out << "    " << Visible(f.dockerfile->path) << ":" << f.dockerfile->line << " `"
+            << Visible(instruction) << "`\n";
       }
       for (const auto& e : f.evidence)
         out << "    " << paint(kDim, Visible(e.label + ": " + EvidenceValue(e))) << "\n";

@@ -82,15 +82,7 @@ std::string RenderWhy(const image::Tree& tree, std::string_view target,
     s << "\n";
   }
   // Line by line: the text's own newlines stay, a name's bytes cannot drive the terminal.
-  std::string text = s.str(), out;
-  for (size_t at = 0; at < text.size();) {
-    size_t nl = text.find('\n', at);
-    size_t end = nl == std::string::npos ? text.size() : nl;
-    out += Visible(std::string_view(text).substr(at, end - at));
-    if (nl != std::string::npos) out += '\n';
-    at = end + 1;
-  }
-  return out;
+  return VisibleLines(s.str());
 }
 
 }  // namespace imgcheck::report
