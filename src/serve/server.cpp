@@ -6,13 +6,13 @@
 #include <atomic>
 #include <csignal>
 #include <fstream>
-#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "serve/events.h"
 #include "serve/gatekeeper.h"
+#include "serve/log.h"
 #include "serve/tls.h"
 #include "util/error.h"
 
@@ -119,19 +119,17 @@ class Handlers {
     if (!parsed) {
       answer = Unjudgeable(parsed.error().message, options_.decide.on_error);
       metrics_.Decision("error");
-      std::cerr << "imgcheck serve: admission " << (uid.empty() ? "(no uid)" : uid) << ": "
-                << parsed.error().message << "\n";
+      Log("admission " + (uid.empty() ? "(no uid)" : uid) + ": " + parsed.error().message);
     } else {
       try {
         answer = Decide(Judge(parsed->images, parsed->platform, deadline), options_.decide);
       } catch (const std::exception& e) {  // still an AdmissionReview, per --on-error
         answer = Unjudgeable(std::string("internal error: ") + e.what(), options_.decide.on_error);
-        std::cerr << "imgcheck serve: admission " << uid << ": internal error: " << e.what()
-                  << "\n";
+        Log("admission " + uid + ": internal error: " + e.what());
       }
       if (!answer.allowed)
-        std::cerr << "imgcheck serve: denied " << parsed->kind << " " << parsed->namespace_name
-                  << "/" << parsed->name << ": " << answer.message << "\n";
+        Log("denied " + parsed->kind + " " + parsed->namespace_name + "/" + parsed->name + ": " +
+            answer.message);
     }
     res.set_content(AdmissionResponse(uid, answer), "application/json");
   }
@@ -150,8 +148,8 @@ class Handlers {
         ++queued;
       } else {
         ++skipped;
-        std::cerr << "imgcheck serve: push of " << p.Reference()
-                  << " not scanned: " << (r ? "the scan queue is full" : r.error().message) << "\n";
+        Log("push of " + p.Reference() +
+            " not scanned: " + (r ? "the scan queue is full" : r.error().message));
       }
     }
     nlohmann::json j = {{"queued", queued}, {"skipped", skipped}};
@@ -224,7 +222,7 @@ int Serve(const ServerOptions& options, Verdicts& verdicts, Resolver& resolver, 
           what = e.what();
         } catch (...) {
         }
-        std::cerr << "imgcheck serve: internal error on " << req.path << ": " << what << "\n";
+        Log("internal error on " + req.path + ": " + what);
         res.status = 500;
         res.set_content("internal error\n", "text/plain");
       });
@@ -250,7 +248,7 @@ int Serve(const ServerOptions& options, Verdicts& verdicts, Resolver& resolver, 
   } else if (!svr.bind_to_port(host, port)) {
     throw util::Fatal("--listen: cannot bind " + options.listen);
   }
-  std::cerr << "imgcheck serve: listening on https://" << host << ":" << port << "\n";
+  Log("listening on https://" + host + ":" + std::to_string(port));
   if (!options.ready_file.empty()) {
     std::string tmp = options.ready_file + ".tmp";
     std::ofstream(tmp) << port << "\n";
@@ -271,7 +269,7 @@ int Serve(const ServerOptions& options, Verdicts& verdicts, Resolver& resolver, 
   g_stop = true;
   stopper.join();
   verdicts.Stop();
-  std::cerr << "imgcheck serve: stopped\n";
+  Log("stopped");
   return ok ? 0 : 2;
 }
 

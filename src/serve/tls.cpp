@@ -3,8 +3,7 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 
-#include <iostream>
-
+#include "serve/log.h"
 #include "util/error.h"
 
 namespace imgcheck::serve {
@@ -109,14 +108,14 @@ void CertificateFiles::Watch() {
     auto p = Load(why);  // a half-written pair fails the key check; the next look retries
     lock.lock();
     if (!p) {
-      std::cerr << "imgcheck serve: certificate files changed but do not load yet: " << why << "\n";
+      Log("certificate files changed but do not load yet: " + why);
       continue;
     }
     cert_time_ = ct;
     key_time_ = kt;
     current_ = std::move(p);
     ++generation_;
-    std::cerr << "imgcheck serve: reloaded " << cert_ << "\n";
+    Log("reloaded " + cert_);
   }
 }
 

@@ -1,6 +1,6 @@
 #include "serve/verdicts.h"
 
-#include <iostream>
+#include "serve/log.h"
 
 namespace imgcheck::serve {
 
@@ -72,7 +72,7 @@ std::shared_ptr<const Verdict> Verdicts::FromStore(const std::string& digest) {
   try {
     text = shared_->Get(Key(digest));
   } catch (const util::Fatal& e) {
-    std::cerr << "imgcheck serve: " << e.what() << "\n";
+    Log(e.what());
     return nullptr;
   }
   if (!text) return nullptr;
@@ -221,7 +221,7 @@ Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) 
       try {
         locked = shared_->Lock(lock_key, options_.lock_ttl);
       } catch (const util::Fatal& e) {
-        std::cerr << "imgcheck serve: " << e.what() << "; scanning without the shared lock\n";
+        Log(std::string(e.what()) + "; scanning without the shared lock");
         break;
       }
       if (locked || Clock::now() > give_up) break;
@@ -251,7 +251,7 @@ Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) 
   if (!out.error.empty()) {
     if (locked) shared_->Unlock(Key(digest) + ":lock");
     out.state = Outcome::State::kFailed;
-    std::cerr << "imgcheck serve: scan of " << reference << " failed: " << out.error << "\n";
+    Log("scan of " + reference + " failed: " + out.error);
     return out;
   }
   auto verdict = std::make_shared<const Verdict>(std::move(*v));
@@ -261,7 +261,7 @@ Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) 
       shared_->Put(Key(digest), verdict->report, options_.store_ttl);
       if (locked) shared_->Unlock(Key(digest) + ":lock");
     } catch (const util::Fatal& e) {
-      std::cerr << "imgcheck serve: " << e.what() << "\n";
+      Log(e.what());
     }
   }
   out.state = Outcome::State::kReady;
