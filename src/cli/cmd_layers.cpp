@@ -60,7 +60,7 @@ std::string RenderText(const image::Image& img) {
              (d.path.empty() ? "" : report::Visible(d.path) + ": ") + report::Visible(d.message) +
              "\n";
   }
-  return out;
+  return report::VisibleLines(out);
 }
 
 std::string RenderJson(const image::Image& img) {

@@ -10,6 +10,7 @@
 #include "cli/analysis.h"
 #include "cli/commands.h"
 #include "probe/session.h"
+#include "report/escape.h"
 #include "rules/config.h"
 #include "rules/scan.h"
 #include "util/error.h"
@@ -45,7 +46,8 @@ int Probe(const ProbeArgs& args) {
   probe::Session session =
       probe::RunSession(args.image.reference, ToLoadOptions(args.image, knowledge.libraries()),
                         input, ToRunOptions(args.run));
-  std::cout << probe::Format(session, args.format) << std::flush;
+  std::string text = probe::Format(session, args.format);
+  std::cout << (args.format == "json" ? text : report::VisibleLines(text)) << std::flush;
   return probe::ExitCode(session, *fail_on);
 }
 

@@ -1,8 +1,10 @@
 // `imgcheck rules list` and `imgcheck rules explain ID`, from the one rule table (rules.json).
-#include <cstdio>
+#include <iomanip>
 #include <iostream>
+#include <sstream>
 
 #include "cli/commands.h"
+#include "report/escape.h"
 #include "rules/knowledge.h"
 #include "rules/scan.h"
 #include "util/error.h"
@@ -28,15 +30,17 @@ int List(const RulesArgs& args) {
                      {"severity", rules::SeverityName(r.severity)},
                      {"summary", r.summary},
                      {"needs_target", r.needs_target}});
-    std::cout << out.dump(2) << "\n";
+    std::cout << report::DumpJson(out, 2) << "\n";
     return 0;
   }
-  for (const auto& r : k.rules()) {
-    std::string severity(rules::SeverityName(r.severity));
-    std::printf("%-6s %-30s %-8s %s%s\n", r.id.c_str(), r.name.c_str(), severity.c_str(),
-                r.summary.c_str(),
-                r.needs_target.empty() ? "" : (" [needs --" + r.needs_target + "]").c_str());
-  }
+  // Rule files given with --rules are input like any other: the text goes out through Visible.
+  std::ostringstream text;
+  text << std::left;
+  for (const auto& r : k.rules())
+    text << std::setw(6) << r.id << " " << std::setw(30) << r.name << " " << std::setw(8)
+         << rules::SeverityName(r.severity) << " " << r.summary
+         << (r.needs_target.empty() ? "" : " [needs --" + r.needs_target + "]") << "\n";
+  std::cout << report::VisibleLines(text.str());
   return 0;
 }
 
@@ -49,16 +53,17 @@ int Explain(const RulesArgs& args) {
                       (hint.empty() ? "" : "; did you mean " + hint + "?") +
                       " (imgcheck rules list shows them all)");
   }
-  std::cout << r->id << " " << r->name << " (" << rules::SeverityName(r->severity)
-            << " by default)\n\n"
-            << r->summary << "\n\nWhy it breaks at run time:\n  " << r->breaks
-            << "\n\nWhat users see:\n";
-  for (const auto& e : r->errors) std::cout << "  " << e << "\n";
-  std::cout << "\nFix:\n  " << r->remediation << "\n";
+  std::ostringstream text;
+  text << r->id << " " << r->name << " (" << rules::SeverityName(r->severity) << " by default)\n\n"
+       << r->summary << "\n\nWhy it breaks at run time:\n  " << r->breaks
+       << "\n\nWhat users see:\n";
+  for (const auto& e : r->errors) text << "  " << e << "\n";
+  text << "\nFix:\n  " << r->remediation << "\n";
   if (!r->needs_target.empty())
-    std::cout << "\nNeeds a target " << r->needs_target << " (--" << r->needs_target
-              << " or --host); silent without one.\n";
-  std::cout << "\nSource: " << r->source << "\n";
+    text << "\nNeeds a target " << r->needs_target << " (--" << r->needs_target
+         << " or --host); silent without one.\n";
+  text << "\nSource: " << r->source << "\n";
+  std::cout << report::VisibleLines(text.str());
   return 0;
 }
 

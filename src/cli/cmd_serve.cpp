@@ -1,10 +1,10 @@
 // `imgcheck serve`: the scan behind an HTTPS admission hook (src/serve), with scan's registry,
 // cache and rule options. The policy is loaded once; its identity keys every verdict.
-#include <iostream>
 #include <memory>
 
 #include "cli/analysis.h"
 #include "cli/commands.h"
+#include "serve/log.h"
 #include "serve/server.h"
 #include "util/error.h"
 
@@ -47,12 +47,10 @@ int Serve(ServeArgs& args) {
     auto store = serve::OpenRedis(args.redis);
     if (!store) throw util::Fatal(store.error().message);
     shared = std::move(*store);
-    if (!shared->Ping())
-      std::cerr << "imgcheck serve: --redis " << args.redis << " does not answer yet\n";
+    if (!shared->Ping()) serve::Log("--redis " + args.redis + " does not answer yet");
   }
   if (args.allow_registry.empty())
-    std::cerr << "imgcheck serve: no --allow-registry: pod specs may make this server pull from "
-                 "any registry\n";
+    serve::Log("no --allow-registry: pod specs may make this server pull from any registry");
 
   args.image.quiet = true;  // no progress line from a server
   serve::VerdictOptions vo;
@@ -96,11 +94,11 @@ Runner DefineServe(CLI::App& sub) {
   sub.add_option("--scan-budget", args->scan_budget,
                  "seconds a request waits for the scan of an unknown image")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   sub.add_option("--request-deadline", args->request_deadline,
                  "seconds a request may take at most (the API server's ?timeout= too)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   sub.add_option("--on-unknown", args->on_unknown,
                  "allow|deny an image whose scan did not finish within the budget")
       ->capture_default_str()
@@ -111,16 +109,16 @@ Runner DefineServe(CLI::App& sub) {
       ->check(CLI::IsMember({"allow", "deny"}));
   sub.add_option("--workers", args->workers, "scans at once")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   sub.add_option("--redis", args->redis,
                  "redis://[:PASSWORD@]HOST[:PORT][/DB]: verdicts shared by replicas");
   sub.add_option("--max-body", s.max_body, "largest request body in bytes")->capture_default_str();
   sub.add_option("--http-threads", s.http_threads, "connections served at once")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   sub.add_option("--resolve-ttl", args->resolve_ttl, "seconds a tag's digest is remembered")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   sub.add_option("--verdict-cache", args->cache_entries, "verdicts kept in memory")
       ->capture_default_str();
   sub.add_option("--ready-file", s.ready_file)->group("");  // tests: the port, once listening

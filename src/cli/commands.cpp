@@ -1,6 +1,7 @@
 #include "cli/commands.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -8,6 +9,7 @@
 #include <thread>
 
 #include "catalog/catalog.h"
+#include "report/escape.h"
 #include "util/error.h"
 #include "util/text.h"
 
@@ -48,7 +50,7 @@ void AddPullArgs(CLI::App& sub, ImageArgs& args) {
                  "registry CA certificates (*.crt) and client cert/key (*.cert, *.key)");
   sub.add_option("--ca-cert", args.ca_cert, "a CA certificate bundle to trust for the registry");
   sub.add_option("-j,--jobs", args.jobs, "layers read at once (default: one per CPU core)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   sub.add_option("--cache-dir", args.cache_dir,
                  "layer cache directory (default: $XDG_CACHE_HOME/imgcheck or ~/.cache/imgcheck)");
   sub.add_flag("--no-cache", args.no_cache, "neither use nor fill the layer cache");
@@ -57,6 +59,38 @@ void AddPullArgs(CLI::App& sub, ImageArgs& args) {
       ->capture_default_str();
   sub.add_flag("-q,--quiet", args.quiet, "no progress line on stderr");
   AddLimitArgs(sub, args.limits);
+}
+
+namespace {
+
+// `text` as a finite number; nullopt when it is not all one.
+std::optional<double> Number(const std::string& text) {
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+const CLI::Validator& Positive() {
+  static const CLI::Validator kCheck(
+      [](std::string& text) -> std::string {
+        auto v = Number(text);
+        return v && *v > 0 ? "" : "must be a number above 0, not '" + text + "'";
+      },
+      "POSITIVE");
+  return kCheck;
+}
+
+const CLI::Validator& NonNegative() {
+  static const CLI::Validator kCheck(
+      [](std::string& text) -> std::string {
+        auto v = Number(text);
+        return v && *v >= 0 ? "" : "must be a number, 0 or more, not '" + text + "'";
+      },
+      "NONNEGATIVE");
+  return kCheck;
 }
 
 namespace {
@@ -73,10 +107,7 @@ void AddMiB(CLI::App& sub, const std::string& flag, uint64_t& bytes, const std::
 
 void AddLimitArgs(CLI::App& sub, util::Limits& limits) {
   const auto count = [&sub](const std::string& flag, auto& value, const std::string& what) {
-    sub.add_option(flag, value, what)
-        ->capture_default_str()
-        ->check(CLI::PositiveNumber)
-        ->group("Limits");
+    sub.add_option(flag, value, what)->capture_default_str()->check(Positive())->group("Limits");
   };
   count("--max-files", limits.files, "entries in all layers together");
   AddMiB(sub, "--max-names-mb", limits.name_bytes, "bytes of all paths and link targets,");
@@ -171,9 +202,9 @@ std::optional<int> Rewrite(std::vector<std::string>& args) {
   if (IsCommand(first)) return std::nullopt;
   if (IsBareWord(first)) {
     std::string s = SuggestCommand(first);
-    std::cerr << "imgcheck: unknown command '" << first << "'"
-              << (s.empty() ? "" : "; did you mean '" + s + "'?") << " (commands: " << CommandList()
-              << "; an image is oci:PATH, dir:PATH, ... or REPO:TAG)\n";
+    PrintError("unknown command '" + first + "'" +
+               (s.empty() ? "" : "; did you mean '" + s + "'?") + " (commands: " + CommandList() +
+               "; an image is oci:PATH, dir:PATH, ... or REPO:TAG)");
     return 2;
   }
   args.insert(args.begin(), "scan");  // `imgcheck IMAGE` is `imgcheck scan IMAGE`
@@ -186,6 +217,10 @@ std::string SuggestCommand(std::string_view word) {
   for (const auto& c : Commands())
     if (util::EditDistance(word, c.name) <= 2) return std::string(c.name);
   return "";
+}
+
+void PrintError(std::string_view message) {
+  std::cerr << "imgcheck: " << report::OneLine(message) << "\n";
 }
 
 int Main(int argc, char** argv) {
@@ -210,20 +245,21 @@ int Main(int argc, char** argv) {
     // argument vector: name them in the order they were given.
     std::string extras;
     for (const std::string& a : app.remaining(true)) extras += (extras.empty() ? "" : " ") + a;
-    std::cerr << "imgcheck: unexpected argument(s): " << extras
-              << "\nRun with --help for more information.\n";
+    PrintError("unexpected argument(s): " + extras + " (--help shows the usage)");
     return 2;
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // One line, where CLI11 adds "Run with --help for more information." on a second.
+    PrintError(std::string(e.what()) + " (--help shows the usage)");
+    return 2;
   }
   try {
     return run();
   } catch (const util::Fatal& e) {
-    std::cerr << "imgcheck: " << e.what() << "\n";
+    PrintError(e.what());
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "imgcheck: internal error: " << e.what() << "\n";
+    PrintError(std::string("internal error: ") + e.what());
     return 2;
   }
 }

@@ -51,6 +51,11 @@ void AddPullArgs(CLI::App& sub, ImageArgs& args);
 /// The --max-*, --read-timeout and --deadline flags (part of AddPullArgs).
 void AddLimitArgs(CLI::App& sub, util::Limits& limits);
 
+/// Checks of numeric flags whose message says what is wanted ("must be a number above 0, not
+/// '0'") where CLI11's own name the range of a double.
+const CLI::Validator& Positive();
+const CLI::Validator& NonNegative();
+
 // One function per subcommand, each in its own cmd_*.cpp.
 Runner DefineScan(CLI::App& sub);
 Runner DefineLayers(CLI::App& sub);
@@ -72,6 +77,10 @@ std::string RulesDir();
 void AddRulesArg(CLI::App& sub, std::vector<std::string>& rules_dirs);
 /// The rule data every subcommand uses, each file read once: RulesDir(), then `rules_dirs`.
 rules::Knowledge LoadKnowledge(const std::vector<std::string>& rules_dirs);
+
+/// Prints "imgcheck: MESSAGE" on stderr as exactly one line (report::OneLine): how every
+/// refused command line and failed run ends.
+void PrintError(std::string_view message);
 
 /// The whole command line; main() only calls this.
 int Main(int argc, char** argv);
