@@ -242,6 +242,26 @@ TEST_CASE("catalog, layers and why show hostile names escaped", "[hostile]") {
   CHECK_SAFE(target.err);
 }
 
+TEST_CASE("rules list and explain show rule files given with --rules escaped", "[hostile]") {
+  TempDir dir;
+  // JSON holds the controls as \u escapes; the parsed strings hold the raw characters.
+  WriteFile(dir / "rules.json", R"({"rules": {"rows": [
+    {"id": "IC001", "name": "cudnn-version-mismatch\u001b]0;pwned\u0007", "severity": "error",
+     "summary": "summary \u001b[2J", "breaks": "breaks \u009b31m", "errors": ["seen \u001b[2J"],
+     "remediation": "fix \u007f", "source": "test \u001b]0;pwned\u0007"}]}})");
+  std::string rules = " --rules " + Quote(dir.path());
+  for (std::string args : {"rules list", "rules explain IC001"}) {
+    Out r = Imgcheck(args + rules);
+    INFO(args << ": " << r.out << r.err);
+    CHECK(r.status == 0);
+    CHECK_SAFE(r.out);
+    CHECK(r.out.find("cudnn-version-mismatch\\x1B]0;pwned\\x07") != std::string::npos);
+  }
+  Out json = Imgcheck("rules list --json" + rules);
+  CHECK_SAFE(json.out);
+  CHECK(nlohmann::json::parse(json.out)[0]["name"] == "cudnn-version-mismatch" + kTitle);
+}
+
 TEST_CASE("every error is one escaped line on stderr", "[hostile]") {
   CheckOneLineError(Imgcheck("scan " + Quote("oci:/nonexistent/" + kTitle + kLatin1 + ":x")),
                     "/nonexistent/\\x1B]0;pwned\\x07\\xE9");
@@ -261,4 +281,6 @@ TEST_CASE("every error is one escaped line on stderr", "[hostile]") {
   CheckOneLineError(Imgcheck("scan --jobs -3 x"), "--jobs");
   CheckOneLineError(Imgcheck("scan --no-such-flag x"), "--no-such-flag");
   CheckOneLineError(Imgcheck("scan"), "image is required");
+  CheckOneLineError(Imgcheck("catalog --format " + Quote("x" + kClear) + " x"),
+                    "--format: x\\x1B[2J not in");
 }
