@@ -125,7 +125,7 @@ namespace {
 
 // DEL and the C1 controls are valid JSON string characters that the dump leaves raw, yet a
 // terminal obeys U+009B (CSI) like ESC [: written as \u escapes they read back the same.
-std::string EscapeRawControls(std::string text) {
+std::string EscapeRawControls(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
