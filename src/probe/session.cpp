@@ -6,8 +6,11 @@
 
 #include "catalog/metadata.h"
 #include "probe/stage.h"
+#include "util/error.h"
 
 namespace imgcheck::probe {
+
+namespace fs = std::filesystem;
 
 Session RunSession(const std::string& reference, const image::LoadOptions& load,
                    const rules::ScanInput& scan, const RunOptions& run) {
@@ -30,14 +33,13 @@ Session RunSession(const std::string& reference, const image::LoadOptions& load,
   PrivateDir dir;
   std::set<std::string> paths;
   for (const auto& lib : s.plan.libraries) paths.insert(lib.image_path);
-  // Only the layers that last wrote the libraries are read again; should a lower layer have
-  // mattered after all (a parent directory it made a link), every layer is.
-  std::set<int> layers;
-  for (const auto& path : paths)
-    if (const image::Node* node = scan.image->tree.Find(path)) layers.insert(node->layer);
-  auto extracted = ExtractFiles(reference, load, paths, dir.path(), layers);
-  if (extracted.size() < paths.size()) extracted = ExtractFiles(reference, load, paths, dir.path());
-  s.staged = Materialise(s.plan.libraries, dir.path(), extracted);
+  // Copies land apart from the staged names, which the image chooses.
+  fs::path copies = dir.path() / "extract", staged = dir.path() / "lib";
+  std::error_code ec;
+  if (!fs::create_directory(copies, ec) || !fs::create_directory(staged, ec))
+    throw util::Fatal("cannot create a directory in " + dir.path().string());
+  auto extracted = ExtractFiles(reference, load, scan.image->tree, paths, copies);
+  s.staged = Materialise(s.plan.libraries, staged, extracted);
   std::vector<std::pair<std::string, std::string>> libs;
   for (const auto& st : s.staged) libs.emplace_back(st.planned.role, st.local_path);
   s.observation = RunProbe(libs, run);
