@@ -1,5 +1,5 @@
-// `imgcheck probe` on images that are fine but awkward to stage: hard links, files several layers
-// wrote.
+// `imgcheck probe` on images that are fine but awkward to stage (hard links, files several layers
+// wrote) and on names that are not UTF-8.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -105,6 +105,27 @@ TEST_CASE("probe: a cuDNN an upper layer wrote over another is staged from the u
     if (IsCudnn(l["path"].get<std::string>())) upper += l["layer"] == 1;
   CHECK(upper == 5);  // the shim and its four sub-libraries
   for (const auto& c : j["probe"]["cudnn"]["sublibraries"]) CHECK(c["status"] == 0);
+}
+
+TEST_CASE("probe: a staging directory whose name is not UTF-8 gives valid JSON, no finding") {
+  TempDir dir;
+  BuiltStack built = Build(FakeStack{}, dir / "stack");
+  std::string ref = Layout(dir, StackImage(built));
+  fs::path tmp = dir / "tmp\xE9";
+  fs::create_directories(tmp);
+  auto p = ProbeJson("TMPDIR=" + Quote(tmp), ref, built.libcuda);
+  INFO(p.output);
+  REQUIRE(p.status == 0);
+  auto j = nlohmann::json::parse(p.output);  // throws on invalid UTF-8
+  CHECK(j["status"] == "ran");
+  // The probe loaded every library from the staging directory: nothing "from outside" (IC077).
+  CHECK(j["findings"].empty());
+  std::string escaped = (dir / "tmp").string() + "\\xE9/imgcheck-probe-";
+  for (const auto& l : j["probe"]["libraries"]) {
+    CHECK(l["loaded"] == true);
+    CHECK_THAT(l["path"].get<std::string>(), Catch::StartsWith(escaped));
+  }
+  CHECK(fs::is_empty(tmp));
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 #include <set>
 
 #include "catalog/metadata.h"
+#include "probe/observation.h"
 #include "probe/stage.h"
+#include "report/escape.h"
 #include "util/error.h"
 
 namespace imgcheck::probe {
@@ -117,13 +119,13 @@ std::string FormatJson(const Session& s) {
                     {"layer", l.layer},
                     {"predicted_version", l.version}});
   j["libraries"] = libs;
-  json probe = json::parse(s.observation.json, nullptr, /*allow_exceptions=*/false);
+  json probe = ParseProbeDocument(s.observation.json);
   j["probe"] = probe.is_discarded() ? json(nullptr) : probe;
   if (!s.cudnn_version.empty()) j["cudnn_version"] = s.cudnn_version;
   json findings = json::array();
   for (const auto& f : s.findings) findings.push_back(FindingJson(f));
   j["findings"] = findings;
-  return j.dump(2) + "\n";
+  return report::DumpJson(j, 2) + "\n";  // names from the image need not be UTF-8
 }
 
 std::string Fmt(const char* format, double value) {
