@@ -1,8 +1,18 @@
 // `imgcheck probe` on images that are fine but awkward to stage (hard links, files several layers
-// wrote) and on names that are not UTF-8.
+// wrote), on names that are not UTF-8, and interrupted: nothing of the probe may outlive imgcheck.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
+#include <thread>
 
 #include "fake_stack.h"
 #include "image_writer.h"
@@ -126,6 +136,116 @@ TEST_CASE("probe: a staging directory whose name is not UTF-8 gives valid JSON, 
     CHECK_THAT(l["path"].get<std::string>(), Catch::StartsWith(escaped));
   }
   CHECK(fs::is_empty(tmp));
+}
+
+struct Proc {
+  pid_t pid = 0, ppid = 0, pgid = 0;
+  char state = '?';
+};
+
+// Every process of this machine, from /proc/PID/stat ("pid (comm) state ppid pgrp ...").
+std::vector<Proc> Processes() {
+  std::vector<Proc> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    std::ifstream in(e.path() / "stat");
+    std::string stat;
+    if (!std::getline(in, stat)) continue;
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    Proc p;
+    p.pid = std::atoi(stat.c_str());
+    std::istringstream rest(stat.substr(close + 1));
+    rest >> p.state >> p.ppid >> p.pgid;
+    out.push_back(p);
+  }
+  return out;
+}
+
+// Live (not zombie) processes of group `pgid`.
+size_t LiveInGroup(pid_t pgid) {
+  size_t n = 0;
+  for (const auto& p : Processes()) n += p.pgid == pgid && p.state != 'Z';
+  return n;
+}
+
+// Waits (a bounded poll, not a timing assertion) until `ready` holds.
+template <class F>
+bool Eventually(F ready) {
+  for (int i = 0; i < 1200; ++i) {
+    if (ready()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+void Interrupted(const std::string& subcommand, int sig) {
+  TempDir dir;
+  FakeStack s;
+  s.hang = true;  // cudnnCreate forks a helper, and both block
+  BuiltStack built = Build(s, dir / "stack");
+  std::string ref = Layout(dir, StackImage(built));
+  fs::path tmp = dir / "tmp", err = dir / "stderr";
+  fs::create_directories(tmp);
+  std::vector<std::string> args = {(BinaryDir() / "imgcheck").string(),
+                                   subcommand,
+                                   ref,
+                                   "--no-cache",
+                                   "--test-libcuda",
+                                   built.libcuda.string()};
+  if (subcommand == "probe") {
+    args.insert(args.end(), {"--timeout", "600"});
+  } else {
+    args.insert(args.end(), {"--probe", "--probe-timeout", "600"});
+  }
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::string tmpdir = "TMPDIR=" + tmp.string();
+  std::vector<char*> envp = {tmpdir.data()};
+  for (char** e = environ; *e; ++e)
+    if (std::string_view(*e).rfind("TMPDIR=", 0) != 0) envp.push_back(*e);
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid = -1;
+  REQUIRE(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data()) == 0);
+  posix_spawn_file_actions_destroy(&fa);
+
+  // imgcheck-probe leads its own group; the probe is blocked once it has forked its helper.
+  pid_t group = 0;
+  bool blocked = Eventually([&] {
+    for (const auto& p : Processes())
+      if (p.ppid == pid && p.pgid == p.pid && LiveInGroup(p.pid) >= 2) group = p.pid;
+    return group != 0;
+  });
+  if (!blocked) kill(pid, SIGKILL);
+  REQUIRE(blocked);
+  CHECK_FALSE(fs::is_empty(tmp));  // the staging directory is there while the probe runs
+  REQUIRE(kill(pid, sig) == 0);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 128 + sig);
+  std::string text = ReadFile(err);
+  INFO(text);
+  std::string line =
+      "imgcheck: interrupted by " + std::string(sig == SIGINT ? "SIGINT" : "SIGTERM");
+  CHECK_THAT(text, Catch::Contains(line));
+  CHECK(text.substr(text.find(line)).find('\n') == text.size() - text.find(line) - 1);
+  CHECK(fs::is_empty(tmp));
+  // SIGKILL is delivered asynchronously: wait for both to be gone, then check.
+  Eventually([&] { return LiveInGroup(group) == 0; });
+  CHECK(LiveInGroup(group) == 0);
+}
+
+TEST_CASE("probe: SIGTERM removes the staging directory and kills the probe's process group") {
+  Interrupted("probe", SIGTERM);
+}
+
+TEST_CASE("scan --probe: SIGINT removes the staging directory and kills the probe's group") {
+  Interrupted("scan", SIGINT);
 }
 
 }  // namespace

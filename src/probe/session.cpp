@@ -5,6 +5,7 @@
 #include <set>
 
 #include "catalog/metadata.h"
+#include "probe/interrupt.h"
 #include "probe/observation.h"
 #include "probe/stage.h"
 #include "report/escape.h"
@@ -16,6 +17,9 @@ namespace fs = std::filesystem;
 
 Session RunSession(const std::string& reference, const image::LoadOptions& load,
                    const rules::ScanInput& scan, const RunOptions& run) {
+  // From here a SIGINT or SIGTERM removes the staging directory and kills imgcheck-probe's
+  // group before imgcheck exits.
+  InterruptCleanup interrupts;
   Session s;
   s.image = reference;
   // The host first: without a driver or a GPU there is no point reading the image again.
