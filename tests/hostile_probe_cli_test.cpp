@@ -7,12 +7,8 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-#include <chrono>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
-#include <thread>
 
 #include "fake_stack.h"
 #include "image_writer.h"
@@ -136,46 +132,6 @@ TEST_CASE("probe: a staging directory whose name is not UTF-8 gives valid JSON, 
     CHECK_THAT(l["path"].get<std::string>(), Catch::StartsWith(escaped));
   }
   CHECK(fs::is_empty(tmp));
-}
-
-struct Proc {
-  pid_t pid = 0, ppid = 0, pgid = 0;
-  char state = '?';
-};
-
-// Every process of this machine, from /proc/PID/stat ("pid (comm) state ppid pgrp ...").
-std::vector<Proc> Processes() {
-  std::vector<Proc> out;
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    std::ifstream in(e.path() / "stat");
-    std::string stat;
-    if (!std::getline(in, stat)) continue;
-    size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    Proc p;
-    p.pid = std::atoi(stat.c_str());
-    std::istringstream rest(stat.substr(close + 1));
-    rest >> p.state >> p.ppid >> p.pgid;
-    out.push_back(p);
-  }
-  return out;
-}
-
-// Live (not zombie) processes of group `pgid`.
-size_t LiveInGroup(pid_t pgid) {
-  size_t n = 0;
-  for (const auto& p : Processes()) n += p.pgid == pgid && p.state != 'Z';
-  return n;
-}
-
-// Waits (a bounded poll, not a timing assertion) until `ready` holds.
-template <class F>
-bool Eventually(F ready) {
-  for (int i = 0; i < 1200; ++i) {
-    if (ready()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
 }
 
 void Interrupted(const std::string& subcommand, int sig) {
