@@ -1,4 +1,4 @@
-#include <nlohmann/json.hpp>
+#include "probe/observation.h"
 
 #include "probe/probe.h"
 
@@ -43,12 +43,51 @@ const json& Arr(const json& j, const char* key) {
   return it != j.end() && it->is_array() ? *it : kEmpty;
 }
 
+// The bytes a string of code points U+0000-U+00FF stands for; any other string as it is (the
+// probe writes no such string, so it was not one of its byte escapes).
+std::string Bytes(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      out += static_cast<char>(c);
+    } else if ((c == 0xC2 || c == 0xC3) && i + 1 < s.size() &&
+               (static_cast<unsigned char>(s[i + 1]) & 0xC0) == 0x80) {
+      out += static_cast<char>(((c & 0x03) << 6) | (static_cast<unsigned char>(s[++i]) & 0x3F));
+    } else {
+      return s;
+    }
+  }
+  return out;
+}
+
+void RestoreBytes(json& j) {
+  if (j.is_string()) {
+    j = Bytes(j.get_ref<const std::string&>());
+  } else if (j.is_array()) {
+    for (auto& e : j) RestoreBytes(e);
+  } else if (j.is_object()) {
+    json restored = json::object();
+    for (auto& [key, value] : j.items()) {
+      RestoreBytes(value);
+      restored[Bytes(key)] = std::move(value);
+    }
+    j = std::move(restored);
+  }
+}
+
 }  // namespace
+
+json ParseProbeDocument(std::string_view text) {
+  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_discarded()) RestoreBytes(j);
+  return j;
+}
 
 Observation ParseObservation(std::string_view text) {
   Observation o;
   o.json = std::string(text);
-  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  json j = ParseProbeDocument(text);
   if (!j.is_object() || Str(j, "probe") != "imgcheck-probe") {
     o.reason = "imgcheck-probe printed no result";
     return o;

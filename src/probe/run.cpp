@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "probe/interrupt.h"
 #include "probe/probe.h"
 #include "util/error.h"
 
@@ -92,7 +93,11 @@ Observation RunProbe(const std::vector<std::pair<std::string, std::string>>& lib
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&attr, 0);  // its own group: a timeout kills whatever it started
   pid_t pid = -1;
-  int rc = posix_spawn(&pid, argv[0], &fa, &attr, argv.data(), envp.data());
+  int rc = 0;
+  SpawnKilledOnInterrupt([&] {
+    rc = posix_spawn(&pid, argv[0], &fa, &attr, argv.data(), envp.data());
+    return rc == 0 ? pid : -1;
+  });
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (rc != 0)
@@ -134,12 +139,16 @@ Observation RunProbe(const std::vector<std::pair<std::string, std::string>>& lib
     }
   }
   // Kill the group whatever happened: the child may have left helpers behind, and if it has
-  // already exited this is harmless (the group is empty).
+  // already exited this is harmless (the group is empty). Its zombie, not yet reaped, keeps the
+  // group id from being reused until then.
   if (timed_out) kill(-pid, SIGKILL);
+  siginfo_t info{};
+  while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+  }
+  KillGroup(pid);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  kill(-pid, SIGKILL);
 
   Observation o = ParseObservation(stdout_text);
   o.last_stage = LastStage(stderr_text);

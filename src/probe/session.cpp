@@ -5,12 +5,21 @@
 #include <set>
 
 #include "catalog/metadata.h"
+#include "probe/interrupt.h"
+#include "probe/observation.h"
 #include "probe/stage.h"
+#include "report/escape.h"
+#include "util/error.h"
 
 namespace imgcheck::probe {
 
+namespace fs = std::filesystem;
+
 Session RunSession(const std::string& reference, const image::LoadOptions& load,
                    const rules::ScanInput& scan, const RunOptions& run) {
+  // From here a SIGINT or SIGTERM removes the staging directory and kills imgcheck-probe's
+  // group before imgcheck exits.
+  InterruptCleanup interrupts;
   Session s;
   s.image = reference;
   // The host first: without a driver or a GPU there is no point reading the image again.
@@ -30,14 +39,13 @@ Session RunSession(const std::string& reference, const image::LoadOptions& load,
   PrivateDir dir;
   std::set<std::string> paths;
   for (const auto& lib : s.plan.libraries) paths.insert(lib.image_path);
-  // Only the layers that last wrote the libraries are read again; should a lower layer have
-  // mattered after all (a parent directory it made a link), every layer is.
-  std::set<int> layers;
-  for (const auto& path : paths)
-    if (const image::Node* node = scan.image->tree.Find(path)) layers.insert(node->layer);
-  auto extracted = ExtractFiles(reference, load, paths, dir.path(), layers);
-  if (extracted.size() < paths.size()) extracted = ExtractFiles(reference, load, paths, dir.path());
-  s.staged = Materialise(s.plan.libraries, dir.path(), extracted);
+  // Copies land apart from the staged names, which the image chooses.
+  fs::path copies = dir.path() / "extract", staged = dir.path() / "lib";
+  std::error_code ec;
+  if (!fs::create_directory(copies, ec) || !fs::create_directory(staged, ec))
+    throw util::Fatal("cannot create a directory in " + dir.path().string());
+  auto extracted = ExtractFiles(reference, load, scan.image->tree, paths, copies);
+  s.staged = Materialise(s.plan.libraries, staged, extracted);
   std::vector<std::pair<std::string, std::string>> libs;
   for (const auto& st : s.staged) libs.emplace_back(st.planned.role, st.local_path);
   s.observation = RunProbe(libs, run);
@@ -115,13 +123,13 @@ std::string FormatJson(const Session& s) {
                     {"layer", l.layer},
                     {"predicted_version", l.version}});
   j["libraries"] = libs;
-  json probe = json::parse(s.observation.json, nullptr, /*allow_exceptions=*/false);
+  json probe = ParseProbeDocument(s.observation.json);
   j["probe"] = probe.is_discarded() ? json(nullptr) : probe;
   if (!s.cudnn_version.empty()) j["cudnn_version"] = s.cudnn_version;
   json findings = json::array();
   for (const auto& f : s.findings) findings.push_back(FindingJson(f));
   j["findings"] = findings;
-  return j.dump(2) + "\n";
+  return report::DumpJson(j, 2) + "\n";  // names from the image need not be UTF-8
 }
 
 std::string Fmt(const char* format, double value) {

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "probe/interrupt.h"
 #include "util/error.h"
 #include "util/path.h"
 
@@ -10,15 +11,19 @@ namespace imgcheck::probe {
 namespace fs = std::filesystem;
 
 PrivateDir::PrivateDir() {
-  std::string tmpl = (fs::temp_directory_path() / "imgcheck-probe-XXXXXX").string();
-  if (mkdtemp(tmpl.data()) == nullptr)
-    throw util::Fatal("cannot create a private directory in " + fs::temp_directory_path().string());
-  path_ = tmpl;
+  path_ = CreateDirRemovedOnInterrupt([] {
+    std::string tmpl = (fs::temp_directory_path() / "imgcheck-probe-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr)
+      throw util::Fatal("cannot create a private directory in " +
+                        fs::temp_directory_path().string());
+    return fs::path(tmpl);
+  });
 }
 
 PrivateDir::~PrivateDir() {
   std::error_code ec;
   fs::remove_all(path_, ec);
+  ForgetDir(path_);
 }
 
 namespace {

@@ -27,18 +27,18 @@ class PrivateDir {
   std::filesystem::path path_;
 };
 
-/// Reads `reference` again and streams the regular files at exactly `paths` (merged-tree paths,
-/// no link following) to files under `dir`, as their layers stream past: memory stays bounded
-/// whatever their size. Returns image path -> local file for each path the final image has as a
-/// regular file; a path written by several layers gets the copy the merged tree kept. Only the
-/// layers in `layers` are read when it is not empty (those the full tree says last wrote the
-/// paths; the tree of just those layers then keeps the same copies). Uses only the image
-/// stage's public API (Load with a capture policy).
+/// Reads `reference` again and streams the files at `paths` to files under `dir`, as their
+/// layers stream past: memory stays bounded whatever their size. `scanned` is the merged tree of
+/// the scan, the truth: each path it has as a regular file gets the copy that tree kept (a path
+/// several layers wrote gets the top layer's; a hard link its target's bytes). Only the layers
+/// that last wrote the paths are read when their tree yields the same copies, else every layer.
+/// Returns image path -> local file; util::Fatal when the image read again differs from
+/// `scanned`. Uses only the image stage's public API (Load with a capture policy).
 std::map<std::string, std::filesystem::path> ExtractFiles(const std::string& reference,
                                                           const image::LoadOptions& options,
+                                                          const image::Tree& scanned,
                                                           const std::set<std::string>& paths,
-                                                          const std::filesystem::path& dir,
-                                                          const std::set<int>& layers = {});
+                                                          const std::filesystem::path& dir);
 
 /// Places each library of `ordered` (load order) into `dir`: its bytes (`extracted`, image path
 /// -> local file) as the image's file name, and the soname link beside it when the names

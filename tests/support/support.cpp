@@ -7,11 +7,13 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 namespace imgcheck::testing {
 
@@ -55,6 +57,38 @@ int FreeLoopbackPort() {
     throw std::runtime_error("no free port on 127.0.0.1");
   close(fd);
   return ntohs(a.sin_port);
+}
+
+std::vector<ProcessInfo> Processes() {
+  std::vector<ProcessInfo> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    std::ifstream in(e.path() / "stat");
+    std::string stat;
+    if (!std::getline(in, stat)) continue;
+    size_t close = stat.rfind(')');  // "pid (comm) state ppid pgrp ...": comm may hold anything
+    if (close == std::string::npos) continue;
+    ProcessInfo p;
+    p.pid = std::atoi(stat.c_str());
+    std::istringstream rest(stat.substr(close + 1));
+    rest >> p.state >> p.ppid >> p.pgid;
+    out.push_back(p);
+  }
+  return out;
+}
+
+size_t LiveInGroup(int pgid) {
+  size_t n = 0;
+  for (const auto& p : Processes()) n += p.pgid == pgid && p.state != 'Z';
+  return n;
+}
+
+bool Eventually(const std::function<bool()>& ready) {
+  for (int i = 0; i < 1200; ++i) {
+    if (ready()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
 }
 
 void WriteFile(const std::filesystem::path& path, const std::string& content) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,19 @@ bool HaveProgram(const std::string& program);
 /// A TCP port free on 127.0.0.1 just now (bound to 0, read back, closed), for a server a test
 /// starts.
 int FreeLoopbackPort();
+
+/// A process as /proc/PID/stat shows it.
+struct ProcessInfo {
+  int pid = 0, ppid = 0, pgid = 0;
+  char state = '?';  ///< 'Z': dead, not yet reaped
+};
+/// Every process of this machine.
+std::vector<ProcessInfo> Processes();
+/// Processes of group `pgid` that are alive (a zombie is dead, waiting for its parent or init).
+size_t LiveInGroup(int pgid);
+/// Polls `ready` every 50 ms for up to a minute and returns whether it held: a bounded wait for
+/// something asynchronous (a signal's delivery), not a timing assertion.
+bool Eventually(const std::function<bool()>& ready);
 
 void WriteFile(const std::filesystem::path& path, const std::string& content);
 std::string ReadFile(const std::filesystem::path& path);

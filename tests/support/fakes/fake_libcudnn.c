@@ -6,7 +6,7 @@
  *   FAKE_WRONG_RESULT   the convolution returns one wrong element
  *   FAKE_CONV_STATUS    cudnnConvolutionForward fails with this status
  *   FAKE_CRASH          cudnnCreate dereferences a null pointer
- *   FAKE_HANG           cudnnCreate never returns */
+ *   FAKE_HANG           cudnnCreate never returns, nor does the helper process it forks */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
@@ -81,6 +81,7 @@ int cudnnCreate(struct cudnnContext** h) {
   *p = 1;
 #endif
 #ifdef FAKE_HANG
+  fork(); /* a helper, as real libraries start them: only killing the group ends both */
   for (;;) pause();
 #endif
   /* Creating a handle creates the CUDA context: an old driver fails here, as with real cuDNN. */
