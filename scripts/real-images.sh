@@ -81,3 +81,24 @@ scan ort-partial "the same IC012 errors as without the wheels"
 fetch jax-cuda12-plugin==0.6.0
 install "$work/jax" "$(wheel jax_cuda12_plugin-0.6.0)" "$(wheel nvidia_cuda_runtime_cu12-12.4.127)"
 scan jax "no error from the plugin's extension modules"
+
+# 5. torch 2.1.2 (cu121 from PyPI) with the nvidia-* wheels its METADATA pins: a working stack
+#    (`import torch` works). Its libtorch_global_deps.so resolves through its RUNPATH, so torch
+#    preloads nothing (dlopen.json preload, unless_loads). Expect no error and no warning;
+#    torch/bin/nvfuser_tests, a test binary whose RPATH misses libtorch.so, is info "not
+#    runnable as shipped".
+torch_pins="torch==2.1.2 nvidia-cudnn-cu12==8.9.2.26 nvidia-cublas-cu12==12.1.3.1
+  nvidia-cuda-runtime-cu12==12.1.105 nvidia-cuda-nvrtc-cu12==12.1.105
+  nvidia-cuda-cupti-cu12==12.1.105 nvidia-cufft-cu12==11.0.2.54 nvidia-curand-cu12==10.3.2.106
+  nvidia-cusolver-cu12==11.4.5.107 nvidia-cusparse-cu12==12.1.0.106 nvidia-nccl-cu12==2.18.1
+  nvidia-nvtx-cu12==12.1.105 nvidia-nvjitlink-cu12==12.3.101"
+wheels=""
+for pin in $torch_pins; do
+  fetch "$pin"
+  name=$(echo "${pin%%==*}" | tr - _)
+  wheels="$wheels $(wheel "$name-${pin#*==}")"
+done
+# shellcheck disable=SC2086 # one wheel per word
+install "$work/torch" $wheels
+scan torch "0 errors, 0 warnings; info: torch/bin/nvfuser_tests not runnable as shipped"
+rm -rf "$work/torch"
