@@ -62,6 +62,60 @@ else
   echo "== toolkit: SKIPPED: needs /usr/local/cuda with its wheels' dist-info"
 fi
 
+# 1c. A dpkg cuDNN from the machine's real libraries: layer 0 installs libcudnn.so.9 and
+#     libcudnn_graph.so.9 as libcudnn9-cuda-13 (status, list, md5sums by MD5 of the real files);
+#     layer 1 copies another real library (libcudnn_ops.so.9) over the graph library ("bad") or
+#     the same file again ("same"). Expect IC015 and IC004 on "bad" naming both layers, neither
+#     on "same" (IC012 warnings for the sub-libraries this partial install lacks).
+if [ -f /usr/local/cuda/lib/libcudnn_graph.so.9 ]; then
+  python3 - "$work" /usr/local/cuda/lib <<'PY'
+import hashlib, io, json, os, subprocess, sys, tarfile
+work, lib = sys.argv[1], sys.argv[2] + "/"
+d = "usr/lib/x86_64-linux-gnu/"
+def md5(p): return hashlib.md5(open(p, "rb").read()).hexdigest()
+def layer(name, files):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        for arc, src in files:
+            if isinstance(src, bytes):
+                ti = tarfile.TarInfo(arc); ti.size = len(src); ti.mode = 0o644
+                t.addfile(ti, io.BytesIO(src))
+            else:
+                t.add(src, arcname=arc)
+    open(name, "wb").write(buf.getvalue())
+    return "sha256:" + hashlib.sha256(buf.getvalue()).hexdigest()
+real = [("libcudnn.so.9", "libcudnn.so.9.19.0"), ("libcudnn_graph.so.9", "libcudnn_graph.so.9.19.0")]
+files = [("var/lib/dpkg/status", b"Package: libcudnn9-cuda-13\nStatus: install ok installed\n"
+          b"Version: 9.19.0.56-1\nArchitecture: amd64\n"),
+         ("var/lib/dpkg/info/libcudnn9-cuda-13.list",
+          "".join("/" + d + t + "\n" for _, t in real).encode()),
+         ("var/lib/dpkg/info/libcudnn9-cuda-13.md5sums",
+          "".join(md5(lib + s) + "  " + d + t + "\n" for s, t in real).encode())]
+files += [(d + t, lib + s) for s, t in real]
+for variant, later in (("bad", "libcudnn_ops.so.9"), ("same", "libcudnn_graph.so.9")):
+    out = os.path.join(work, "deb-" + variant)
+    os.makedirs(out)
+    os.chdir(out)
+    ids = [layer("l0.tar", files), layer("l1.tar", [(d + "libcudnn_graph.so.9.19.0", lib + later)])]
+    cfg = json.dumps({"architecture": "amd64", "os": "linux", "config": {},
+                      "rootfs": {"type": "layers", "diff_ids": ids},
+                      "history": [{"created_by": "RUN apt-get install libcudnn9-cuda-13"},
+                                  {"created_by": "COPY " + later + " /" + d}]}).encode()
+    name = hashlib.sha256(cfg).hexdigest() + ".json"
+    open(name, "wb").write(cfg)
+    json.dump([{"Config": name, "RepoTags": ["deb:" + variant], "Layers": ["l0.tar", "l1.tar"]}],
+              open("manifest.json", "w"))
+    subprocess.run(["tar", "cf", out + ".tar", "manifest.json", name, "l0.tar", "l1.tar"], check=True)
+PY
+  for v in bad same; do
+    echo "== deb-$v: expect $( [ $v = bad ] && echo "IC015 and IC004" || echo "no IC015, no IC004")"
+    "$imgcheck" scan --no-cache "docker-archive:$work/deb-$v.tar" --fail-on none || true
+    echo
+  done
+else
+  echo "== deb: SKIPPED: needs /usr/local/cuda/lib/libcudnn_graph.so.9"
+fi
+
 # 2. onnxruntime-gpu 1.19.0 alone (no build_and_package_info.py): its CUDA provider NEEDS cuDNN 9
 #    and the CUDA 12 libraries, none installed: errors naming onnxruntime-gpu 1.19.0.
 fetch onnxruntime-gpu==1.19.0
@@ -81,3 +135,24 @@ scan ort-partial "the same IC012 errors as without the wheels"
 fetch jax-cuda12-plugin==0.6.0
 install "$work/jax" "$(wheel jax_cuda12_plugin-0.6.0)" "$(wheel nvidia_cuda_runtime_cu12-12.4.127)"
 scan jax "no error from the plugin's extension modules"
+
+# 5. torch 2.1.2 (cu121 from PyPI) with the nvidia-* wheels its METADATA pins: a working stack
+#    (`import torch` works). Its libtorch_global_deps.so resolves through its RUNPATH, so torch
+#    preloads nothing (dlopen.json preload, unless_loads). Expect no error and no warning;
+#    torch/bin/nvfuser_tests, a test binary whose RPATH misses libtorch.so, is info "not
+#    runnable as shipped".
+torch_pins="torch==2.1.2 nvidia-cudnn-cu12==8.9.2.26 nvidia-cublas-cu12==12.1.3.1
+  nvidia-cuda-runtime-cu12==12.1.105 nvidia-cuda-nvrtc-cu12==12.1.105
+  nvidia-cuda-cupti-cu12==12.1.105 nvidia-cufft-cu12==11.0.2.54 nvidia-curand-cu12==10.3.2.106
+  nvidia-cusolver-cu12==11.4.5.107 nvidia-cusparse-cu12==12.1.0.106 nvidia-nccl-cu12==2.18.1
+  nvidia-nvtx-cu12==12.1.105 nvidia-nvjitlink-cu12==12.3.101"
+wheels=""
+for pin in $torch_pins; do
+  fetch "$pin"
+  name=$(echo "${pin%%==*}" | tr - _)
+  wheels="$wheels $(wheel "$name-${pin#*==}")"
+done
+# shellcheck disable=SC2086 # one wheel per word
+install "$work/torch" $wheels
+scan torch "0 errors, 0 warnings; info: torch/bin/nvfuser_tests not runnable as shipped"
+rm -rf "$work/torch"

@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -13,6 +15,7 @@
 #include "fake_image.h"
 #include "image_writer.h"
 #include "support.h"
+#include "util/sha256.h"
 
 namespace fs = std::filesystem;
 using namespace imgcheck::testing;
@@ -448,8 +451,9 @@ TEST_CASE("an extension module of any package that links CUDA is a consumer (IC0
       for (const auto& sub : kCudnn9Subs) files.push_back("nvidia/cudnn/lib/" + sub + ".so.9");
       for (const auto& file : files) {
         std::string name = fs::path(file).filename();
-        // The shim dlopens its sub-libraries from its own directory.
-        e.push_back(FileFrom(kSite + file, So(name, {}, name == "libcudnn.so.9" ? "$ORIGIN" : "")));
+        // Each finds the libraries it dlopens in its own directory (the wheel's files all have
+        // RUNPATH $ORIGIN: the shim opens the sub-libraries, libcudnn_graph the engines).
+        e.push_back(FileFrom(kSite + file, So(name, {}, "$ORIGIN")));
       }
       AddDist(e, "nvidia-cudnn-cu12", "9.1.0.70", {}, files);
     }
@@ -679,6 +683,48 @@ TEST_CASE("a package's library replaced by a later layer (IC015, IC004)", "[scan
   REQUIRE(bad.Count("IC004") == 1);
   CHECK(bad.Of("IC004")[0]["paths"][0] == "/" + kSite + lib + "libcudnn_graph.so.9");
   Result same = Scan(image(false));  // the same bytes copied again
+  INFO(Messages(same));
+  CHECK(same.Count("IC015") == 0);
+  CHECK(same.Count("IC004") == 0);
+}
+
+TEST_CASE("a dpkg package's library replaced by a later layer (IC015 from md5sums, IC004)",
+          "[scan]") {
+  // libcudnn9-cuda-12 installs libcudnn_graph.so.9.1.0 and states its MD5 in md5sums; a later
+  // layer copies another build over it. The MD5 is taken while the layer streams (the library
+  // is 4 MiB: no capture keeps it whole).
+  const std::string dir = "usr/lib/x86_64-linux-gnu/";
+  const std::string pad =
+      "static const char pad[4 << 20] = {1};\nconst char* p(void) { return pad; }\n";
+  fs::path deb = So("libcudnn_graph.so.9", {}, "", pad);
+  auto bytes = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  auto image = [&](const fs::path& later) {
+    ImageRecipe r = Base();
+    r.layers.push_back(Layer(
+        {File("var/lib/dpkg/status",
+              "Package: libcudnn9-cuda-12\nStatus: install ok installed\nVersion: 9.1.0.70-1\n"),
+         File("var/lib/dpkg/info/libcudnn9-cuda-12.list", "/" + dir + "libcudnn_graph.so.9.1.0\n"),
+         File("var/lib/dpkg/info/libcudnn9-cuda-12.md5sums",
+              imgcheck::util::Md5Hex(bytes(deb)) + "  " + dir + "libcudnn_graph.so.9.1.0\n"),
+         FileFrom(dir + "libcudnn_graph.so.9.1.0", deb)},
+        "RUN apt-get install libcudnn9-cuda-12=9.1.0.70-1"));
+    r.layers.push_back(
+        Layer({FileFrom(dir + "libcudnn_graph.so.9.1.0", later)}, "COPY cudnn-9.0/ /" + dir));
+    return r;
+  };
+  Result bad = Scan(image(So("libcudnn_graph.so.9", {}, "", pad + "int other = 1;\n")));
+  INFO(Messages(bad));
+  REQUIRE(bad.Count("IC015") == 1);
+  auto f = bad.Of("IC015")[0];  // a copy: Of returns a new list
+  CHECK(f["severity"] == "error");
+  CHECK(f["message"].get<std::string>().find("dpkg libcudnn9-cuda-12 9.1.0.70-1") !=
+        std::string::npos);
+  CHECK(f["layer"]["created_by"].get<std::string>().rfind("COPY cudnn-9.0/", 0) == 0);
+  CHECK(bad.Count("IC004") == 1);
+  Result same = Scan(image(deb));  // the same bytes copied again
   INFO(Messages(same));
   CHECK(same.Count("IC015") == 0);
   CHECK(same.Count("IC004") == 0);
@@ -1050,6 +1096,7 @@ TEST_CASE("rules list and rules explain come from the rule table", "[rules]") {
   CHECK(replaced.status == 0);
   CHECK(replaced.output.find("package-file-replaced") != std::string::npos);
   CHECK(replaced.output.find("RECORD") != std::string::npos);
+  CHECK(replaced.output.find("md5sums") != std::string::npos);
   auto explain = Run("'" + Imgcheck() + "' rules explain IC001");
   CHECK(explain.status == 0);
   CHECK(explain.output.find("cudnn-version-mismatch") != std::string::npos);

@@ -13,6 +13,7 @@
 
 #include "catalog/catalog.h"
 #include "catalog/library_rules.h"
+#include "catalog/metadata.h"
 
 namespace imgcheck::catalog {
 
@@ -29,6 +30,7 @@ class Builder {
   // Collectors of the catalogued-file table (build.cpp): each notes a file for a later pass.
   void CollectDpkgDatabase(const std::string& path, const image::Node& node);
   void CollectDpkgList(const std::string& path, const image::Node& node);
+  void CollectDpkgMd5sums(const std::string& path, const image::Node& node);
   void CollectDist(const std::string& path, const image::Node& node);
   void CollectConda(const std::string& path, const image::Node& node);
   void CollectHeader(const std::string& path, const image::Node& node);
@@ -58,6 +60,9 @@ class Builder {
   std::string Canonical(std::string_view path) const;
   void Own(std::string_view path, const PackageRef& owner);
   void ReadDpkg();
+  /// Records (Catalog::replaced) the libraries a later layer wrote whose MD5 differs from the
+  /// package's md5sums file at `path`.
+  void CheckMd5sums(const std::string& path, const DpkgPackage& package);
   void ReadDists();
   void ReadConda();
 
@@ -80,8 +85,9 @@ class Builder {
   const LibraryRules& rules_;
   Catalog& cat_;
 
-  std::vector<std::string> dpkg_databases_;                      // status, status.d/*
-  std::vector<std::pair<std::string, std::string>> dpkg_lists_;  // package, list/md5sums path
+  std::vector<std::string> dpkg_databases_;                        // status, status.d/*
+  std::vector<std::pair<std::string, std::string>> dpkg_lists_;    // package, list/md5sums path
+  std::vector<std::pair<std::string, std::string>> dpkg_md5sums_;  // package, md5sums path
   std::map<std::string, DistInfo> dists_;
   std::vector<std::string> conda_, headers_, version_files_, frameworks_;
   std::map<std::string, PackageRef> owners_;  // canonical path -> owning package

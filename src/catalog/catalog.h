@@ -104,12 +104,14 @@ struct Requirement {
   std::string Pinned() const;
 };
 
-/// A file whose size differs from its package's record of it (pip RECORD): replaced after
-/// the package installed it.
+/// A file that is not what its package installed: its size differs from the pip RECORD's, or
+/// its MD5 from dpkg's info/<package>.md5sums (checked for the libraries whose digest the capture
+/// policy computes, written by a later layer than the md5sums).
 struct ReplacedFile {
   std::string path;
-  uint64_t recorded_size = 0, size = 0;
-  int layer = -1;  ///< the layer that wrote the file now in the image
+  PackageRef package;         ///< the installer; `metadata` is its RECORD or md5sums
+  std::string stated, found;  ///< what the package states and what the file has ("512 bytes")
+  int layer = -1;             ///< the layer that wrote the file now in the image
 };
 
 struct Component {
@@ -135,8 +137,7 @@ struct Component {
 
   // Python distributions.
   std::vector<Requirement> requires_dist;
-  std::vector<std::string> missing_files;    ///< RECORD entries absent from the merged tree
-  std::vector<ReplacedFile> replaced_files;  ///< RECORD entries whose size differs
+  std::vector<std::string> missing_files;  ///< RECORD entries absent from the merged tree
   // dpkg packages: "install ok installed", "hold ok installed", ...
   std::string status;
   bool held = false;
@@ -169,6 +170,7 @@ class Catalog {
   ImageConfig config;
   std::vector<image::Layer> layers;           ///< copied from the image: digest, created_by
   std::vector<util::Diagnostic> diagnostics;  ///< corrupt ELF / unreadable metadata, with place
+  std::vector<ReplacedFile> replaced;         ///< package files overwritten after install
 
   /// The parsed ELF headers of the regular file at exactly `path` in the merged tree (no
   /// link following); null when it is not an ELF file, was not captured, or is corrupt.

@@ -1,9 +1,13 @@
 // Package managers' databases: dpkg (status, status.d, info/*.list), pip (*.dist-info METADATA
 // and RECORD, *.egg-info PKG-INFO) and conda (conda-meta/*.json). CUDA packages become
 // components; every package records which files it owns, for the libraries' version evidence.
+#include <algorithm>
+#include <cctype>
+
 #include "catalog/builder.h"
 #include "catalog/metadata.h"
 #include "util/path.h"
+#include "util/sha256.h"
 
 namespace imgcheck::catalog {
 
@@ -63,6 +67,36 @@ void Builder::ReadDpkg() {
       if (!file.empty() && file != "/.") Own(file, owner);
     }
   }
+  for (const auto& [package, md5sums] : dpkg_md5sums_)
+    if (auto it = packages.find(package); it != packages.end()) CheckMd5sums(md5sums, it->second);
+}
+
+void Builder::CheckMd5sums(const std::string& path, const DpkgPackage& package) {
+  const Node* node = tree_.Find(path);
+  std::optional<std::string_view> text = Text(path, *node);
+  if (!text) return;
+  PackageRef owner{PackageManager::kDpkg, package.name, package.version, path, node->layer};
+  for (const std::string& line : util::Split(*text, '\n')) {
+    // "<32 hex>  usr/lib/x86_64-linux-gnu/libcudnn_graph.so.9.1.0"; only libraries matter.
+    if (line.size() < 35 || line.compare(32, 2, "  ") != 0 ||
+        line.find(".so", 34) == std::string::npos ||
+        !std::all_of(line.begin(), line.begin() + 32, [](char c) { return std::isxdigit(c); }))
+      continue;
+    std::optional<image::Tree::Resolved> r = tree_.Resolve("/" + line.substr(34));
+    // Only a later layer's file counts: dpkg wrote both in one layer (a same-layer change is
+    // the package's own maintainer scripts' business).
+    if (!r || !r->node || r->node->type != NodeType::kRegular || r->node->layer <= node->layer ||
+        !r->node->content)
+      continue;
+    const util::SparseFile& content = *r->node->content;
+    std::string md5 = content.md5();
+    if (md5.empty() && content.complete())
+      if (std::optional<std::string_view> bytes = content.View(0, content.size()))
+        md5 = util::Md5Hex(*bytes);
+    std::string stated = line.substr(0, 32);
+    if (!md5.empty() && md5 != stated)
+      cat_.replaced.push_back({r->path, owner, stated, "MD5 " + md5, r->node->layer});
+  }
 }
 
 void Builder::ReadDists() {
@@ -110,7 +144,8 @@ void Builder::ReadDists() {
           }
           Own(abs, owner);
           if (entry.size && r->node->type == NodeType::kRegular && r->node->size != *entry.size)
-            c.replaced_files.push_back({r->path, *entry.size, r->node->size, r->node->layer});
+            cat_.replaced.push_back({r->path, owner, std::to_string(*entry.size),
+                                     std::to_string(r->node->size) + " bytes", r->node->layer});
         }
       }
     }

@@ -1,5 +1,7 @@
 #include "image/capture.h"
 
+#include "util/sha256.h"
+
 namespace imgcheck::image {
 
 namespace {
@@ -23,7 +25,33 @@ class PrefixCapturer : public Capturer {
   std::string kept_;
 };
 
+class Md5Capturer : public Capturer {
+ public:
+  explicit Md5Capturer(std::unique_ptr<Capturer> inner) : inner_(std::move(inner)) {}
+  bool Feed(std::string_view chunk) override {
+    md5_.Update(chunk);
+    fed_ += chunk.size();
+    if (inner_wants_) inner_wants_ = inner_->Feed(chunk);
+    return true;  // the digest needs every byte
+  }
+  util::SparseFile Finish(uint64_t size) override {
+    util::SparseFile f = inner_->Finish(size);
+    if (fed_ == size) f.set_md5(md5_.HexDigest());
+    return f;
+  }
+
+ private:
+  std::unique_ptr<Capturer> inner_;
+  bool inner_wants_ = true;
+  uint64_t fed_ = 0;
+  util::Md5 md5_;
+};
+
 }  // namespace
+
+std::unique_ptr<Capturer> CaptureWithMd5(std::unique_ptr<Capturer> inner) {
+  return std::make_unique<Md5Capturer>(std::move(inner));
+}
 
 std::unique_ptr<Capturer> CapturePrefix(uint64_t limit) {
   return std::make_unique<PrefixCapturer>(limit);

@@ -31,4 +31,8 @@ using CapturePolicy =
 /// Keeps the first `limit` bytes (the whole file when it is no longer): for small metadata files.
 std::unique_ptr<Capturer> CapturePrefix(uint64_t limit);
 
+/// Keeps what `inner` keeps and hashes every byte on the way (MD5, streamed: nothing more is
+/// held), so the result's md5() is the whole file's; left empty when the stream ended short.
+std::unique_ptr<Capturer> CaptureWithMd5(std::unique_ptr<Capturer> inner);
+
 }  // namespace imgcheck::image

@@ -71,6 +71,14 @@ bool GetString(util::Reader& r, std::string& out) {
   return true;
 }
 
+bool IsLowerHex(std::string_view s) {
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+// Empty (none computed) or 32 lower-case hex digits.
+bool IsMd5(std::string_view s) { return s.empty() || (s.size() == 32 && IsLowerHex(s)); }
+
 bool ParsePayload(util::Reader& r, int layer, LayerContents& c) {
   if (!GetString(r, c.digest) || !GetString(r, c.diff_id)) return false;
   std::optional<uint64_t> csize = r.Read<uint64_t>(), size = r.Read<uint64_t>();
@@ -122,6 +130,9 @@ bool ParsePayload(util::Reader& r, int layer, LayerContents& c) {
       content->Add(*offset, *bytes);
       end_of_last = *end;
     }
+    std::string md5;
+    if (!GetString(r, md5) || !IsMd5(md5)) return false;
+    content->set_md5(std::move(md5));
     e.content = std::move(content);
   }
   return r.remaining() == 0;
@@ -153,11 +164,7 @@ bool WriteAll(int fd, std::string_view data) {
   return true;
 }
 
-bool IsEntryName(std::string_view name) {
-  return name.size() == kDigestHex && std::all_of(name.begin(), name.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
+bool IsEntryName(std::string_view name) { return name.size() == kDigestHex && IsLowerHex(name); }
 
 }  // namespace
 
@@ -209,6 +216,7 @@ std::string SerializeLayer(const LayerContents& c, int layer) {
       w.Put<uint64_t>(x.offset);
       w.PutBlob(x.bytes);
     }
+    w.PutString(e.content->md5());
   }
   util::Sha256 sha;
   sha.Update(w.str());

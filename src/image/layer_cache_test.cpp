@@ -47,6 +47,7 @@ LayerContents Sample() {
                             7));
   sparse.Add(4096, std::string(300, 'x'));
   sparse.Add((1 << 20) - 10, std::string(10, '\0'));
+  sparse.set_md5("0123456789abcdef0123456789abcdef");
   so.content = std::make_shared<const util::SparseFile>(sparse);
   c.entries.push_back(so);
   LayerEntry meta = Entry("/etc/os-release", EntryKind::kFile, 0644, 5);
@@ -74,6 +75,7 @@ void RequireSameContent(const std::shared_ptr<const util::SparseFile>& a,
   REQUIRE((a == nullptr) == (b == nullptr));
   if (!a) return;
   REQUIRE(a->size() == b->size());
+  CHECK(a->md5() == b->md5());
   REQUIRE(a->extents().size() == b->extents().size());
   for (size_t i = 0; i < a->extents().size(); ++i) {
     CHECK(a->extents()[i].offset == b->extents()[i].offset);

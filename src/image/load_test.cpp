@@ -484,5 +484,26 @@ TEST_CASE("capture keeps prefixes, never whole large files", "[load]") {
   CHECK(img.tree.Find("/small")->content == nullptr);
 }
 
+TEST_CASE("capture with MD5 digests the whole file and keeps only what the inner capturer keeps",
+          "[load]") {
+  TempDir tmp;
+  std::string big(3 << 20, 'B');
+  big[12345] = 'x';
+  ImageRecipe r;
+  r.layers.push_back(MakeLayer({File("big", big), File("plain", "p")}, Compression::kGzip, "x"));
+  WriteOciLayout(tmp / "layout", r);
+  LoadOptions o;
+  o.capture = [](std::string_view path, uint64_t, uint32_t) {
+    return path == "/big" ? CaptureWithMd5(CapturePrefix(4096)) : CapturePrefix(4096);
+  };
+  Image img = Load("oci:" + (tmp / "layout").string(), o);
+  const Node* n = img.tree.Find("/big");
+  REQUIRE(n->content);
+  CHECK(n->content->captured_bytes() == 4096);
+  CHECK(n->content->md5() == util::Md5Hex(big));
+  REQUIRE(img.tree.Find("/plain")->content);
+  CHECK(img.tree.Find("/plain")->content->md5().empty());  // not asked for
+}
+
 }  // namespace
 }  // namespace imgcheck::image

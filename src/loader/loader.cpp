@@ -230,6 +230,27 @@ class Search {
   Resolution& r_;
 };
 
+// `name` with {version:N} replaced by the first N components of `version`; nullopt when the
+// version has fewer (or the placeholder is malformed).
+std::optional<std::string> ExpandVersion(const std::string& name, const std::string& version) {
+  constexpr std::string_view kOpen = "{version:";
+  size_t at = name.find(kOpen);
+  if (at == std::string::npos) return name;
+  size_t close = name.find('}', at);
+  if (close == std::string::npos || close != at + kOpen.size() + 1) return std::nullopt;
+  int n = name[at + kOpen.size()] - '0';
+  std::vector<std::string> parts = util::Split(version, '.');
+  if (n < 1 || static_cast<size_t>(n) > parts.size()) return std::nullopt;
+  std::string cut;
+  for (int i = 0; i < n; ++i) {
+    const std::string& p = parts[static_cast<size_t>(i)];
+    if (p.empty() || !std::all_of(p.begin(), p.end(), [](char c) { return std::isdigit(c); }))
+      return std::nullopt;
+    cut += (i ? "." : "") + p;
+  }
+  return name.substr(0, at) + cut + name.substr(close + 1);
+}
+
 bool NameMatches(const LoadedObject& o, std::string_view name) {
   if (o.path == name || (o.elf != nullptr && o.elf->soname == name)) return true;
   return std::find(o.names.begin(), o.names.end(), name) != o.names.end();
@@ -408,14 +429,15 @@ LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view r
           {interp, resolved->path, interp_elf, {interp}, -1, Kind::kNeeded, {}, {}});
   }
   // What the package loaded before the root: found by soname from here on.
+  const size_t first_preload = g.objects.size();
   for (const Preload& p : options.preload) {
     const elf::ElfInfo* info = elf(p.real_path);
     if (info != nullptr && g.Find(p.real_path) < 0 && g.objects.size() < options.max_objects)
       g.objects.push_back({p.real_path, p.real_path, info, {}, -1, Kind::kDlopen, {}, p.why});
   }
 
-  auto request = [&](size_t i, const std::string& name, Kind kind) {
-    Resolution r = Resolve(tree, elf, g, static_cast<int>(i), name, kind, options);
+  auto admit = [&](size_t i, Resolution r) {
+    const std::string& name = r.name;
     if (r.found()) {
       int at = g.Find(r.real_path);  // the same file under another name is the same object
       if (at >= 0) {
@@ -425,18 +447,45 @@ LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view r
         g.truncated = true;
       } else {
         g.objects.push_back(
-            {r.path, r.real_path, elf(r.real_path), {name}, static_cast<int>(i), kind, {}, {}});
+            {r.path, r.real_path, elf(r.real_path), {name}, static_cast<int>(i), r.kind, {}, {}});
       }
     }
     g.objects[i].resolutions.push_back(std::move(r));
   };
+  // One dlopen: its names in turn until one loads; when none does, the last name's resolution
+  // with every attempt.
+  auto dlopen = [&](size_t i, const DlopenCall& call) {
+    std::string version = options.version_of ? options.version_of(g.objects[i].real_path) : "";
+    std::optional<Resolution> last;
+    std::vector<Attempt> tried;
+    for (const std::string& pattern : call.names) {
+      std::optional<std::string> name = ExpandVersion(pattern, version);
+      if (!name) continue;
+      Resolution r = Resolve(tree, elf, g, static_cast<int>(i), *name, Kind::kDlopen, options);
+      if (r.found()) return admit(i, std::move(r));
+      tried.insert(tried.end(), r.tried.begin(), r.tried.end());
+      last = std::move(r);
+    }
+    if (!last) return;
+    if (last->status == Status::kNotFound) last->tried = std::move(tried);
+    admit(i, std::move(*last));
+  };
 
+  auto map_needed = [&](size_t i) {
+    for (const std::string& name : g.objects[i].elf->needed)
+      admit(i, Resolve(tree, elf, g, static_cast<int>(i), name, Kind::kNeeded, options));
+  };
   size_t needed_done = 0, dlopen_done = 0;
+  if (first_preload < g.objects.size()) {
+    // Preloaded libraries were loaded with their own dependencies before the root was: what
+    // they brought in is already there for the root's DT_NEEDED.
+    for (size_t k = first_preload; k < g.objects.size(); ++k) map_needed(k);
+    needed_done = g.objects.size();
+    for (size_t k = 0; k < first_preload; ++k) map_needed(k);
+  }
   while (true) {
     // Breadth-first over DT_NEEDED, as _dl_map_object_deps; then one object's dlopens.
-    for (; needed_done < g.objects.size(); ++needed_done)
-      for (const std::string& name : g.objects[needed_done].elf->needed)
-        request(needed_done, name, Kind::kNeeded);
+    for (; needed_done < g.objects.size(); ++needed_done) map_needed(needed_done);
     if (dlopen_done >= g.objects.size()) break;
     size_t i = dlopen_done++;
     std::string file(util::BaseName(util::NormalizePath(g.objects[i].real_path)));
@@ -446,7 +495,7 @@ LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view r
       bool match = util::GlobMatch(rule.caller, file) || util::GlobMatch(rule.caller, link) ||
                    (!soname.empty() && util::GlobMatch(rule.caller, soname));
       if (!match) continue;
-      for (const std::string& name : rule.names) request(i, name, Kind::kDlopen);
+      for (const DlopenCall& call : rule.calls) dlopen(i, call);
     }
   }
   return g;

@@ -118,11 +118,21 @@ struct LoadGraph {
   int Find(std::string_view real_path) const;
 };
 
-/// Which names an object passes to dlopen (data from rules/dlopen.json).
+/// One library an object loads with dlopen: the names it tries, in order; the first that loads
+/// wins (cuDNN 9 tries libcudnn_graph.so.9.1.0, then .so.9.1, then .so.9). A name may hold
+/// {version:N}, the caller's own release cut to N components (Options::version_of).
+struct DlopenCall {
+  std::vector<std::string> names;
+  DlopenCall(std::string name) : names{std::move(name)} {}  // NOLINT(google-explicit-constructor)
+  DlopenCall(const char* name) : names{name} {}             // NOLINT(google-explicit-constructor)
+  explicit DlopenCall(std::vector<std::string> tries) : names(std::move(tries)) {}
+};
+
+/// Which libraries an object opens with dlopen (data from rules/dlopen.json).
 struct DlopenRule {
-  std::string caller;              ///< glob on the caller's soname or file name ("libcudnn.so.9*")
-  std::vector<std::string> names;  ///< dlopen arguments, in order
-  std::string source;              ///< where this fact comes from
+  std::string caller;             ///< glob on the caller's soname or file name ("libcudnn.so.9*")
+  std::vector<DlopenCall> calls;  ///< in order
+  std::string source;             ///< where this fact comes from
 };
 
 /// The loader build's platform: values glibc fixes at build time or takes from the CPU. The
@@ -164,7 +174,10 @@ struct Options {
   const catalog::LdCacheFile* cache = nullptr;  ///< the image's ld.so.cache; null when absent
   std::vector<DlopenRule> dlopen;  ///< applied to every loaded object whose name matches
   std::vector<Preload> preload;    ///< mapped right after the root, before its dependencies
-  size_t max_objects = 4096;       ///< bound on the link map
+  /// The release of the object at a real path ("9.1.0.70"), for {version:N} in dlopen names;
+  /// empty (or unset) when unknown: such names are then not tried.
+  std::function<std::string(std::string_view real_path)> version_of;
+  size_t max_objects = 4096;  ///< bound on the link map
 };
 
 /// Resolves one name requested by `consumer` (index into `graph`) with ld.so's rules (a
@@ -175,7 +188,9 @@ Resolution Resolve(const image::Tree& tree, const ElfLookup& elf, const LoadGrap
 
 /// Simulates loading `root` (a real path in the tree: an executable, or a library such as a
 /// framework extension, which then plays the main program): its dependencies breadth-first,
-/// then the dlopens `options.dlopen` names. Names that are not found are recorded, not fatal.
+/// then the dlopens `options.dlopen` names. Names that are not found are recorded, not fatal; of
+/// a dlopen with several names, the one that loaded (or, when none did, the last, with what
+/// every name tried).
 /// Empty graph when `root` is not an ELF file. $ORIGIN of the root is the directory of its
 /// real path (as exec gives it); of every other object, the directory of the path it was
 /// opened by, symlinks not followed (glibc l_origin).

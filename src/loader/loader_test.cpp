@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <set>
 
 #include "fake_image.h"
 #include "loader/why.h"
 #include "support.h"
+#include "util/path.h"
 
 namespace imgcheck::loader {
 namespace {
@@ -259,6 +261,62 @@ TEST_CASE("dlopen by name: rules from data, caller's RUNPATH, already-loaded reu
   REQUIRE(at > 0);
   CHECK(g.objects[static_cast<size_t>(at)].loaded_by == Kind::kDlopen);
   CHECK(g.objects[static_cast<size_t>(at)].loader == g.Find("/lib/cudnn/libcudnn.so.9"));
+}
+
+TEST_CASE("a dlopen of several names: the first that loads wins, else one unresolved", "[loader]") {
+  // cuDNN 9's shim opens libcudnn_graph.so.<its release>, then .<major.minor>, then .<major>.
+  const std::string shim = "/lib/cudnn/libcudnn.so.9";
+  auto image = [&](const std::vector<std::string>& graphs) {
+    FakeImage img;
+    img.Lib("/app/main.so", "main.so", {"libcudnn.so.9"}).rpath = {"/lib/cudnn"};
+    img.Lib(shim, "libcudnn.so.9");
+    for (const std::string& g : graphs) img.Lib(g, "libcudnn_graph.so.9");
+    return img;
+  };
+  Options o = Upstream();
+  o.ld_library_path = "/llp";
+  o.dlopen = {{"libcudnn.so.9*",
+               {loader::DlopenCall({"libcudnn_graph.so.{version:3}",
+                                    "libcudnn_graph.so.{version:2}", "libcudnn_graph.so.9"})},
+               "t"}};
+  o.version_of = [&](std::string_view p) { return p == shim ? "9.1.0.70" : ""; };
+  auto dlopens = [&](const LoadGraph& g) {
+    std::vector<Resolution> out;
+    for (const Resolution* r : g.Resolutions())
+      if (r->consumer == shim && r->kind == Kind::kDlopen) out.push_back(*r);
+    return out;
+  };
+
+  SECTION("only the major's name is there: it loads, the misses are not findings") {
+    auto rs = dlopens(image({"/lib/cudnn/libcudnn_graph.so.9"}).Load("/app/main.so", o));
+    REQUIRE(rs.size() == 1);
+    CHECK(rs[0].name == "libcudnn_graph.so.9");
+    CHECK(rs[0].found());
+  }
+  SECTION("a file named for the shim's exact release wins over the major's") {
+    auto rs = dlopens(image({"/lib/cudnn/libcudnn_graph.so.9", "/llp/libcudnn_graph.so.9.1.0"})
+                          .Load("/app/main.so", o));
+    REQUIRE(rs.size() == 1);
+    CHECK(rs[0].name == "libcudnn_graph.so.9.1.0");
+    CHECK(rs[0].real_path == "/llp/libcudnn_graph.so.9.1.0");
+  }
+  SECTION("none loads: one unresolved dlopen, the last name, with every attempt") {
+    auto rs = dlopens(image({}).Load("/app/main.so", o));
+    REQUIRE(rs.size() == 1);
+    CHECK(rs[0].name == "libcudnn_graph.so.9");
+    CHECK(rs[0].status == Status::kNotFound);
+    std::set<std::string> tried;
+    for (const Attempt& a : rs[0].tried) tried.insert(std::string(util::BaseName(a.path)));
+    CHECK(tried == std::set<std::string>{"libcudnn_graph.so.9.1.0", "libcudnn_graph.so.9.1",
+                                         "libcudnn_graph.so.9"});
+  }
+  SECTION("the shim's release unknown: only the names without it are tried") {
+    o.version_of = nullptr;
+    auto rs = dlopens(image({"/llp/libcudnn_graph.so.9.1.0"}).Load("/app/main.so", o));
+    REQUIRE(rs.size() == 1);
+    CHECK(rs[0].status == Status::kNotFound);
+    for (const Attempt& a : rs[0].tried) CHECK(util::BaseName(a.path) == "libcudnn_graph.so.9");
+  }
 }
 
 TEST_CASE("the link map is bounded and symlink loops are just missing", "[loader]") {

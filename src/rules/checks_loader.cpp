@@ -264,33 +264,36 @@ void CheckMissingSymbols(Context& ctx) {
 }
 
 void CheckReplaced(Context& ctx) {
-  for (const Component* d : ctx.cat.Find(catalog::ComponentKind::kPythonDist)) {
-    if (d->deleted) continue;
-    for (const auto& file : d->replaced_files) {
-      std::string_view name = util::BaseName(file.path);
-      if (name.find(".so") == std::string_view::npos) continue;
-      std::string family = ctx.FamilyOf(name);
-      bool cuda = !family.empty() && family != "driver";
-      std::string dist = d->name + (d->version.empty() ? "" : " " + d->version);
-      std::string by = file.layer == d->layer ? "" : " by " + LayerText(ctx, file.layer);
-      Finding f = ctx.Make(
-          "IC015",
-          file.path + " is not the file " + dist + " installed: " + std::to_string(file.size) +
-              " bytes, its RECORD says " + std::to_string(file.recorded_size) + "; replaced" + by,
-          {file.path, d->path}, file.layer);
-      if (!cuda) f.severity = Severity::kWarning;
-      f.evidence.push_back({"installed by", dist + " in " + LayerText(ctx, d->layer)});
-      f.evidence.push_back({"replaced in", LayerText(ctx, file.layer)});
-      ctx.findings.push_back(std::move(f));
-      // A cuDNN sub-library of another release under the package's name is skew too.
-      if (family == "cudnn" && catalog::LibraryBaseName(name) != "libcudnn") {
-        Finding skew = ctx.Make("IC004",
-                                file.path + " is a cuDNN sub-library from another release than " +
-                                    dist + " (its size differs from the RECORD)" + by,
-                                {file.path, d->path}, file.layer);
-        skew.evidence.push_back({"installed by", dist + " in " + LayerText(ctx, d->layer)});
-        ctx.findings.push_back(std::move(skew));
-      }
+  for (const auto& file : ctx.cat.replaced) {
+    std::string_view name = util::BaseName(file.path);
+    if (name.find(".so") == std::string_view::npos) continue;
+    std::string family = ctx.FamilyOf(name);
+    bool cuda = !family.empty() && family != "driver";
+    const catalog::PackageRef& p = file.package;
+    bool pip = p.manager == catalog::PackageManager::kPip;
+    std::string package = (pip ? "" : std::string(catalog::ManagerName(p.manager)) + " ") + p.name +
+                          (p.version.empty() ? "" : " " + p.version);
+    std::string record = pip ? "RECORD" : "md5sums";
+    // The dist-info directory, or dpkg's md5sums file.
+    std::string where = pip ? std::string(util::DirName(p.metadata)) : p.metadata;
+    std::string by = file.layer == p.layer ? "" : " by " + LayerText(ctx, file.layer);
+    Finding f = ctx.Make("IC015",
+                         file.path + " is not the file " + package + " installed: " + file.found +
+                             ", its " + record + " says " + file.stated + "; replaced" + by,
+                         {file.path, where}, file.layer);
+    if (!cuda) f.severity = Severity::kWarning;
+    f.evidence.push_back({"installed by", package + " in " + LayerText(ctx, p.layer)});
+    f.evidence.push_back({"stated in", p.metadata});
+    f.evidence.push_back({"replaced in", LayerText(ctx, file.layer)});
+    ctx.findings.push_back(std::move(f));
+    // A cuDNN sub-library of another release under the package's name is skew too.
+    if (family == "cudnn" && catalog::LibraryBaseName(name) != "libcudnn") {
+      Finding skew = ctx.Make("IC004",
+                              file.path + " is a cuDNN sub-library from another release than " +
+                                  package + " (it differs from the " + record + ")" + by,
+                              {file.path, where}, file.layer);
+      skew.evidence.push_back({"installed by", package + " in " + LayerText(ctx, p.layer)});
+      ctx.findings.push_back(std::move(skew));
     }
   }
 }

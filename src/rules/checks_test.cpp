@@ -9,6 +9,7 @@
 #include "elf_builder.h"
 #include "fake_image.h"
 #include "rules/scan.h"
+#include "util/sha256.h"
 
 namespace imgcheck::rules {
 namespace {
@@ -125,6 +126,42 @@ TEST_CASE("IC012: a CUDA library's DT_NEEDED that nothing provides", "[checks]")
   FakeImage ok = WithLibs({{"libcublas.so.12", So("libcublas.so.12", {"libcublasLt.so.12"})},
                            {"libcublasLt.so.12", So("libcublasLt.so.12")}});
   CHECK(Paths(Scan(ok), "IC012").empty());
+}
+
+TEST_CASE("IC012: cuDNN 9's sub-libraries by the dlopen sequence of rules/dlopen.json",
+          "[checks]") {
+  // libcudnn.so.9.1.0 opens libcudnn_graph.so.9.1.0, .so.9.1, then .so.9; libcudnn_graph opens
+  // the engines and heuristic libraries the same way. Names it misses before one loads are not
+  // findings; a sub-library none of whose names loads is one finding, under the major's name.
+  const std::vector<std::string> subs = {"libcudnn_graph",
+                                         "libcudnn_ops",
+                                         "libcudnn_cnn",
+                                         "libcudnn_adv",
+                                         "libcudnn_engines_precompiled",
+                                         "libcudnn_heuristic",
+                                         "libcudnn_engines_runtime_compiled"};
+  auto image = [&](const std::string& missing) {
+    FakeImage f = WithLibs({{"libcudnn.so.9.1.0", So("libcudnn.so.9")}});
+    f.Link(kLib + "/libcudnn.so.9", "libcudnn.so.9.1.0");
+    for (const std::string& base : subs)
+      if (base != missing) f.File(kLib + "/" + base + ".so.9", So(base + ".so.9"));
+    return f;
+  };
+  auto unresolved = [](FakeImage& f) {
+    std::vector<std::string> names;
+    auto found = Scan(f);
+    for (const Finding& finding : found["IC012"])
+      names.push_back(finding.message.substr(0, finding.message.find(' ')));
+    return names;
+  };
+  FakeImage whole = image("");
+  CHECK(unresolved(whole).empty());
+  // Only libcudnn_graph.so.9.1 (the shim's major.minor) is there: the sequence's second name.
+  FakeImage minor = image("libcudnn_graph");
+  minor.File(kLib + "/libcudnn_graph.so.9.1", So("libcudnn_graph.so.9"));
+  CHECK(unresolved(minor).empty());
+  FakeImage no_heuristic = image("libcudnn_heuristic");
+  CHECK(unresolved(no_heuristic) == std::vector<std::string>{"libcudnn_heuristic.so.9"});
 }
 
 TEST_CASE("IC014: a CUDA soname link whose target is gone", "[checks]") {
@@ -298,6 +335,99 @@ TEST_CASE("IC015: a pip package's library replaced by a file of another size", "
         std::string::npos);
   FakeImage ok = image(wheel);  // the same bytes copied again
   CHECK(Paths(Scan(ok), "IC015").empty());
+}
+
+TEST_CASE("IC015: a dpkg package's library whose MD5 differs from its md5sums", "[checks]") {
+  // libcudnn9-cuda-12 installs libcudnn_graph.so.9.1.0 and states its MD5; a later layer writes
+  // other bytes there (another release's sub-library), or the same bytes again.
+  const std::string dir = "/usr/lib/x86_64-linux-gnu/";
+  const std::string graph = So("libcudnn_graph.so.9"), helper = So("libhelper.so.1");
+  auto image = [&](const std::string& later_graph, const std::string& later_helper, int layer) {
+    FakeImage f(2);
+    f.File("/var/lib/dpkg/status",
+           "Package: libcudnn9-cuda-12\nStatus: install ok installed\nVersion: 9.1.0.70-1\n\n"
+           "Package: libhelper1\nStatus: install ok installed\nVersion: 1.0-1\n");
+    f.File("/var/lib/dpkg/info/libcudnn9-cuda-12.list", dir + "libcudnn_graph.so.9.1.0\n");
+    f.File("/var/lib/dpkg/info/libcudnn9-cuda-12.md5sums",
+           util::Md5Hex(graph) + "  " + dir.substr(1) + "libcudnn_graph.so.9.1.0\n");
+    f.File("/var/lib/dpkg/info/libhelper1.md5sums",
+           util::Md5Hex(helper) + "  " + dir.substr(1) + "libhelper.so.1\n");
+    f.File(dir + "libcudnn_graph.so.9.1.0", later_graph, layer,
+           layer ? std::vector<int>{0} : std::vector<int>{});
+    f.File(dir + "libhelper.so.1", later_helper, layer,
+           layer ? std::vector<int>{0} : std::vector<int>{});
+    return f;
+  };
+  const std::string other_graph = graph + std::string(64, '\0');  // another build
+  const std::string other_helper = helper + std::string(64, '\0');
+  FakeImage bad = image(other_graph, other_helper, 1);
+  auto found = Scan(bad);
+  REQUIRE(found["IC015"].size() == 2);
+  for (const Finding& f : found["IC015"]) {
+    bool cuda = f.paths[0] == dir + "libcudnn_graph.so.9.1.0";
+    INFO(f.message);
+    CHECK(f.severity == (cuda ? Severity::kError : Severity::kWarning));
+    CHECK(f.layer.index == 1);
+    CHECK(f.message.find(cuda ? "dpkg libcudnn9-cuda-12 9.1.0.70-1" : "dpkg libhelper1 1.0-1") !=
+          std::string::npos);
+    CHECK(f.message.find("its md5sums says " + util::Md5Hex(cuda ? graph : helper)) !=
+          std::string::npos);
+  }
+  CHECK(Paths(found, "IC004") == std::vector<std::string>{dir + "libcudnn_graph.so.9.1.0"});
+
+  FakeImage same = image(graph, helper, 1);  // the same bytes copied again
+  CHECK(Paths(Scan(same), "IC015").empty());
+  // Other bytes from dpkg's own layer: nothing later replaced them.
+  FakeImage own = image(other_graph, other_helper, 0);
+  auto own_found = Scan(own);
+  CHECK(Paths(own_found, "IC015").empty());
+  CHECK(Paths(own_found, "IC004").empty());
+}
+
+TEST_CASE("preload: torch loads its global deps, and the nvidia wheels only when those fail",
+          "[checks]") {
+  // libtorch_cuda.so NEEDS libcudnn.so.8 with no RUNPATH. torch/__init__.py loads
+  // libtorch_global_deps.so (RTLD_GLOBAL) first; only when that fails on a CUDA library does it
+  // preload nvidia/cudnn/lib/libcudnn.so.8 and try again.
+  auto image = [&](const std::string& global_needs, const std::string& global_runpath,
+                   bool has_global = true) {
+    FakeImage f = WithLibs({});
+    elf::fixture::ElfSpec ext;
+    ext.soname = "libtorch_cuda.so";
+    ext.needed = {"libcudnn.so.8"};
+    f.File(kSite + "torch/lib/libtorch_cuda.so", elf::fixture::BuildElf(ext));
+    elf::fixture::ElfSpec global;
+    global.soname = "libtorch_global_deps.so";
+    global.needed = {global_needs};
+    global.runpath = global_runpath;
+    if (has_global)
+      f.File(kSite + "torch/lib/libtorch_global_deps.so", elf::fixture::BuildElf(global));
+    Dist(f, "torch", "2.1.2", {},
+         {"torch/lib/libtorch_cuda.so", "torch/lib/libtorch_global_deps.so"});
+    f.File(kSite + "nvidia/cudnn/lib/libcudnn.so.8", So("libcudnn.so.8"));
+    Dist(f, "nvidia-cudnn-cu12", "8.9.2.26", {}, {"nvidia/cudnn/lib/libcudnn.so.8"});
+    return f;
+  };
+  const std::string cuda = kSite + "torch/lib/libtorch_cuda.so";
+  // IC012 on torch's own files (the fixture's cuDNN has no sub-libraries: those are not at issue).
+  auto torch_unresolved = [&](FakeImage& f) {
+    std::vector<std::string> out;
+    for (const std::string& p : Paths(Scan(f), "IC012"))
+      if (p.rfind(kSite + "torch/", 0) == 0) out.push_back(p);
+    return out;
+  };
+  // Global deps reach cuDNN through their RUNPATH: loaded first, libtorch_cuda finds it loaded.
+  FakeImage global = image("libcudnn.so.8", "$ORIGIN/../../nvidia/cudnn/lib");
+  CHECK(torch_unresolved(global).empty());
+  // Global deps miss cuDNN: torch preloads it from the wheel, then loads them again.
+  FakeImage fallback = image("libcudnn.so.8", "");
+  CHECK(torch_unresolved(fallback).empty());
+  // Global deps fail on a library that is not CUDA's: torch re-raises, nothing is preloaded.
+  FakeImage other = image("libgomp.so.1", "");
+  CHECK(torch_unresolved(other) == std::vector<std::string>{cuda});
+  // No global deps (a build without them): libtorch_cuda's own search misses cuDNN.
+  FakeImage none = image("", "", false);
+  CHECK(torch_unresolved(none) == std::vector<std::string>{cuda});
 }
 
 TEST_CASE("IC001: a framework loads a cuDNN its run-time check rejects", "[checks]") {

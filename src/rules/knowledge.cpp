@@ -29,6 +29,29 @@ bool PrefixMatches(const Version& table, const Version& actual) {
   return actual.Prefix(table.size()) == table && actual.size() >= table.size();
 }
 
+// A dlopen row's "names": each a string (one dlopen of that name) or a list of strings (one
+// dlopen trying them in order).
+std::vector<loader::DlopenCall> DlopenCalls(const Row& row) {
+  constexpr std::string_view kShape =
+      "field \"names\" must list names or lists of names (the names one dlopen tries)";
+  if (!row.Has("names") || !(*row.value)["names"].is_array()) row.Fail("names", kShape);
+  std::vector<loader::DlopenCall> calls;
+  for (const nlohmann::json& e : (*row.value)["names"]) {
+    if (e.is_string()) {
+      calls.emplace_back(e.get<std::string>());
+      continue;
+    }
+    if (!e.is_array() || e.empty()) row.Fail("names", kShape);
+    std::vector<std::string> tries;
+    for (const nlohmann::json& n : e) {
+      if (!n.is_string()) row.Fail("names", kShape);
+      tries.push_back(n.get<std::string>());
+    }
+    calls.emplace_back(std::move(tries));
+  }
+  return calls;
+}
+
 void LoadRules(const std::vector<DataFile>& files, std::vector<RuleInfo>& out) {
   std::set<std::string> seen;
   for (const Row& row : TableRows(files, "rules")) {
@@ -117,10 +140,10 @@ Knowledge Knowledge::FromFiles(std::vector<DataFile> files) {
     for (const auto& [major, names] : cudnn->sub_libraries)
       k.sublibraries_.push_back({major, names});
   for (const Row& r : TableRows(f, "dlopen"))
-    k.dlopen_.push_back({r.String("caller"), r.Strings("names"), r.String("source")});
+    k.dlopen_.push_back({r.String("caller"), DlopenCalls(r), r.String("source")});
   for (const Row& r : TableRows(f, "preload"))
-    k.preload_.push_back(
-        {r.String("package"), r.Strings("files"), r.Strings("dirs"), r.String("source")});
+    k.preload_.push_back({r.String("package"), r.Strings("files"), r.Strings("dirs"),
+                          r.String("unless_loads", false), r.String("source")});
   for (const Row& r : TableRows(f, "optional"))
     k.optional_.push_back(
         {r.String("package"), r.Strings("files"), r.String("when"), r.String("source")});

@@ -108,6 +108,9 @@ struct PreloadRow {
   std::string package;             ///< glob on the owning pip distribution ("cupy-cuda1*x")
   std::vector<std::string> files;  ///< globs on file names, in the order they are loaded
   std::vector<std::string> dirs;   ///< globs relative to the package's site-packages directory
+  /// Optional: the package preloads only when loading this file (relative to site-packages)
+  /// fails on a library of `files` (PyTorch's libtorch_global_deps.so); empty: always.
+  std::string unless_loads;
   std::string source;
 };
 /// Files a package loads only on request (dlopen.json's optional table).

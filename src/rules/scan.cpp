@@ -34,16 +34,20 @@ std::vector<loader::DlopenRule> ForBuild(const std::vector<loader::DlopenRule>& 
         cudnn = Version::Parse(it->second);
   std::vector<loader::DlopenRule> out;
   for (loader::DlopenRule rule : rules) {
-    std::vector<std::string> names;
-    for (std::string& name : rule.names) {
-      size_t at = name.find(kCudnnMajor);
-      if (at == std::string::npos) {
-        names.push_back(std::move(name));
-      } else if (cudnn) {
-        names.push_back(name.replace(at, kCudnnMajor.size(), std::to_string(cudnn->major())));
+    std::vector<loader::DlopenCall> calls;
+    for (loader::DlopenCall& call : rule.calls) {
+      std::vector<std::string> names;
+      for (std::string& name : call.names) {
+        size_t at = name.find(kCudnnMajor);
+        if (at == std::string::npos) {
+          names.push_back(std::move(name));
+        } else if (cudnn) {
+          names.push_back(name.replace(at, kCudnnMajor.size(), std::to_string(cudnn->major())));
+        }
       }
+      if (!names.empty()) calls.emplace_back(std::move(names));
     }
-    rule.names = std::move(names);
+    rule.calls = std::move(calls);
     out.push_back(std::move(rule));
   }
   return out;
@@ -63,6 +67,15 @@ util::Expected<loader::Options> LoaderOptions(const image::Image& image,
   if (!image.config.working_dir.empty()) o.working_dir = image.config.working_dir;
   if (catalog.config.ld_so_cache) o.cache = &*catalog.config.ld_so_cache;
   o.dlopen = std::move(dlopen);
+  // cuDNN 9 opens its sub-libraries by its own release first: the catalog's version of it.
+  auto versions = std::make_shared<std::map<std::string, std::string, std::less<>>>();
+  for (const catalog::Component& c : catalog.components)
+    if (c.kind == catalog::ComponentKind::kCudaLibrary && !c.deleted && !c.version.empty())
+      versions->emplace(c.path, c.version);
+  o.version_of = [versions](std::string_view real_path) {
+    auto it = versions->find(real_path);
+    return it == versions->end() ? std::string() : it->second;
+  };
   return o;
 }
 
@@ -127,17 +140,52 @@ std::vector<std::string> ExpandDirs(const image::Tree& tree, const std::string& 
   return dirs;
 }
 
+// The part of a file-name glob before its first '.' ("libcublas" of "libcublas.so.*[0-9]").
+std::string_view Stem(std::string_view name) { return name.substr(0, name.find('.')); }
+
+// Whether a row with `unless_loads` preloads: loading that file (site-relative) fails, and the
+// failure names a library of the row's files (torch/__init__.py _load_global_deps re-raises any
+// other error, and a missing file is such an error). The first unresolved DT_NEEDED in load
+// order is the one dlerror names.
+bool FallbackApplies(const image::Tree& tree, const catalog::Catalog& catalog,
+                     const PreloadRow& row, const std::string& site,
+                     const loader::Options& options) {
+  auto r = tree.Resolve(util::JoinPath(site, row.unless_loads));
+  if (!r || !r->node || !catalog.Elf(r->path)) return false;
+  loader::Options plain = options;
+  plain.dlopen.clear();
+  plain.preload.clear();
+  auto lookup = [&catalog](std::string_view p) { return catalog.Elf(p); };
+  loader::LoadGraph g = loader::Load(tree, lookup, r->path, plain);
+  for (const loader::Resolution* res : g.Resolutions()) {
+    if (res->found() || res->kind != loader::Kind::kNeeded) continue;
+    std::string_view failed = Stem(res->name);
+    return std::any_of(row.files.begin(), row.files.end(),
+                       [&](const std::string& f) { return Stem(f) == failed; });
+  }
+  return false;
+}
+
 // What the package owning `root` loads before its extensions (dlopen.json's preload rows): for
-// each file pattern, the first match in the row's directories, in order.
+// each file pattern, the first match in the row's directories, in order. `fallbacks` memoises
+// FallbackApplies per site-packages directory and row.
 std::vector<loader::Preload> Preloads(const image::Tree& tree, const catalog::Catalog& catalog,
-                                      const Knowledge& knowledge, std::string_view root) {
+                                      const Knowledge& knowledge, std::string_view root,
+                                      const loader::Options& options,
+                                      std::map<std::pair<std::string, size_t>, bool>& fallbacks) {
   std::vector<loader::Preload> out;
   const catalog::PackageRef* owner = catalog.Owner(root);
   if (!owner || owner->manager != catalog::PackageManager::kPip) return out;
   // RECORD lies in <site-packages>/<dist>.dist-info/.
   std::string site(util::DirName(util::DirName(owner->metadata)));
-  for (const PreloadRow& row : knowledge.preload()) {
+  for (size_t i = 0; i < knowledge.preload().size(); ++i) {
+    const PreloadRow& row = knowledge.preload()[i];
     if (!util::GlobMatch(row.package, owner->name)) continue;
+    if (!row.unless_loads.empty()) {
+      auto [it, fresh] = fallbacks.try_emplace({site, i}, false);
+      if (fresh) it->second = FallbackApplies(tree, catalog, row, site, options);
+      if (!it->second) continue;
+    }
     std::vector<std::string> dirs;
     for (const std::string& pattern : row.dirs)
       for (std::string& d : ExpandDirs(tree, site, pattern)) dirs.push_back(std::move(d));
@@ -148,7 +196,10 @@ std::vector<loader::Preload> Preloads(const image::Tree& tree, const catalog::Ca
           if (!util::GlobMatch(file, name)) continue;
           auto r = tree.Resolve(util::JoinPath(dir, name));
           if (!r || !r->node || !catalog.Elf(r->path)) continue;
-          out.push_back({r->path, "preloaded by " + owner->name + " from " + dir});
+          out.push_back(
+              {r->path,
+               "preloaded by " + owner->name + " from " + dir +
+                   (row.unless_loads.empty() ? "" : " (" + row.unless_loads + " did not load)")});
           loaded = true;
           break;
         }
@@ -228,10 +279,11 @@ std::vector<Consumer> LoadConsumers(const image::Image& image, const catalog::Ca
   loader::Options plain = options;
   plain.dlopen = ForBuild(options.dlopen, nullptr);
   std::vector<Consumer> out;
+  std::map<std::pair<std::string, size_t>, bool> fallbacks;
   for (auto& root : roots) {
     loader::Options own = plain;
     if (root.framework) own.dlopen = ForBuild(options.dlopen, &root.framework->build);
-    own.preload = Preloads(image.tree, catalog, knowledge, root.path);
+    own.preload = Preloads(image.tree, catalog, knowledge, root.path, options, fallbacks);
     Consumer c;
     c.path = root.path;
     c.role = root.role;
@@ -273,8 +325,10 @@ Context::Context(const ScanInput& input)
           if (set.major != major) continue;
           for (const auto& base : set.libraries) {
             std::string name = base + ".so." + std::to_string(major);
-            bool listed =
-                std::any_of(rs.begin(), rs.end(), [&](const auto& r) { return r.name == name; });
+            // Under any of the names it was tried by (libcudnn_graph.so.9.1.0, ...).
+            bool listed = std::any_of(rs.begin(), rs.end(), [&](const auto& r) {
+              return catalog::LibraryBaseName(util::BaseName(r.name)) == base;
+            });
             if (!listed)
               rs.push_back(loader::Resolve(tree, lookup, consumer.graph, static_cast<int>(i), name,
                                            loader::Kind::kDlopen, in.options));

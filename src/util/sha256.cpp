@@ -6,23 +6,27 @@
 
 namespace imgcheck::util {
 
-struct Sha256::Impl {
+struct EvpDigest::Impl {
   EVP_MD_CTX* ctx = nullptr;
 };
 
-Sha256::Sha256() : impl_(std::make_unique<Impl>()) {
+EvpDigest::EvpDigest(Algorithm algorithm) : impl_(std::make_unique<Impl>()) {
+  bool sha = algorithm == Algorithm::kSha256;
   impl_->ctx = EVP_MD_CTX_new();
-  if (impl_->ctx == nullptr || EVP_DigestInit_ex(impl_->ctx, EVP_sha256(), nullptr) != 1)
-    throw Fatal("openssl: cannot initialise SHA-256");
+  if (impl_->ctx == nullptr ||
+      EVP_DigestInit_ex(impl_->ctx, sha ? EVP_sha256() : EVP_md5(), nullptr) != 1) {
+    EVP_MD_CTX_free(impl_->ctx);
+    throw Fatal(std::string("openssl: cannot initialise ") + (sha ? "SHA-256" : "MD5"));
+  }
 }
 
-Sha256::~Sha256() { EVP_MD_CTX_free(impl_->ctx); }
+EvpDigest::~EvpDigest() { EVP_MD_CTX_free(impl_->ctx); }
 
-void Sha256::Update(std::string_view bytes) {
+void EvpDigest::Update(std::string_view bytes) {
   EVP_DigestUpdate(impl_->ctx, bytes.data(), bytes.size());
 }
 
-std::string Sha256::HexDigest() {
+std::string EvpDigest::HexDigest() {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_DigestFinal_ex(impl_->ctx, md, &len);
@@ -93,6 +97,12 @@ std::string Sha256Digest(std::string_view bytes) {
   Sha256 h;
   h.Update(bytes);
   return "sha256:" + h.HexDigest();
+}
+
+std::string Md5Hex(std::string_view bytes) {
+  Md5 h;
+  h.Update(bytes);
+  return h.HexDigest();
 }
 
 }  // namespace imgcheck::util

@@ -1,4 +1,5 @@
-// SHA-256 through OpenSSL EVP, incremental, for blob and diff_id verification.
+// SHA-256 through OpenSSL EVP, incremental, for blob and diff_id verification; MD5 for dpkg's
+// md5sums.
 #pragma once
 
 #include <condition_variable>
@@ -12,19 +13,34 @@
 
 namespace imgcheck::util {
 
-class Sha256 {
+/// An incremental OpenSSL EVP digest (the classes below pick the algorithm).
+class EvpDigest {
  public:
-  Sha256();
-  ~Sha256();
-  Sha256(const Sha256&) = delete;
-  Sha256& operator=(const Sha256&) = delete;
+  ~EvpDigest();
+  EvpDigest(const EvpDigest&) = delete;
+  EvpDigest& operator=(const EvpDigest&) = delete;
   void Update(std::string_view bytes);
   /// Lower-case hex digest; the hasher cannot be updated afterwards.
   std::string HexDigest();
 
+ protected:
+  enum class Algorithm : uint8_t { kSha256, kMd5 };
+  explicit EvpDigest(Algorithm algorithm);
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+};
+
+class Sha256 : public EvpDigest {
+ public:
+  Sha256() : EvpDigest(Algorithm::kSha256) {}
+};
+
+/// MD5: only to compare files with dpkg's info/*.md5sums (never for integrity).
+class Md5 : public EvpDigest {
+ public:
+  Md5() : EvpDigest(Algorithm::kMd5) {}
 };
 
 /// SHA-256 on a thread of its own, so that hashing a stream overlaps with the work of the thread
@@ -57,5 +73,7 @@ class AsyncSha256 {
 
 /// "sha256:<hex>" of `bytes`.
 std::string Sha256Digest(std::string_view bytes);
+/// Lower-case hex MD5 of `bytes`.
+std::string Md5Hex(std::string_view bytes);
 
 }  // namespace imgcheck::util

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace imgcheck::util {
@@ -38,10 +39,15 @@ class SparseFile {
   const std::vector<Extent>& extents() const { return extents_; }
   /// Bytes held in memory.
   uint64_t captured_bytes() const;
+  /// Lower-case hex MD5 of the whole file when the capturer computed one while it streamed past
+  /// (the capture policy asks for it where a package database states one), else empty.
+  const std::string& md5() const { return md5_; }
+  void set_md5(std::string md5) { md5_ = std::move(md5); }
 
  private:
   uint64_t size_ = 0;
   std::vector<Extent> extents_;  // sorted by offset, disjoint, non-adjacent
+  std::string md5_;
 };
 
 }  // namespace imgcheck::util

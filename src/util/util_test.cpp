@@ -82,6 +82,15 @@ TEST_CASE("Sha256 matches the known digest of 'abc'") {
         "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
+TEST_CASE("Md5 matches the known digest of 'abc', in one span or several") {
+  CHECK(Md5Hex("abc") == "900150983cd24fb0d6963f7d28e17f72");
+  Md5 h;
+  h.Update("a");
+  h.Update("bc");
+  CHECK(h.HexDigest() == Md5Hex("abc"));
+  CHECK(Md5Hex("") == "d41d8cd98f00b204e9800998ecf8427e");
+}
+
 TEST_CASE("AsyncSha256 hashes the spans it is given, in order, as Sha256 does") {
   std::string whole;
   for (uint64_t i = 0; whole.size() < (3 << 20); ++i) whole += std::to_string(i * 7919) + ",";
