@@ -56,7 +56,7 @@ std::vector<Entry> IncludeBomb(int n) {
   return bomb;
 }
 
-TEST_CASE("hostile ld.so.conf: include bombs read each file once; nesting and files are bounded",
+TEST_CASE("hostile ld.so.conf: include bombs read each file once, nesting and files are bounded",
           "[hostile][catalog]") {
   {
     TempDir tmp;
@@ -99,7 +99,7 @@ TEST_CASE("hostile ld.so.cache: entries sharing one 1 MB string stop at the meta
                "--max-metadata-mb)");
 }
 
-TEST_CASE("hostile ELF: a 4 GB DT_STRSZ costs nothing; tables that expand are bounded",
+TEST_CASE("hostile ELF: a 4 GB DT_STRSZ costs nothing, tables that expand are bounded",
           "[hostile][catalog]") {
   std::string elf = Lib("libcudnn.so.9", {"libc.so.6"});
   // DT_STRSZ (tag 10) now claims 4 GiB.

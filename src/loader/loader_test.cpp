@@ -199,7 +199,7 @@ TEST_CASE("NODEFLIB skips default dirs and system-dir cache entries", "[loader]"
   CHECK(Res(g, "/app/main.so", "libconf.so").reason == Reason::kLdCache);
 }
 
-TEST_CASE("wrong machine or class is skipped; a non-ELF candidate stops the load", "[loader]") {
+TEST_CASE("wrong machine or class is skipped, a non-ELF candidate stops the load", "[loader]") {
   FakeImage img;
   img.Lib("/app/main.so", "main.so", {"libd.so"}).rpath = {"/arm", "/x32", "/good"};
   img.Lib("/arm/libd.so", "libd.so").machine = 183;
@@ -218,7 +218,8 @@ TEST_CASE("wrong machine or class is skipped; a non-ELF candidate stops the load
   CHECK(e.error.find("/x32/libd.so") != std::string::npos);
 }
 
-TEST_CASE("LD_LIBRARY_PATH: ';' separates, empty elements are the working directory", "[loader]") {
+TEST_CASE("LD_LIBRARY_PATH: a semicolon separates, empty elements are the working directory",
+          "[loader]") {
   FakeImage img;
   img.Lib("/app/main.so", "main.so", {"libw.so", "libs.so"});
   img.Lib("/work/libw.so", "libw.so");
