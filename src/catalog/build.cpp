@@ -13,7 +13,7 @@ namespace {
 using image::Node;
 using image::NodeType;
 
-constexpr uint64_t kKiB = 1024, kMiB = 1024 * 1024;
+constexpr uint64_t kKiB = 1024, kMiB = kKiB * 1024;
 
 bool IsCudaVersionFile(std::string_view path) {
   std::string_view dir = util::DirName(path);
