@@ -13,7 +13,7 @@ namespace {
 using image::Node;
 using image::NodeType;
 
-constexpr uint64_t kKiB = 1024, kMiB = 1024 * 1024;
+constexpr uint64_t kKiB = 1024, kMiB = kKiB * 1024;
 
 bool IsCudaVersionFile(std::string_view path) {
   std::string_view dir = util::DirName(path);
@@ -189,6 +189,9 @@ void Builder::Run() {
 
 std::optional<std::string_view> Builder::Text(const std::string& path, const Node& node,
                                               bool need_whole) {
+  if (node.size > limits_.metadata_bytes)
+    util::LimitExceeded(path + " (" + std::to_string(node.size) + " bytes)",
+                        util::MiBText(limits_.metadata_bytes), "--max-metadata-mb");
   if (node.size == 0) return std::string_view{};
   if (!node.content) return std::nullopt;
   std::optional<std::string_view> text = node.content->ViewFrom(0);
@@ -199,6 +202,20 @@ std::optional<std::string_view> Builder::Text(const std::string& path, const Nod
                  " bytes were read");
     if (need_whole) return std::nullopt;
   }
+  return text;
+}
+
+std::optional<std::string_view> Builder::Records(const std::string& path, const Node& node,
+                                                 bool need_whole) {
+  // The most one line can cost once parsed: the largest record (an owner entry in a map, a
+  // Requirement) without its strings, which the text's own size accounts for.
+  constexpr uint64_t kRecordBytes = 256;
+  std::optional<std::string_view> text = Text(path, node, need_whole);
+  if (!text) return text;
+  uint64_t lines = static_cast<uint64_t>(std::count(text->begin(), text->end(), '\n')) + 1;
+  if (text->size() + lines * kRecordBytes > limits_.metadata_bytes)
+    util::LimitExceeded("the records of " + path + " (" + std::to_string(lines) + " lines)",
+                        util::MiBText(limits_.metadata_bytes), "--max-metadata-mb");
   return text;
 }
 
@@ -230,7 +247,11 @@ void Builder::ReadConfig() {
 
 void Builder::Visit(const std::string& path, const Node& node) {
   if (node.type != NodeType::kRegular || !node.content) return;
-  util::Expected<std::optional<elf::ElfInfo>> parsed = elf::Parse(*node.content);
+  util::Expected<std::optional<elf::ElfInfo>> parsed =
+      elf::Parse(*node.content, {limits_.elf_table_bytes});
+  if (parsed && *parsed && (*parsed)->table_limit_reached)
+    util::LimitExceeded("the dynamic tables of " + path, util::MiBText(limits_.elf_table_bytes),
+                        "--max-elf-table-mb");
   if (!parsed) {
     Diagnose(path, node.layer, "corrupt ELF: " + parsed.error().message);
   } else if (parsed->has_value()) {
@@ -287,7 +308,7 @@ void Builder::CollectFramework(const std::string& path, const Node&) {
 
 void Builder::ReadLoaderConfig() {
   if (tree_.Resolve("/etc/ld.so.conf").value_or(image::Tree::Resolved{"", nullptr}).node) {
-    cat_.config.ld_so_conf = ReadLdSoConf(tree_);
+    cat_.config.ld_so_conf = ReadLdSoConf(tree_, limits_);
     for (util::Diagnostic& d : cat_.config.ld_so_conf.diagnostics) cat_.diagnostics.push_back(d);
   }
   std::optional<image::Tree::Resolved> r = tree_.Resolve("/etc/ld.so.cache");
@@ -296,7 +317,7 @@ void Builder::ReadLoaderConfig() {
   cat_.config.ld_so_cache_layer = r->node->layer;
   std::optional<std::string_view> bytes = Text(r->path, *r->node, true);
   if (!bytes) return;
-  util::Expected<LdCacheFile> cache = ParseLdCache(*bytes);
+  util::Expected<LdCacheFile> cache = ParseLdCache(*bytes, limits_);
   if (!cache) {
     Diagnose(r->path, r->node->layer, "ld.so.cache: " + cache.error().message);
     return;
@@ -321,9 +342,9 @@ std::string CapturePolicyId(const LibraryRules& rules) {
   return "catalog-capture-4:" + rules.CaptureDigest();
 }
 
-Catalog Build(const image::Image& image, const LibraryRules& rules) {
+Catalog Build(const image::Image& image, const LibraryRules& rules, const util::Limits& limits) {
   Catalog cat;
-  Builder(image, rules, cat).Run();
+  Builder(image, rules, limits, cat).Run();
   return cat;
 }
 

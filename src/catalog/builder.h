@@ -22,8 +22,9 @@ bool HasDirComponent(std::string_view path, const std::vector<std::string>& name
 
 class Builder {
  public:
-  Builder(const image::Image& image, const LibraryRules& rules, Catalog& cat)
-      : image_(image), tree_(image.tree), rules_(rules), cat_(cat) {}
+  Builder(const image::Image& image, const LibraryRules& rules, const util::Limits& limits,
+          Catalog& cat)
+      : image_(image), tree_(image.tree), rules_(rules), limits_(limits), cat_(cat) {}
 
   void Run();
 
@@ -48,8 +49,14 @@ class Builder {
 
   // build.cpp
   /// The captured text of a file (the prefix that was kept); nullopt when nothing was.
+  /// util::LimitExceeded for a file larger than Limits::metadata_bytes.
   std::optional<std::string_view> Text(const std::string& path, const image::Node& node,
                                        bool need_whole = false);
+  /// The text of a line-based metadata file (dpkg status, .list, md5sums, METADATA, RECORD)
+  /// whose records, each a line at most, may expand past Limits::metadata_bytes: a short line
+  /// becomes a whole record (owner, requirement, missing file). util::LimitExceeded if so.
+  std::optional<std::string_view> Records(const std::string& path, const image::Node& node,
+                                          bool need_whole = false);
   void Diagnose(std::string path, int layer, std::string message);
   void ReadConfig();
   void Visit(const std::string& path, const image::Node& node);
@@ -83,6 +90,7 @@ class Builder {
   const image::Image& image_;
   const image::Tree& tree_;
   const LibraryRules& rules_;
+  const util::Limits& limits_;
   Catalog& cat_;
 
   std::vector<std::string> dpkg_databases_;                        // status, status.d/*

@@ -16,6 +16,7 @@
 #include "image/capture.h"
 #include "image/image.h"
 #include "util/error.h"
+#include "util/limits.h"
 
 namespace imgcheck::catalog {
 
@@ -210,7 +211,10 @@ image::CapturePolicy CapturePolicy(const LibraryRules& rules);
 std::string CapturePolicyId(const LibraryRules& rules);
 
 /// Catalogues the merged tree of `image`, classified by `rules` (rules/libraries.json).
-/// Problems inside the image become diagnostics.
-Catalog Build(const image::Image& image, const LibraryRules& rules);
+/// Problems inside the image become diagnostics. A file that would make the catalog exceed
+/// `limits` (metadata_bytes, elf_table_bytes, include_depth, include_files) stops the run:
+/// util::LimitExceeded.
+Catalog Build(const image::Image& image, const LibraryRules& rules,
+              const util::Limits& limits = {});
 
 }  // namespace imgcheck::catalog

@@ -490,4 +490,25 @@ TEST_CASE("real NVIDIA cuDNN 9 and cudart wheels from this machine's toolkit", "
   CHECK(Named(cat, ComponentKind::kPythonDist, "nvidia-cudnn-cu13").missing_files.empty());
 }
 
+TEST_CASE("package metadata past Limits::metadata_bytes stops the catalog", "[catalog]") {
+  FakeImage f;
+  f.File("/var/lib/dpkg/status", "Package: libfoo\nStatus: install ok installed\nVersion: 1\n");
+  std::string list;
+  for (int i = 0; i < 10000; ++i) list += "/x/" + std::to_string(i) + "\n";  // ~70 kB
+  f.File("/var/lib/dpkg/info/libfoo.list", list);
+  util::Limits limits;
+  CHECK_NOTHROW(Build(f.image(), BuiltInRules(), limits));
+  // 10,000 lines of 256 bytes each once parsed: past 2 MiB, though the file is far smaller.
+  limits.metadata_bytes = 2u << 20;
+  CHECK_THROWS_WITH(Build(f.image(), BuiltInRules(), limits),
+                    "the records of /var/lib/dpkg/info/libfoo.list (10001 lines) exceeds "
+                    "imgcheck's limit of 2 MiB (raise it with --max-metadata-mb)");
+  // A file larger than the limit, by its size in the image.
+  limits.metadata_bytes = 64u << 10;
+  CHECK_THROWS_WITH(Build(f.image(), BuiltInRules(), limits),
+                    "/var/lib/dpkg/info/libfoo.list (" + std::to_string(list.size()) +
+                        " bytes) exceeds imgcheck's limit of 65536 bytes (raise it with "
+                        "--max-metadata-mb)");
+}
+
 }  // namespace imgcheck::catalog

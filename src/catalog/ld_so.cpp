@@ -31,6 +31,24 @@ util::Error At(uint64_t offset, std::string_view what) {
                          std::to_string(offset));
 }
 
+// What the entries expand to. Every entry may point at one long string (or the old and hwcaps
+// forms may repeat it), so the records and strings materialised are counted, not the file.
+class Expansion {
+ public:
+  explicit Expansion(uint64_t limit) : left_(limit), limit_(limit) {}
+  void Add(const LdCacheRecord& e) {
+    Spend(sizeof(LdCacheRecord) + e.name.size() + e.path.size() + e.hwcaps_subdir.size());
+  }
+  void Spend(uint64_t bytes) {
+    if (bytes > left_)
+      util::LimitExceeded("the entries of ld.so.cache", util::MiBText(limit_), "--max-metadata-mb");
+    left_ -= bytes;
+  }
+
+ private:
+  uint64_t left_, limit_;
+};
+
 // Header fields and entries of the new format, read with the file's byte order.
 struct NewPart {
   uint64_t base = 0;  // file offset of the new header: string offsets are relative to it
@@ -60,7 +78,8 @@ std::optional<NewPart> ReadNewHeader(std::string_view bytes, uint64_t base) {
 
 // The glibc-hwcaps names (extension tag 1) and the generator string (tag 0).
 util::Expected<void> ReadExtensions(std::string_view bytes, const NewPart& part,
-                                    std::vector<std::string>& hwcaps, std::string& generator) {
+                                    std::vector<std::string>& hwcaps, std::string& generator,
+                                    Expansion& expansion) {
   if (part.extension_offset == 0) return {};
   // ldconfig writes extension and section offsets as file offsets.
   util::Reader r(bytes, part.big_endian);
@@ -78,6 +97,7 @@ util::Expected<void> ReadExtensions(std::string_view bytes, const NewPart& part,
     auto data = util::Slice(bytes, offset, size);
     if (!data) return At(offset, "extension section out of range");
     if (tag == kExtensionTagGenerator) {
+      expansion.Spend(data->size());
       generator.assign(*data);
     } else if (tag == kExtensionTagGlibcHwcaps) {
       if (size % 4 != 0) return At(offset, "glibc-hwcaps section size not a multiple of 4");
@@ -86,6 +106,7 @@ util::Expected<void> ReadExtensions(std::string_view bytes, const NewPart& part,
         uint32_t string_offset = *names.Read<uint32_t>();
         auto name = util::CString(bytes, *util::CheckedAdd(part.base, string_offset));
         if (!name) return At(offset, "glibc-hwcaps name out of range");
+        expansion.Spend(sizeof(std::string) + name->size());
         hwcaps.emplace_back(*name);
       }
     }
@@ -93,13 +114,14 @@ util::Expected<void> ReadExtensions(std::string_view bytes, const NewPart& part,
   return {};
 }
 
-util::Expected<void> ReadNewEntries(std::string_view bytes, const NewPart& part,
-                                    LdCacheFile& cache) {
+util::Expected<void> ReadNewEntries(std::string_view bytes, const NewPart& part, LdCacheFile& cache,
+                                    Expansion& expansion) {
   auto table_size = util::CheckedMul(part.nlibs, kNewEntrySize);
   auto table = util::Slice(bytes, part.base + kNewHeaderSize, table_size.value_or(UINT64_MAX));
   if (!table) return At(part.base + kNewHeaderSize, "entry table runs past the end");
   std::vector<std::string> hwcaps;
-  if (auto ext = ReadExtensions(bytes, part, hwcaps, cache.generator); !ext) return ext.error();
+  if (auto ext = ReadExtensions(bytes, part, hwcaps, cache.generator, expansion); !ext)
+    return ext.error();
   std::string_view strings = bytes.substr(part.base);
   util::Reader r(*table, part.big_endian);
   for (uint32_t i = 0; i < part.nlibs; ++i) {
@@ -119,12 +141,14 @@ util::Expected<void> ReadNewEntries(std::string_view bytes, const NewPart& part,
       uint32_t index = static_cast<uint32_t>(e.hwcap);
       if (index < hwcaps.size()) e.hwcaps_subdir = hwcaps[index];
     }
+    expansion.Add(e);
     cache.entries.push_back(std::move(e));
   }
   return {};
 }
 
-util::Expected<void> ReadOldEntries(std::string_view bytes, uint32_t nlibs, LdCacheFile& cache) {
+util::Expected<void> ReadOldEntries(std::string_view bytes, uint32_t nlibs, LdCacheFile& cache,
+                                    Expansion& expansion) {
   auto table_size = util::CheckedMul(nlibs, kOldEntrySize);
   auto table = util::Slice(bytes, kOldHeaderSize, table_size.value_or(UINT64_MAX));
   if (!table) return At(kOldHeaderSize, "entry table runs past the end");
@@ -139,6 +163,7 @@ util::Expected<void> ReadOldEntries(std::string_view bytes, uint32_t nlibs, LdCa
     if (!name || !path) return At(kOldHeaderSize + i * kOldEntrySize, "entry string out of range");
     e.name.assign(*name);
     e.path.assign(*path);
+    expansion.Add(e);
     cache.entries.push_back(std::move(e));
   }
   return {};
@@ -177,12 +202,13 @@ const LdCacheRecord* LdCacheFile::Lookup(std::string_view name, int32_t flags,
   return best;
 }
 
-util::Expected<LdCacheFile> ParseLdCache(std::string_view bytes) {
+util::Expected<LdCacheFile> ParseLdCache(std::string_view bytes, const util::Limits& limits) {
   LdCacheFile cache;
+  Expansion expansion(limits.metadata_bytes);
   if (auto part = ReadNewHeader(bytes, 0)) {
     cache.format = LdCacheFile::Format::kNew;
     cache.big_endian = part->big_endian;
-    if (auto ok = ReadNewEntries(bytes, *part, cache); !ok) return ok.error();
+    if (auto ok = ReadNewEntries(bytes, *part, cache, expansion); !ok) return ok.error();
     return cache;
   }
   if (!bytes.starts_with(kOldMagic) || bytes.size() < kOldHeaderSize)
@@ -199,11 +225,11 @@ util::Expected<LdCacheFile> ParseLdCache(std::string_view bytes) {
   if (auto part = ReadNewHeader(bytes, aligned)) {
     cache.format = LdCacheFile::Format::kCombined;
     cache.big_endian = part->big_endian;
-    if (auto ok = ReadNewEntries(bytes, *part, cache); !ok) return ok.error();
+    if (auto ok = ReadNewEntries(bytes, *part, cache, expansion); !ok) return ok.error();
     return cache;
   }
   cache.format = LdCacheFile::Format::kOld;
-  if (auto ok = ReadOldEntries(bytes, nlibs, cache); !ok) return ok.error();
+  if (auto ok = ReadOldEntries(bytes, nlibs, cache, expansion); !ok) return ok.error();
   return cache;
 }
 
@@ -211,7 +237,6 @@ util::Expected<LdCacheFile> ParseLdCache(std::string_view bytes) {
 
 namespace {
 
-constexpr int kMaxIncludeDepth = 16;
 // Work (lines read, include patterns, directory entries matched against them) over all the files
 // of one ld.so.conf: real ones need a few hundred; a hostile image must not make it unbounded.
 constexpr size_t kIncludeBudget = size_t{1} << 16;
@@ -230,9 +255,11 @@ std::optional<std::string> ReadWhole(const image::Tree& tree, std::string_view p
 
 // One ReadLdSoConf: what is read so far, and the work left.
 struct ConfReader {
-  ConfReader(const image::Tree& t, LdSoConf& c) : tree(t), conf(c) {}
+  ConfReader(const image::Tree& t, const util::Limits& l, LdSoConf& c)
+      : tree(t), limits(l), conf(c) {}
 
   const image::Tree& tree;
+  const util::Limits& limits;
   LdSoConf& conf;
   std::set<std::string> read;    // files read or being read: each is read once
   std::set<std::string> active;  // the include chain being read now
@@ -285,19 +312,21 @@ struct ConfReader {
             {from, -1, "ld.so.conf include loop: " + file + " is already being read"});
       return;
     }
-    // ldconfig reads a file named twice twice, but its directories are already listed.
+    // ldconfig reads a file named twice twice, but its directories are already listed: files
+    // that include each other would otherwise grow as fan-out^depth.
     if (!read.insert(file).second) return;
+    if (read.size() > limits.include_files)
+      util::LimitExceeded("the number of ld.so.conf files (" + file + ")",
+                          std::to_string(limits.include_files), "--max-include-files");
     active.insert(file);
     Parse(file, depth);
     active.erase(file);
   }
 
   void Parse(const std::string& file, int depth) {
-    if (depth > kMaxIncludeDepth) {
-      conf.diagnostics.push_back(
-          {file, -1, "ld.so.conf includes nest deeper than " + std::to_string(kMaxIncludeDepth)});
-      return;
-    }
+    if (depth > limits.include_depth)
+      util::LimitExceeded("the ld.so.conf include nesting (" + file + ")",
+                          std::to_string(limits.include_depth), "--max-include-depth");
     auto text = ReadWhole(tree, file);
     const image::Node* node = tree.Find(file);
     int layer = node ? node->layer : -1;
@@ -352,9 +381,9 @@ struct ConfReader {
 
 }  // namespace
 
-LdSoConf ReadLdSoConf(const image::Tree& tree, std::string_view path) {
+LdSoConf ReadLdSoConf(const image::Tree& tree, const util::Limits& limits, std::string_view path) {
   LdSoConf conf;
-  ConfReader reader(tree, conf);
+  ConfReader reader(tree, limits, conf);
   std::string file = util::NormalizePath(path);
   reader.read.insert(file);
   reader.active.insert(file);

@@ -10,6 +10,7 @@
 
 #include "image/tree.h"
 #include "util/error.h"
+#include "util/limits.h"
 
 namespace imgcheck::catalog {
 
@@ -49,8 +50,9 @@ int32_t CacheFlagsFor(uint16_t machine, bool is64);
 
 /// Parses an ld.so.cache image: old "ld.so-1.7.0", new "glibc-ld.so.cache1.1", or the old
 /// format followed by the new one. Error (with the offset) for a truncated or inconsistent file
-/// or one that is not a cache at all.
-util::Expected<LdCacheFile> ParseLdCache(std::string_view bytes);
+/// or one that is not a cache at all. Entries may share strings, so what the entries expand to
+/// (records and their strings) is bounded by limits.metadata_bytes: util::LimitExceeded past it.
+util::Expected<LdCacheFile> ParseLdCache(std::string_view bytes, const util::Limits& limits = {});
 
 /// One directory line of ld.so.conf, with where it was written.
 struct LdSoConfDir {
@@ -69,7 +71,10 @@ struct LdSoConf {
 /// Reads `path` (normally /etc/ld.so.conf) and its `include` globs from the image, as ldconfig
 /// does: '#' comments, `include PATTERN...` (a relative pattern is relative to the including
 /// file's directory; matches sorted), `hwcap` lines ignored, one directory per other line
-/// (a legacy "=TYPE" suffix dropped). Files are read from the tree's captured content.
-LdSoConf ReadLdSoConf(const image::Tree& tree, std::string_view path = "/etc/ld.so.conf");
+/// (a legacy "=TYPE" suffix dropped). Files are read from the tree's captured content, each at
+/// most once. util::LimitExceeded past limits.include_depth nested includes or
+/// limits.include_files files read.
+LdSoConf ReadLdSoConf(const image::Tree& tree, const util::Limits& limits = {},
+                      std::string_view path = "/etc/ld.so.conf");
 
 }  // namespace imgcheck::catalog

@@ -277,5 +277,44 @@ TEST_CASE("ld.so.conf includes stop at a total budget, with a diagnostic", "[ld_
   CHECK(Mentions(conf, "ld.so.conf includes stopped after 65536 lines, patterns and glob matches"));
 }
 
+TEST_CASE("ld.so.conf nesting and files read stop the run at their limits", "[ld_so]") {
+  // /etc/ld.so.conf -> 1.conf -> 2.conf -> ... -> 5.conf.
+  std::vector<std::pair<std::string, std::string>> files = {
+      {"/etc/ld.so.conf", "include /etc/c/1.conf\n"}};
+  for (int i = 1; i <= 5; ++i)
+    files.push_back({"/etc/c/" + std::to_string(i) + ".conf",
+                     "/opt/" + std::to_string(i) + "\n" +
+                         (i < 5 ? "include " + std::to_string(i + 1) + ".conf\n" : "")});
+  image::Tree tree = TreeOf(files);
+  util::Limits limits;
+  CHECK(ReadLdSoConf(tree, limits).dirs.size() == 5);
+  limits.include_depth = 4;
+  CHECK_THROWS_WITH(ReadLdSoConf(tree, limits),
+                    "the ld.so.conf include nesting (/etc/c/5.conf) exceeds imgcheck's limit of 4 "
+                    "(raise it with --max-include-depth)");
+  limits = {};
+  limits.include_files = 6;  // the root and five includes
+  CHECK(ReadLdSoConf(tree, limits).files.size() == 6);
+  limits.include_files = 5;
+  CHECK_THROWS_WITH(ReadLdSoConf(tree, limits),
+                    "the number of ld.so.conf files (/etc/c/5.conf) exceeds imgcheck's limit of 5 "
+                    "(raise it with --max-include-files)");
+}
+
+TEST_CASE("ld.so.cache entries are bounded by what they expand to (records and strings)",
+          "[ld_so]") {
+  std::string name(100000, 'n');
+  std::vector<std::pair<std::string, std::string>> libs(50, {name, "/lib/x.so"});
+  std::string bytes = OldCache(libs, 0x0303);
+  util::Limits limits;
+  auto parsed = ParseLdCache(bytes, limits);
+  REQUIRE(parsed);
+  CHECK(parsed->entries.size() == 50);
+  limits.metadata_bytes = 1u << 20;  // 50 entries of 100 kB: about 5 MB
+  CHECK_THROWS_WITH(ParseLdCache(bytes, limits),
+                    "the entries of ld.so.cache exceeds imgcheck's limit of 1 MiB (raise it with "
+                    "--max-metadata-mb)");
+}
+
 }  // namespace
 }  // namespace imgcheck::catalog

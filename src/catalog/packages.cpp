@@ -20,14 +20,18 @@ std::string Builder::Canonical(std::string_view path) const {
 }
 
 void Builder::Own(std::string_view path, const PackageRef& owner) {
-  owners_.emplace(Canonical(path), owner);
+  // Only files the image has (or had: deleted libraries keep their owner) are looked up, so a
+  // database listing millions of absent paths costs nothing past its parse.
+  std::string canonical = Canonical(path);
+  if (tree_.Find(canonical) != nullptr || tree_.FindDeleted(canonical) != nullptr)
+    owners_.emplace(std::move(canonical), owner);
 }
 
 void Builder::ReadDpkg() {
   std::map<std::string, DpkgPackage> packages;
   for (const std::string& db : dpkg_databases_) {
     const Node* node = tree_.Find(db);
-    std::optional<std::string_view> text = Text(db, *node);
+    std::optional<std::string_view> text = Records(db, *node);
     if (!text) continue;
     bool status_d = db != "/var/lib/dpkg/status";
     for (DpkgPackage& p : ParseDpkgStatus(*text)) {
@@ -55,15 +59,18 @@ void Builder::ReadDpkg() {
     auto it = packages.find(package);
     if (it == packages.end()) continue;
     const Node* node = tree_.Find(list_path);
-    std::optional<std::string_view> text = Text(list_path, *node);
+    std::optional<std::string_view> text = Records(list_path, *node);
     if (!text) continue;
     PackageRef owner{PackageManager::kDpkg, package, it->second.version, list_path, node->layer};
-    for (const std::string& line : util::Split(*text, '\n')) {
+    for (std::string_view rest = *text; !rest.empty();) {
+      size_t eol = rest.find('\n');
+      std::string_view line = rest.substr(0, eol);
+      rest = eol == std::string_view::npos ? std::string_view() : rest.substr(eol + 1);
       std::string file;
       if (!line.empty() && line.front() == '/')
         file = line;  // info/*.list: "/usr/lib/x"
-      else if (size_t sep = line.find("  "); sep != std::string::npos)
-        file = "/" + line.substr(sep + 2);  // status.d/*.md5sums: "<md5>  usr/lib/x"
+      else if (size_t sep = line.find("  "); sep != std::string_view::npos)
+        file = "/" + std::string(line.substr(sep + 2));  // status.d/*.md5sums: "<md5>  usr/lib/x"
       if (!file.empty() && file != "/.") Own(file, owner);
     }
   }
@@ -73,7 +80,7 @@ void Builder::ReadDpkg() {
 
 void Builder::CheckMd5sums(const std::string& path, const DpkgPackage& package) {
   const Node* node = tree_.Find(path);
-  std::optional<std::string_view> text = Text(path, *node);
+  std::optional<std::string_view> text = Records(path, *node);
   if (!text) return;
   PackageRef owner{PackageManager::kDpkg, package.name, package.version, path, node->layer};
   for (const std::string& line : util::Split(*text, '\n')) {
@@ -107,7 +114,7 @@ void Builder::ReadDists() {
     DistMetadata meta;
     int meta_layer = -1;
     if (d.metadata != nullptr) {
-      if (std::optional<std::string_view> text = Text(d.metadata_path, *d.metadata)) {
+      if (std::optional<std::string_view> text = Records(d.metadata_path, *d.metadata)) {
         meta = ParseDistMetadata(*text);
       }
       meta_layer = d.metadata->layer;
@@ -131,7 +138,7 @@ void Builder::ReadDists() {
     c.requires_dist = std::move(meta.requires_dist);
     if (d.record != nullptr) {
       if (c.layer < 0) c.layer = d.record->layer;
-      if (std::optional<std::string_view> text = Text(d.record_path, *d.record, true)) {
+      if (std::optional<std::string_view> text = Records(d.record_path, *d.record, true)) {
         PackageRef owner{PackageManager::kPip, c.name, meta.version, d.record_path,
                          d.record->layer};
         std::string site = std::string(util::DirName(dir));

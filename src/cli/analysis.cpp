@@ -107,7 +107,7 @@ void Analyze(const ImageArgs& args, image::Image& image, catalog::Catalog& catal
              rules::ScanInput& input) {
   const rules::Knowledge& k = *input.knowledge;
   image = image::Load(args.reference, ToLoadOptions(args, k.libraries()));
-  catalog = catalog::Build(image, k.libraries());
+  catalog = catalog::Build(image, k.libraries(), args.limits);
   input.image = &image;
   input.catalog = &catalog;
   util::Expected<loader::Options> options = rules::LoaderOptions(image, catalog, k.dlopen());
@@ -116,6 +116,7 @@ void Analyze(const ImageArgs& args, image::Image& image, catalog::Catalog& catal
     return;
   }
   input.options = std::move(*options);
+  input.options.limits = args.limits;
   input.consumers = rules::LoadConsumers(image, catalog, k, input.options);
 }
 

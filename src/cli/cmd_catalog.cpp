@@ -23,7 +23,7 @@ int RunCatalog(const CatalogArgs& args) {
   rules::Knowledge knowledge = LoadKnowledge(args.rules_dirs);
   image::Image img =
       image::Load(args.image.reference, ToLoadOptions(args.image, knowledge.libraries()));
-  catalog::Catalog cat = catalog::Build(img, knowledge.libraries());
+  catalog::Catalog cat = catalog::Build(img, knowledge.libraries(), args.image.limits);
   cat.diagnostics.insert(cat.diagnostics.begin(), img.diagnostics.begin(), img.diagnostics.end());
   report::ImageInfo info{img.reference, img.transport, img.manifest_digest, img.config_digest,
                          args.image.platform};

@@ -25,11 +25,12 @@ int RunWhy(const WhyArgs& args) {
   rules::Knowledge knowledge = LoadKnowledge(args.rules_dirs);
   image::Image img =
       image::Load(args.image.reference, ToLoadOptions(args.image, knowledge.libraries()));
-  catalog::Catalog cat = catalog::Build(img, knowledge.libraries());
+  catalog::Catalog cat = catalog::Build(img, knowledge.libraries(), args.image.limits);
 
   util::Expected<loader::Options> loaded = rules::LoaderOptions(img, cat, knowledge.dlopen());
   if (!loaded) throw util::Fatal(loaded.error().message);
   loader::Options options = std::move(*loaded);
+  options.limits = args.image.limits;
   if (args.ld_library_path) options.ld_library_path = *args.ld_library_path;
 
   std::vector<rules::Consumer> consumers;

@@ -116,7 +116,12 @@ void AddLimitArgs(CLI::App& sub, util::Limits& limits) {
   AddMiB(sub, "--max-metadata-mb", limits.metadata_bytes, "largest package metadata file,");
   AddMiB(sub, "--max-elf-table-mb", limits.elf_table_bytes, "largest dynamic table of one ELF,");
   count("--max-include-depth", limits.include_depth, "ld.so.conf include nesting");
+  count("--max-include-files", limits.include_files, "ld.so.conf files read (each once)");
   count("--max-loader-objects", limits.loader_objects, "objects in one simulated link map");
+  count("--max-loader-work", limits.loader_work,
+        "objects mapped and files tried in all link maps of one scan");
+  count("--max-search-dirs", limits.search_dirs,
+        "directories of one LD_LIBRARY_PATH, DT_RPATH or DT_RUNPATH list");
   count("--read-timeout", limits.read_timeout_s, "seconds a registry may send nothing");
   count("--deadline", limits.deadline_s, "seconds for reading a whole image from a registry");
 }

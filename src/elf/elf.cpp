@@ -22,18 +22,16 @@ constexpr uint16_t kShnUndef = 0;
 constexpr uint8_t kStbGlobal = 1, kStbWeak = 2, kStbGnuUnique = 10;
 constexpr uint16_t kVersymHidden = 0x8000, kVersymIndexMask = 0x7fff;
 constexpr uint16_t kVerFlgBase = 1;
-// Bounds on what one file may make Parse allocate: hostile tables can point every entry at the
-// same long string. Real libraries stay far below (libtorch_cpu: ~10^5 symbols).
-constexpr uint64_t kMaxStringBytes = 64u << 20;
-constexpr uint64_t kMaxSymbols = 1u << 20;
+// Bound on the version walks' work (ParseOptions::table_bytes bounds what they keep).
 constexpr uint64_t kMaxVersionEntries = 1u << 16;
 
 /// Reads one ELF file's captured parts into an ElfInfo. Each step records what it could not
 /// read in info.problems and leaves the other steps' results intact.
 class Parser {
  public:
-  Parser(const util::SparseFile& file, const Header& header, ElfInfo& info, RangeList* touched)
-      : file_(file), h_(header), info_(info), touched_(touched) {}
+  Parser(const util::SparseFile& file, const Header& header, ElfInfo& info, RangeList* touched,
+         const ParseOptions& options)
+      : file_(file), h_(header), info_(info), left_(options.table_bytes), touched_(touched) {}
 
   void Run() {
     ReadProgramHeaders();
@@ -185,14 +183,21 @@ class Parser {
               " outside the string table");
       return "";
     }
-    string_bytes_ += s->size();
-    if (string_bytes_ > kMaxStringBytes) {
-      if (string_bytes_ - s->size() <= kMaxStringBytes)
-        Problem("dynamic strings exceed " + std::to_string(kMaxStringBytes) +
-                " bytes; rest dropped");
-      return "";
-    }
+    if (!Spend(s->size())) return "";
     return std::string(*s);
+  }
+
+  /// Takes `bytes` of ParseOptions::table_bytes; false once they are spent (real libraries use
+  /// a few MiB: libtorch_cpu has ~10^5 symbols).
+  bool Spend(uint64_t bytes) {
+    if (bytes <= left_) {
+      left_ -= bytes;
+      return true;
+    }
+    if (!info_.table_limit_reached) Problem("dynamic tables expand past the limit; rest not read");
+    info_.table_limit_reached = true;
+    left_ = 0;
+    return false;
   }
 
   void ReadNotes() {
@@ -330,9 +335,8 @@ class Parser {
       Problem("dynamic symbol count unknown (no usable DT_HASH, DT_GNU_HASH or .dynsym)");
       return;
     }
-    uint64_t n = std::min<uint64_t>(*count, kMaxSymbols);
-    if (n < *count)
-      Problem("more than " + std::to_string(kMaxSymbols) + " dynamic symbols; rest dropped");
+    // A count past the captured table fails the view: only symbols present are read.
+    uint64_t n = *count;
     auto syms = View(*tables_.symtab, n * h_.SymSize(), "dynamic symbol table");
     if (!syms) return;
     std::optional<std::string_view> versym;
@@ -346,6 +350,7 @@ class Parser {
       uint16_t shndx = *r.Read<uint16_t>();
       uint8_t bind = info >> 4;
       if (bind != kStbGlobal && bind != kStbWeak && bind != kStbGnuUnique) continue;
+      if (!Spend(sizeof(Symbol))) return;
       Symbol sym;
       sym.name = String(name, "symbol name");
       if (sym.name.empty()) continue;
@@ -385,18 +390,20 @@ class Parser {
   format::DynamicTables tables_;
   std::string_view strtab_;
   std::map<uint16_t, std::string> version_names_;
-  uint64_t string_bytes_ = 0;
+  uint64_t left_;  // of ParseOptions::table_bytes
   RangeList* touched_;
 };
 
 }  // namespace
 
-util::Expected<std::optional<ElfInfo>> Parse(const util::SparseFile& file) {
-  return ParseRecording(file, nullptr);
+util::Expected<std::optional<ElfInfo>> Parse(const util::SparseFile& file,
+                                             const ParseOptions& options) {
+  return ParseRecording(file, nullptr, options);
 }
 
 util::Expected<std::optional<ElfInfo>> ParseRecording(const util::SparseFile& file,
-                                                      RangeList* touched) {
+                                                      RangeList* touched,
+                                                      const ParseOptions& options) {
   auto magic = file.View(0, 4);
   if (!magic || !format::IsElf(*magic)) return std::optional<ElfInfo>();
   auto head = file.ViewFrom(0);
@@ -412,7 +419,7 @@ util::Expected<std::optional<ElfInfo>> ParseRecording(const util::SparseFile& fi
   info.big_endian = h.big_endian;
   info.machine = h.machine;
   info.type = h.type;
-  Parser(file, h, info, touched).Run();
+  Parser(file, h, info, touched, options).Run();
   return std::optional<ElfInfo>(std::move(info));
 }
 

@@ -58,13 +58,24 @@ struct ElfInfo {
   /// Parts that could not be read because they were not captured or are inconsistent; the
   /// rest of the info is still valid.
   std::vector<std::string> problems;
+  /// The strings and symbols read reached ParseOptions::table_bytes: the rest was not read, so
+  /// the info is incomplete (the caller stops: util::LimitExceeded).
+  bool table_limit_reached = false;
 
   bool nodeflib() const { return (flags_1 & 0x800) != 0; }
 };
 
+struct ParseOptions {
+  /// Bytes Parse may materialise from the dynamic tables (strings, symbol and version records):
+  /// tables may point every entry at one long string. Tables themselves are only viewed, never
+  /// copied, so a table that claims more bytes than the file holds costs nothing.
+  uint64_t table_bytes = 64u << 20;
+};
+
 /// Parses the captured parts of a file. nullopt: not an ELF file ("not mine").
 /// Error: an ELF file whose headers are corrupt (message says what and at which offset).
-util::Expected<std::optional<ElfInfo>> Parse(const util::SparseFile& file);
+util::Expected<std::optional<ElfInfo>> Parse(const util::SparseFile& file,
+                                             const ParseOptions& options = {});
 
 /// A capturer that keeps exactly the ranges Parse needs (headers, dynamic section, dynamic
 /// symbol and version tables, notes, fatbin headers) and never a whole large file. Feed returns

@@ -374,3 +374,21 @@ TEST_CASE("Parse agrees with readelf on system and CUDA libraries") {
   }
   if (checked == 0) imgcheck::testing::Skip("no system libraries found to compare with readelf");
 }
+
+TEST_CASE("Parse materialises at most ParseOptions::table_bytes of the dynamic tables") {
+  fixture::ElfSpec spec;
+  spec.soname = "libmany.so";
+  for (int i = 0; i < 1000; ++i) spec.exported.push_back("symbol_" + std::to_string(i));
+  util::SparseFile file = util::SparseFile::Whole(fixture::BuildElf(spec));
+  auto whole = Parse(file);
+  REQUIRE(whole);
+  REQUIRE(whole->has_value());
+  CHECK((*whole)->exported.size() == 1000);
+  CHECK_FALSE((*whole)->table_limit_reached);
+  auto bounded = Parse(file, {16 * 1024});  // about 200 of the symbols
+  REQUIRE(bounded);
+  REQUIRE(bounded->has_value());
+  CHECK((*bounded)->table_limit_reached);
+  CHECK((*bounded)->exported.size() < 1000);
+  CHECK((*bounded)->soname == "libmany.so");
+}

@@ -14,8 +14,9 @@ namespace imgcheck::elf {
 /// [offset, offset + length) ranges of a file.
 using RangeList = std::vector<std::pair<uint64_t, uint64_t>>;
 
-/// Parse(file), appending every range it read to `touched` (may be null).
+/// Parse(file, options), appending every range it read to `touched` (may be null).
 util::Expected<std::optional<ElfInfo>> ParseRecording(const util::SparseFile& file,
-                                                      RangeList* touched);
+                                                      RangeList* touched,
+                                                      const ParseOptions& options = {});
 
 }  // namespace imgcheck::elf

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "util/path.h"
 #include "util/text.h"
@@ -121,33 +123,52 @@ struct SearchDir {
 
 // A DT_RPATH/DT_RUNPATH/LD_LIBRARY_PATH list as glibc's fillin_rpath builds it: tokens
 // expanded against `origin`, duplicates dropped. A list that is one empty string is no list
-// (decompose_rpath); an empty element inside a list is the working directory.
+// (decompose_rpath); an empty element inside a list is the working directory. More than
+// `limits.search_dirs` directories: util::LimitExceeded naming `what`.
 std::vector<SearchDir> SearchList(const std::vector<std::string>& entries,
-                                  const std::string& origin, const Platform& platform) {
+                                  const std::string& origin, const Platform& platform,
+                                  const util::Limits& limits, const std::string& what) {
   std::vector<SearchDir> out;
   if (entries.size() == 1 && entries[0].empty()) return out;
+  std::unordered_set<std::string> seen;
   for (const std::string& e : entries) {
     SearchDir d{e, DirPrefix(ExpandTokens(e, origin, platform))};
-    bool seen =
-        std::any_of(out.begin(), out.end(), [&](const SearchDir& o) { return o.dir == d.dir; });
-    if (!seen) out.push_back(std::move(d));
+    if (!seen.insert(d.dir).second) continue;
+    if (out.size() == limits.search_dirs)
+      util::LimitExceeded("the directories of " + what, std::to_string(limits.search_dirs),
+                          "--max-search-dirs");
+    out.push_back(std::move(d));
   }
   return out;
 }
 
-const std::vector<std::string>& EffectiveRpath(const elf::ElfInfo& e) {
+const std::vector<std::string>& EffectiveRpath(const elf::ElfInfo* e) {
   static const std::vector<std::string> kNone;
-  return e.has_runpath ? kNone : e.rpath;  // glibc ignores DT_RPATH when DT_RUNPATH exists
+  return e->has_runpath ? kNone : e->rpath;  // glibc ignores DT_RPATH when DT_RUNPATH exists
+}
+
+// One unit of the loader's work: an object mapped or a candidate file tried.
+void Spend(Budget& budget, const Options& options) {
+  if (budget.left == 0)
+    util::LimitExceeded("the loader's work on this image (objects mapped and files tried)",
+                        std::to_string(options.limits.loader_work), "--max-loader-work");
+  --budget.left;
+}
+
+std::shared_ptr<Budget> BudgetOf(const Options& options) {
+  return options.budget ? options.budget
+                        : std::make_shared<Budget>(Budget{options.limits.loader_work});
 }
 
 class Search {
  public:
-  Search(const image::Tree& tree, const ElfLookup& elf, const LoadGraph& graph,
-         const Options& options, Resolution& result)
-      : tree_(tree), elf_(elf), graph_(graph), options_(options), r_(result) {}
+  Search(const image::Tree& tree, const ElfLookup& elf, const Options& options, Budget& budget,
+         Resolution& result)
+      : tree_(tree), elf_(elf), options_(options), budget_(budget), r_(result) {}
 
   // One candidate file; on kFound fills the resolution.
   bool Try(Reason phase, const std::string& entry, std::string path) {
+    Spend(budget_, options_);
     if (path.empty() || path[0] != '/') {
       std::string wd = util::NormalizePath(options_.working_dir);
       path = (wd == "/" ? wd : wd + "/") + path;  // relative to the working directory
@@ -216,17 +237,11 @@ class Search {
     return Try(Reason::kLdCache, kEntry, rec->path);
   }
 
-  const elf::ElfInfo& Elf(int i) const { return *graph_.objects[static_cast<size_t>(i)].elf; }
-  std::string OriginOf(int i) const {
-    const LoadedObject& o = graph_.objects[static_cast<size_t>(i)];
-    return i == 0 ? Origin(o.real_path) : Origin(o.path);
-  }
-
  private:
   const image::Tree& tree_;
   const ElfLookup& elf_;
-  const LoadGraph& graph_;
   const Options& options_;
+  Budget& budget_;
   Resolution& r_;
 };
 
@@ -255,6 +270,98 @@ bool NameMatches(const LoadedObject& o, std::string_view name) {
   if (o.path == name || (o.elf != nullptr && o.elf->soname == name)) return true;
   return std::find(o.names.begin(), o.names.end(), name) != o.names.end();
 }
+
+// What one link map's lookups share: each object's search lists, built once (a consumer deep
+// in a chain of loaders searches every loader's DT_RPATH), and, for Load, an index of the
+// names the objects answer to. A 1 MB LD_LIBRARY_PATH or a chain of thousands of libraries
+// then costs one pass, not one per name looked up.
+class LinkMap {
+ public:
+  LinkMap(const LoadGraph& graph, const Options& options)
+      : graph_(graph), options_(options), budget_(BudgetOf(options)) {}
+
+  Budget& budget() { return *budget_; }
+
+  std::string OriginOf(int i) const {
+    const LoadedObject& o = graph_.objects[static_cast<size_t>(i)];
+    return i == 0 ? Origin(o.real_path) : Origin(o.path);
+  }
+  const std::vector<SearchDir>& Rpath(int i) {
+    return List(rpath_, i, EffectiveRpath(Object(i).elf), "the DT_RPATH of ");
+  }
+  const std::vector<SearchDir>& Runpath(int i) {
+    return List(runpath_, i, Object(i).elf->runpath, "the DT_RUNPATH of ");
+  }
+  // LD_LIBRARY_PATH: split on ':' and ';', tokens expanded for the main program.
+  const std::vector<SearchDir>& LdLibraryPath() {
+    if (!llp_) {
+      std::string llp = options_.ld_library_path.value_or("");
+      std::replace(llp.begin(), llp.end(), ';', ':');
+      llp_ = llp.empty() ? std::vector<SearchDir>{}
+                         : SearchList(util::Split(llp, ':'), OriginOf(0), options_.platform,
+                                      options_.limits, "the image's LD_LIBRARY_PATH");
+    }
+    return *llp_;
+  }
+
+  // The first object answering to `name` (_dl_name_match_p, l_soname); -1 when none.
+  int Loaded(std::string_view name) const {
+    if (indexed_) {
+      auto it = by_name_.find(std::string(name));
+      return it == by_name_.end() ? -1 : it->second;
+    }
+    for (size_t i = 0; i < graph_.objects.size(); ++i)
+      if (NameMatches(graph_.objects[i], name)) return static_cast<int>(i);
+    return -1;
+  }
+  int Find(std::string_view real_path) const {
+    if (!indexed_) return graph_.Find(real_path);
+    auto it = by_real_path_.find(std::string(real_path));
+    return it == by_real_path_.end() ? -1 : it->second;
+  }
+  // Load keeps the index: after each object added to the graph, and each name added to one.
+  void Index() {
+    indexed_ = true;
+    for (; indexed_objects_ < graph_.objects.size(); ++indexed_objects_) {
+      const LoadedObject& o = graph_.objects[indexed_objects_];
+      int at = static_cast<int>(indexed_objects_);
+      by_real_path_.emplace(o.real_path, at);
+      by_name_.emplace(o.path, at);
+      if (!o.elf->soname.empty()) by_name_.emplace(o.elf->soname, at);
+      for (const std::string& n : o.names) IndexName(n, at);
+    }
+  }
+  void IndexName(const std::string& name, int at) {
+    auto [it, added] = by_name_.emplace(name, at);
+    if (!added) it->second = std::min(it->second, at);
+  }
+
+ private:
+  const LoadedObject& Object(int i) const { return graph_.objects[static_cast<size_t>(i)]; }
+  const std::vector<SearchDir>& List(std::vector<std::optional<std::vector<SearchDir>>>& lists,
+                                     int i, const std::vector<std::string>& entries,
+                                     const char* what) {
+    if (lists.size() < graph_.objects.size()) lists.resize(graph_.objects.size());
+    auto& list = lists[static_cast<size_t>(i)];
+    if (!list)
+      list = SearchList(entries, OriginOf(i), options_.platform, options_.limits,
+                        what + Object(i).real_path);
+    return *list;
+  }
+
+  const LoadGraph& graph_;
+  const Options& options_;
+  std::shared_ptr<Budget> budget_;
+  std::vector<std::optional<std::vector<SearchDir>>> rpath_, runpath_;
+  std::optional<std::vector<SearchDir>> llp_;
+  bool indexed_ = false;
+  size_t indexed_objects_ = 0;
+  std::unordered_map<std::string, int> by_name_, by_real_path_;
+};
+
+Resolution ResolveIn(const image::Tree& tree, const ElfLookup& elf, const LoadGraph& graph,
+                     LinkMap& map, int consumer, std::string_view name, Kind kind,
+                     const Options& options);
 
 }  // namespace
 
@@ -343,6 +450,15 @@ util::Expected<Platform> ImagePlatform(const image::Tree& tree, const catalog::C
 
 Resolution Resolve(const image::Tree& tree, const ElfLookup& elf, const LoadGraph& graph,
                    int consumer, std::string_view name, Kind kind, const Options& options) {
+  LinkMap map(graph, options);
+  return ResolveIn(tree, elf, graph, map, consumer, name, kind, options);
+}
+
+namespace {
+
+Resolution ResolveIn(const image::Tree& tree, const ElfLookup& elf, const LoadGraph& graph,
+                     LinkMap& map, int consumer, std::string_view name, Kind kind,
+                     const Options& options) {
   Resolution r;
   const LoadedObject& self = graph.objects.at(static_cast<size_t>(consumer));
   r.consumer = self.real_path;
@@ -351,8 +467,8 @@ Resolution Resolve(const image::Tree& tree, const ElfLookup& elf, const LoadGrap
   r.status = Status::kNotFound;
 
   // Already in the link map under this name, path or soname (_dl_name_match_p, l_soname).
-  for (const LoadedObject& o : graph.objects) {
-    if (!NameMatches(o, name)) continue;
+  if (int at = map.Loaded(name); at >= 0) {
+    const LoadedObject& o = graph.objects[static_cast<size_t>(at)];
     r.status = Status::kFound;
     r.reason = Reason::kAlreadyLoaded;
     r.path = o.path;
@@ -361,10 +477,10 @@ Resolution Resolve(const image::Tree& tree, const ElfLookup& elf, const LoadGrap
     return r;
   }
 
-  Search s(tree, elf, graph, options, r);
+  Search s(tree, elf, options, map.budget(), r);
   const Platform& p = options.platform;
   if (name.find('/') != std::string_view::npos) {
-    s.Try(Reason::kDirectPath, r.name, ExpandTokens(name, s.OriginOf(consumer), p));
+    s.Try(Reason::kDirectPath, r.name, ExpandTokens(name, map.OriginOf(consumer), p));
     return r;
   }
 
@@ -374,7 +490,7 @@ Resolution Resolve(const image::Tree& tree, const ElfLookup& elf, const LoadGrap
     // program's, unless the chain already covered it.
     bool did_main = false;
     for (int l = consumer; l >= 0; l = graph.objects[static_cast<size_t>(l)].loader) {
-      auto dirs = SearchList(EffectiveRpath(s.Elf(l)), s.OriginOf(l), p);
+      const std::vector<SearchDir>& dirs = map.Rpath(l);
       if (dirs.empty()) continue;
       did_main |= l == 0;
       if (s.TryList(Reason::kRpath, dirs, name)) {
@@ -382,25 +498,13 @@ Resolution Resolve(const image::Tree& tree, const ElfLookup& elf, const LoadGrap
         return r;
       }
     }
-    if (!did_main) {
-      auto dirs = SearchList(EffectiveRpath(s.Elf(0)), s.OriginOf(0), p);
-      if (s.TryList(Reason::kRpath, dirs, name)) {
-        r.rpath_owner = graph.objects[0].real_path;
-        return r;
-      }
+    if (!did_main && s.TryList(Reason::kRpath, map.Rpath(0), name)) {
+      r.rpath_owner = graph.objects[0].real_path;
+      return r;
     }
   }
-  // LD_LIBRARY_PATH: split on ':' and ';', tokens expanded for the main program.
-  if (options.ld_library_path && !options.ld_library_path->empty()) {
-    std::string llp = *options.ld_library_path;
-    std::replace(llp.begin(), llp.end(), ';', ':');
-    if (s.TryList(Reason::kLdLibraryPath, SearchList(util::Split(llp, ':'), s.OriginOf(0), p),
-                  name))
-      return r;
-  }
-  if (info.has_runpath &&
-      s.TryList(Reason::kRunpath, SearchList(info.runpath, s.OriginOf(consumer), p), name))
-    return r;
+  if (s.TryList(Reason::kLdLibraryPath, map.LdLibraryPath(), name)) return r;
+  if (info.has_runpath && s.TryList(Reason::kRunpath, map.Runpath(consumer), name)) return r;
   if (s.TryCache(name, info.nodeflib())) return r;
   if (!info.nodeflib()) {
     std::vector<SearchDir> defaults;
@@ -409,6 +513,8 @@ Resolution Resolve(const image::Tree& tree, const ElfLookup& elf, const LoadGrap
   }
   return r;
 }
+
+}  // namespace
 
 LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view root,
                const Options& options) {
@@ -428,26 +534,40 @@ LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view r
       g.objects.push_back(
           {interp, resolved->path, interp_elf, {interp}, -1, Kind::kNeeded, {}, {}});
   }
+  // A link map past the bound stops the run: a partial one would hide what it did not load.
+  LinkMap map(g, options);
+  auto room = [&] {
+    Spend(map.budget(), options);
+    if (g.objects.size() >= options.limits.loader_objects)
+      util::LimitExceeded("the link map of " + std::string(root),
+                          std::to_string(options.limits.loader_objects), "--max-loader-objects");
+  };
+  map.Index();
   // What the package loaded before the root: found by soname from here on.
   const size_t first_preload = g.objects.size();
   for (const Preload& p : options.preload) {
     const elf::ElfInfo* info = elf(p.real_path);
-    if (info != nullptr && g.Find(p.real_path) < 0 && g.objects.size() < options.max_objects)
-      g.objects.push_back({p.real_path, p.real_path, info, {}, -1, Kind::kDlopen, {}, p.why});
+    if (info == nullptr || map.Find(p.real_path) >= 0) continue;
+    room();
+    g.objects.push_back({p.real_path, p.real_path, info, {}, -1, Kind::kDlopen, {}, p.why});
+    map.Index();
   }
 
   auto admit = [&](size_t i, Resolution r) {
     const std::string& name = r.name;
     if (r.found()) {
-      int at = g.Find(r.real_path);  // the same file under another name is the same object
+      int at = map.Find(r.real_path);  // the same file under another name is the same object
       if (at >= 0) {
         auto& names = g.objects[static_cast<size_t>(at)].names;
-        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
-      } else if (g.objects.size() >= options.max_objects) {
-        g.truncated = true;
+        if (std::find(names.begin(), names.end(), name) == names.end()) {
+          names.push_back(name);
+          map.IndexName(name, at);
+        }
       } else {
+        room();
         g.objects.push_back(
             {r.path, r.real_path, elf(r.real_path), {name}, static_cast<int>(i), r.kind, {}, {}});
+        map.Index();
       }
     }
     g.objects[i].resolutions.push_back(std::move(r));
@@ -461,7 +581,8 @@ LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view r
     for (const std::string& pattern : call.names) {
       std::optional<std::string> name = ExpandVersion(pattern, version);
       if (!name) continue;
-      Resolution r = Resolve(tree, elf, g, static_cast<int>(i), *name, Kind::kDlopen, options);
+      Resolution r =
+          ResolveIn(tree, elf, g, map, static_cast<int>(i), *name, Kind::kDlopen, options);
       if (r.found()) return admit(i, std::move(r));
       tried.insert(tried.end(), r.tried.begin(), r.tried.end());
       last = std::move(r);
@@ -473,7 +594,7 @@ LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view r
 
   auto map_needed = [&](size_t i) {
     for (const std::string& name : g.objects[i].elf->needed)
-      admit(i, Resolve(tree, elf, g, static_cast<int>(i), name, Kind::kNeeded, options));
+      admit(i, ResolveIn(tree, elf, g, map, static_cast<int>(i), name, Kind::kNeeded, options));
   };
   size_t needed_done = 0, dlopen_done = 0;
   if (first_preload < g.objects.size()) {

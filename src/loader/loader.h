@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +17,7 @@
 #include "elf/elf.h"
 #include "image/tree.h"
 #include "util/error.h"
+#include "util/limits.h"
 
 namespace imgcheck::loader {
 
@@ -110,7 +112,6 @@ struct LoadGraph {
   /// PT_INTERP, else Platform::interpreter), when the image has it, is [1]: ld.so maps itself
   /// first, and answers to its path and soname.
   std::vector<LoadedObject> objects;
-  bool truncated = false;  ///< stopped at Options::max_objects
 
   /// Every resolution of every object, in load order.
   std::vector<const Resolution*> Resolutions() const;
@@ -165,6 +166,12 @@ Platform DetectPlatform(const image::Tree& tree, uint16_t machine, bool is64);
 util::Expected<Platform> ImagePlatform(const image::Tree& tree, const catalog::Catalog& catalog,
                                        std::string_view architecture);
 
+/// What the link maps built with one Options (and its copies) may still do together: objects
+/// mapped and candidate files tried. util::LimitExceeded once it is spent.
+struct Budget {
+  uint64_t left = 0;
+};
+
 struct Options {
   Platform platform;
   /// LD_LIBRARY_PATH from the image Env; nullopt when unset. Split on ':' and ';'; an empty
@@ -177,12 +184,17 @@ struct Options {
   /// The release of the object at a real path ("9.1.0.70"), for {version:N} in dlopen names;
   /// empty (or unset) when unknown: such names are then not tried.
   std::function<std::string(std::string_view real_path)> version_of;
-  size_t max_objects = 4096;  ///< bound on the link map
+  /// loader_objects bounds one link map, search_dirs one search list (util::LimitExceeded).
+  util::Limits limits;
+  /// Shared by every Load of one scan (rules::LoadConsumers sets it); null: each Load and
+  /// Resolve starts one of limits.loader_work.
+  std::shared_ptr<Budget> budget;
 };
 
 /// Resolves one name requested by `consumer` (index into `graph`) with ld.so's rules (a
 /// DT_NEEDED entry or dlopen: both search the consumer's RPATH chain unless it has RUNPATH).
-/// Does not add the result to the graph.
+/// Does not add the result to the graph. util::LimitExceeded for a search list longer than
+/// options.limits.search_dirs.
 Resolution Resolve(const image::Tree& tree, const ElfLookup& elf, const LoadGraph& graph,
                    int consumer, std::string_view name, Kind kind, const Options& options);
 
@@ -193,7 +205,10 @@ Resolution Resolve(const image::Tree& tree, const ElfLookup& elf, const LoadGrap
 /// every name tried).
 /// Empty graph when `root` is not an ELF file. $ORIGIN of the root is the directory of its
 /// real path (as exec gives it); of every other object, the directory of the path it was
-/// opened by, symlinks not followed (glibc l_origin).
+/// opened by, symlinks not followed (glibc l_origin). util::LimitExceeded when the link map
+/// would hold more than options.limits.loader_objects objects. Each object's search lists and
+/// each name are looked up once per link map, so the work grows with the objects, not their
+/// square.
 LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view root,
                const Options& options);
 

@@ -278,6 +278,9 @@ std::vector<Consumer> LoadConsumers(const image::Image& image, const catalog::Ca
   auto lookup = [&catalog](std::string_view p) { return catalog.Elf(p); };
   loader::Options plain = options;
   plain.dlopen = ForBuild(options.dlopen, nullptr);
+  // One budget for every consumer's link map: together they are bounded, not each alone.
+  if (!plain.budget)
+    plain.budget = std::make_shared<loader::Budget>(loader::Budget{options.limits.loader_work});
   std::vector<Consumer> out;
   std::map<std::pair<std::string, size_t>, bool> fallbacks;
   for (auto& root : roots) {

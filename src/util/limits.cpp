@@ -11,4 +11,10 @@ void LimitExceeded(std::string_view what, std::string_view limit, std::string_vi
               " (raise it with " + std::string(flag) + ")");
 }
 
+std::string MiBText(uint64_t bytes) {
+  if (bytes % (1u << 20) != 0)
+    return std::to_string(bytes) + " bytes";  // set by a caller, not a flag
+  return std::to_string(bytes >> 20) + " MiB";
+}
+
 }  // namespace imgcheck::util

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace imgcheck::util {
@@ -21,13 +22,22 @@ struct Limits {
   uint64_t metadata_bytes = 64u << 20;   ///< --max-metadata-mb: one package metadata file
   uint64_t elf_table_bytes = 64u << 20;  ///< --max-elf-table-mb: one ELF's dynamic tables
   int include_depth = 16;                ///< --max-include-depth: ld.so.conf include nesting
-  uint64_t include_files = 4096;         ///< ld.so.conf files read, each at most once
+  uint64_t include_files = 4096;         ///< --max-include-files: ld.so.conf files read, each once
   // The loader simulation (src/loader).
   uint64_t loader_objects = 20'000;  ///< --max-loader-objects: objects in one link map
+  /// --max-loader-work: objects mapped and candidate files tried in all the link maps of one
+  /// scan together (each consumer has its own link map, so a chain of libraries that each
+  /// link CUDA costs the square of its length).
+  uint64_t loader_work = 1'000'000;
+  /// --max-search-dirs: directories of one LD_LIBRARY_PATH, DT_RPATH or DT_RUNPATH list, after
+  /// duplicates are dropped.
+  uint64_t search_dirs = 4096;
 };
 
 /// Throws util::Fatal: "<what> exceeds imgcheck's limit of <limit> (raise it with <flag>)".
 [[noreturn]] void LimitExceeded(std::string_view what, std::string_view limit,
                                 std::string_view flag);
+/// "64 MiB": a byte limit as its --max-*-mb flag takes it ("65536 bytes" when not whole MiB).
+std::string MiBText(uint64_t bytes);
 
 }  // namespace imgcheck::util
