@@ -259,7 +259,7 @@ TEST_CASE("TensorFlow 1.2 without build_info.py: facts from its tested configura
 }
 
 TEST_CASE(
-    "a consistent PyTorch stack is clean; a shadowing cuDNN is not (IC001, IC010, IC050, IC051)",
+    "a consistent PyTorch stack is clean, a shadowing cuDNN is not (IC001, IC010, IC050, IC051)",
     "[scan]") {
   ImageRecipe clean = Base();
   clean.layers.push_back(TorchLayer({}));
@@ -536,7 +536,7 @@ TEST_CASE("what a package preloads is already loaded for its extensions (IC012)"
   CHECK(jitlink);
 }
 
-TEST_CASE("onnxruntime-gpu 1.19 without its build file; an optional provider is info (IC012)",
+TEST_CASE("onnxruntime-gpu 1.19 without its build file, an optional provider is info (IC012)",
           "[scan]") {
   // Its CUDA provider NEEDS cuDNN 9 (an image with cuDNN 8.9 only); its TensorRT provider NEEDS
   // TensorRT, which it loads only when that execution provider is requested.
@@ -1035,7 +1035,7 @@ TEST_CASE("exit codes, --fail-on, --ignore and the config file", "[scan]") {
   CHECK(missing.status == 2);
 }
 
-TEST_CASE("an image without a CUDA stack says so; --fail-on-empty fails it", "[scan]") {
+TEST_CASE("an image without a CUDA stack says so, --fail-on-empty fails it", "[scan]") {
   ImageRecipe plain = Base();
   plain.layers.push_back(Layer({File("etc/os-release", "ID=debian\n")}, "ADD rootfs.tar /"));
   Result empty = Scan(plain);

@@ -120,7 +120,7 @@ TEST_CASE("entries land through symlinked parent directories, inside the root", 
   CHECK(s.Has("/etc/escaped"));  // "../../.." from / is / itself
 }
 
-TEST_CASE("hard links copy their target; a missing target is a diagnostic", "[merge]") {
+TEST_CASE("hard links copy their target, a missing target is a diagnostic", "[merge]") {
   Stack s;
   s.Add({F("/lower", "L")});
   s.Add({F("/a", "A"), H("/b", "/a"), H("/c", "/lower"), H("/d", "/nope"), H("/e", "/")});

@@ -194,7 +194,7 @@ TEST_CASE("a failure while merging stops the readers", "[read_layers]") {
       "merge failed");
 }
 
-TEST_CASE("cached layers are not read again; uncacheable ones always are", "[read_layers]") {
+TEST_CASE("cached layers are not read again, uncacheable ones always are", "[read_layers]") {
   TempDir tmp;
   LayerCache cache(tmp.path());
   ReadLayersOptions o;

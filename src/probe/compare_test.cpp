@@ -119,7 +119,7 @@ TEST_CASE("IC072: a skewed or missing cuDNN sub-library") {
   CHECK(m.findings[0].paths[0] == "/usr/lib/x86_64-linux-gnu/libcudnn.so.9");
 }
 
-TEST_CASE("IC074: a wrong convolution; IC075: a failing one") {
+TEST_CASE("IC074: a wrong convolution, IC075: a failing one") {
   FakeStack wrong;
   wrong.wrong_result = true;
   Result w = ProbeAndCompare(wrong);
@@ -155,7 +155,7 @@ TEST_CASE("IC077: a CUDA library mapped from outside the staged directory") {
   CHECK_THAT(r.findings[0].message, Catch::Contains("/host/libcudnn_cnn.so.9"));
 }
 
-TEST_CASE("IC070: a library that does not load; IC078: a crash or a hang") {
+TEST_CASE("IC070: a library that does not load, IC078: a crash or a hang") {
   Result r = ProbeAndCompare(FakeStack{}, {}, [](testing::BuiltStack& b, const fs::path&) {
     imgcheck::testing::WriteFile(b.lib_dir / "libcublasLt.so.12", "not an ELF file");
     b.libraries.insert(b.libraries.begin(),

@@ -213,7 +213,7 @@ TEST_CASE("the probe rejects limits that are not whole seconds it can set") {
   CHECK_THAT(r.output, Catch::Contains("--wall-seconds: '1e3' is not a whole number"));
 }
 
-TEST_CASE("the host's own driver: no GPU here, or a real result; never a crash") {
+TEST_CASE("the host's own driver: no GPU here, or a real result, never a crash") {
   // The default: libcuda.so.1 through this host's loader, as on a user's machine.
   RunOptions o;
   o.executable = imgcheck::testing::BinaryDir() / "imgcheck-probe";

@@ -10,7 +10,7 @@
 namespace imgcheck::probe {
 namespace {
 
-TEST_CASE("the probe's \\u00XX escapes come back as the bytes of the path it printed") {
+TEST_CASE("the probe's u00XX JSON escapes come back as the bytes of the path it printed") {
   // imgcheck-probe writes each byte outside printable ASCII as \u00XX: 0xE9 alone (Latin-1) and
   // the two bytes of UTF-8 "é".
   std::string doc = R"({"probe":"imgcheck-probe","status":"ran",)"

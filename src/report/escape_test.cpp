@@ -40,7 +40,7 @@ TEST_CASE("Visible is recoverable and idempotent") {
     CHECK(Visible(Visible(s)) == Visible(s));
 }
 
-TEST_CASE("VisibleLines keeps the text's newlines; OneLine makes one line") {
+TEST_CASE("VisibleLines keeps the text's newlines, OneLine makes one line") {
   CHECK(VisibleLines("a\x1B\nb\n") == "a\\x1B\nb\n");
   CHECK(VisibleLines("x\r\n") == "x\\x0D\n");
   CHECK(OneLine("corrupt tar: bad header\n") == "corrupt tar: bad header");
@@ -48,7 +48,7 @@ TEST_CASE("VisibleLines keeps the text's newlines; OneLine makes one line") {
   CHECK(OneLine("\n") == "");
 }
 
-TEST_CASE("DumpJson writes DEL and C1 controls as \\u escapes, which read back the same") {
+TEST_CASE("DumpJson writes DEL and C1 controls as u-escapes, which read back the same") {
   nlohmann::json j{{"k",
                     "a\x7F\xC2\x9B"
                     "b\xC3\xA9"}};

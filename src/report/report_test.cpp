@@ -210,7 +210,7 @@ TEST_CASE("sarif: Dockerfile lines as physical locations, fingerprints that do n
   CHECK(fps[1] == fps[0] + "#2");
 }
 
-TEST_CASE("junit agrees with --fail-on; rules that could not run are skipped") {
+TEST_CASE("junit agrees with --fail-on, rules that could not run are skipped") {
   report::Report r = Fixed();
   // A rule with a finding ran, whatever the list says: neither is skipped yet.
   r.not_run = {{"IC051", "never: it has a finding"}, {"IC060", "no target"}};

@@ -123,7 +123,7 @@ TEST_CASE("unreadable or unknown requests are errors, with the uid when there is
   CHECK_FALSE(ParseAdmissionReview(Review("Pod", {{"spec", wrong_type}}).dump(), "", uid));
 }
 
-TEST_CASE("errors deny with rule, file and fix; warnings go to warnings", "[admission]") {
+TEST_CASE("errors deny with rule, file and fix, warnings go to warnings", "[admission]") {
   DecideOptions o;
   AdmissionAnswer a = Decide({Ready("reg/ok:1", {Warning()}), Ready("reg/bad:1", {Error()})}, o);
   CHECK_FALSE(a.allowed);
