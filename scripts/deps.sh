@@ -15,7 +15,9 @@ pkgs=(cmake g++ make ninja-build pkg-config
       umoci skopeo docker-registry libtree isal zstd gzip apache2-utils time python3
       redis-server redis-tools wrk
       # the CI gate's tests: real builds, podman's Docker API, the SARIF schema
-      buildah podman python3-jsonschema)
+      buildah podman python3-jsonschema
+      # the fuzz targets (scripts/fuzz): clang with libFuzzer and the sanitizer runtimes
+      clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
