@@ -17,7 +17,9 @@ pkgs=(cmake g++ make ninja-build pkg-config
       # the CI gate's tests: real builds, podman's Docker API, the SARIF schema
       buildah podman python3-jsonschema
       # scripts/build-image.sh: a Debian 12 base where no registry serves one
-      debootstrap)
+      debootstrap
+      # the fuzz targets (scripts/fuzz): clang with libFuzzer and the sanitizer runtimes
+      clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

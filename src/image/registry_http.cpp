@@ -296,6 +296,7 @@ std::string UrlOrigin(const std::string& url) {
 }
 
 std::string UrlEscape(std::string_view s) {
+  if (s.empty()) return "";  // curl_easy_escape takes length 0 for "use strlen()"
   char* e = curl_easy_escape(nullptr, s.data(), static_cast<int>(s.size()));
   std::string out = e == nullptr ? "" : e;
   curl_free(e);

@@ -25,6 +25,7 @@
 
 #include "image/image.h"
 #include "image/registry_auth.h"
+#include "image/registry_http.h"
 #include "image/registry_reference.h"
 #include "image_writer.h"
 #include "support.h"
@@ -144,6 +145,13 @@ TEST_CASE("WWW-Authenticate challenges and token answers parse", "[registry]") {
   }
   CHECK(Base64Encode("alice:secret") == "YWxpY2U6c2VjcmV0");
   CHECK_FALSE(Base64Decode("a*b", decoded));
+}
+
+TEST_CASE("URL escaping reads only the view it is given", "[registry]") {
+  CHECK(UrlEscape("repository:a/b:pull") == "repository%3Aa%2Fb%3Apull");
+  // Found by fuzz_registry: curl_easy_escape takes length 0 to mean strlen(), which read past an
+  // empty view into whatever followed it.
+  CHECK(UrlEscape(std::string_view("a b", 0)).empty());
 }
 
 // Sets (or, with nullopt, unsets) an environment variable for one scope.

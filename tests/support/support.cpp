@@ -131,8 +131,18 @@ std::string Quote(const std::filesystem::path& p) { return "'" + p.string() + "'
 std::string ImgcheckCommand(const std::string& args) {
   return Quote(BinaryDir() / "imgcheck") + " " + args;
 }
-std::string HostileCommand(const std::string& args, int seconds) {
+// AddressSanitizer reserves terabytes of shadow memory, which RLIMIT_DATA refuses. gcc says
+// __SANITIZE_ADDRESS__, clang __has_feature(address_sanitizer).
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define IMGCHECK_ASAN 1
+#endif
+#endif
 #if defined(__SANITIZE_ADDRESS__)
+#define IMGCHECK_ASAN 1
+#endif
+std::string HostileCommand(const std::string& args, int seconds) {
+#if defined(IMGCHECK_ASAN)
   const std::string memory;
 #else
   const std::string memory = "ulimit -d 1048576 && ";
