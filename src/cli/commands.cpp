@@ -86,7 +86,8 @@ void AddLimitArgs(CLI::App& sub, util::Limits& limits) {
   AddMiB(sub, "--max-elf-table-mb", limits.elf_table_bytes, "largest dynamic table of one ELF,");
   count("--max-include-depth", limits.include_depth, "ld.so.conf include nesting");
   count("--max-loader-objects", limits.loader_objects, "objects in one simulated link map");
-  count("--read-timeout", limits.read_timeout_s, "seconds a registry may send nothing");
+  count("--read-timeout", limits.read_timeout_s,
+        "seconds of waiting in which a registry must send at least 1 KiB");
   count("--deadline", limits.deadline_s, "seconds for reading a whole image from a registry");
 }
 
