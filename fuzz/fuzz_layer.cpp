@@ -2,6 +2,7 @@
 // capture policy, then merged twice onto one tree (as layers 0 and 1, so the second copy's
 // whiteouts, opaque directories and hard links meet what the first wrote).
 #include "fuzz_input.h"
+#include "image/budget.h"
 #include "image/layer.h"
 #include "image/merge.h"
 #include "image/stream.h"
@@ -15,8 +16,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return image::CapturePrefix(4096);
   };
   image::LayerContents contents;
+  image::ImageBudget budget{util::Limits{}};  // the command line's defaults
   try {
-    contents = image::ReadLayer(stored, 0, capture);
+    contents = image::ReadLayer(stored, 0, capture, budget);
   } catch (const util::Fatal&) {
     return 0;  // a corrupt stream or tar: the error the user sees
   }

@@ -122,7 +122,8 @@ void AddLimitArgs(CLI::App& sub, util::Limits& limits) {
         "objects mapped and files tried in all link maps of one scan");
   count("--max-search-dirs", limits.search_dirs,
         "directories of one LD_LIBRARY_PATH, DT_RPATH or DT_RUNPATH list");
-  count("--read-timeout", limits.read_timeout_s, "seconds a registry may send nothing");
+  count("--read-timeout", limits.read_timeout_s,
+        "seconds of waiting in which a registry must send at least 1 KiB");
   count("--deadline", limits.deadline_s, "seconds for reading a whole image from a registry");
 }
 

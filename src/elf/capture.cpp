@@ -19,6 +19,7 @@
 // libcublasLt.so.13, 0.08%).
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "elf/elf.h"
 #include "elf/fatbin.h"
@@ -59,6 +60,29 @@ class ElfCapturer : public image::Capturer {
     }
     Compact();
     return true;
+  }
+
+  // A hole: zeros are fed only where a range still wants bytes; the rest is passed over (no
+  // fatbin magic is made of zeros).
+  bool Skip(uint64_t n) override {
+    static const std::string kZeros(1 << 16, '\0');
+    uint64_t stop = util::CheckedAdd(end_, n).value_or(UINT64_MAX);
+    while (end_ < stop) {
+      if (stopped_) return false;
+      // The first byte of the hole some range still waits for (the magic is always checked).
+      uint64_t next = end_ < 4 ? end_ : stop;
+      for (const Range& r : ranges_) {
+        uint64_t have = r.begin + r.bytes.size();
+        if (have >= end_ && have < r.end) next = std::min(next, have);
+      }
+      if (next > end_) {
+        end_ = next;
+        continue;
+      }
+      if (!Feed(std::string_view(kZeros).substr(0, std::min<uint64_t>(stop - end_, kZeros.size()))))
+        return false;
+    }
+    return !stopped_;
   }
 
   util::SparseFile Finish(uint64_t size) override {

@@ -1,8 +1,21 @@
 #include "image/capture.h"
 
+#include <algorithm>
+#include <string>
+
 #include "util/sha256.h"
 
 namespace imgcheck::image {
+
+bool Capturer::Skip(uint64_t n) {
+  static const std::string kZeros(1 << 16, '\0');
+  while (n > 0) {
+    size_t k = static_cast<size_t>(std::min<uint64_t>(n, kZeros.size()));
+    if (!Feed(std::string_view(kZeros).substr(0, k))) return false;
+    n -= k;
+  }
+  return true;
+}
 
 namespace {
 
@@ -13,6 +26,9 @@ class PrefixCapturer : public Capturer {
     uint64_t room = limit_ - kept_.size();
     kept_.append(chunk.substr(0, std::min<uint64_t>(room, chunk.size())));
     return kept_.size() < limit_;
+  }
+  bool Skip(uint64_t n) override {  // zeros up to the limit, then no more
+    return Capturer::Skip(std::min<uint64_t>(n, limit_ - kept_.size()));
   }
   util::SparseFile Finish(uint64_t size) override {
     util::SparseFile f(size);
@@ -34,15 +50,23 @@ class Md5Capturer : public Capturer {
     if (inner_wants_) inner_wants_ = inner_->Feed(chunk);
     return true;  // the digest needs every byte
   }
+  // A hole is not hashed (a petabyte of zeros would take forever): a sparse file gets no digest,
+  // and no real library is sparse.
+  bool Skip(uint64_t n) override {
+    sparse_ = true;
+    if (inner_wants_) inner_wants_ = inner_->Skip(n);
+    return inner_wants_;
+  }
   util::SparseFile Finish(uint64_t size) override {
     util::SparseFile f = inner_->Finish(size);
-    if (fed_ == size) f.set_md5(md5_.HexDigest());
+    if (!sparse_ && fed_ == size) f.set_md5(md5_.HexDigest());
     return f;
   }
 
  private:
   std::unique_ptr<Capturer> inner_;
   bool inner_wants_ = true;
+  bool sparse_ = false;
   uint64_t fed_ = 0;
   util::Md5 md5_;
 };

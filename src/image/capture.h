@@ -18,6 +18,10 @@ class Capturer {
   virtual ~Capturer() = default;
   /// Next chunk of the file. Returns false when it wants no more of this file.
   virtual bool Feed(std::string_view chunk) = 0;
+  /// The next `n` bytes are a hole of a sparse file (zeros). The default feeds the zeros; a
+  /// capturer that wants only some ranges skips the rest, so that a petabyte of hole costs
+  /// nothing. Returns false when it wants no more of this file.
+  virtual bool Skip(uint64_t n);
   /// End of file (or after Feed returned false): what was kept. `size` is the file's full size.
   virtual util::SparseFile Finish(uint64_t size) = 0;
 };

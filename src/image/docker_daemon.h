@@ -9,6 +9,7 @@
 
 #include "image/capture.h"
 #include "image/store.h"
+#include "util/limits.h"
 
 namespace imgcheck::image {
 
@@ -31,6 +32,7 @@ std::string DaemonExportPath(std::string_view name);
 /// read with `capture` as it passes (FileStore::Preread), to be verified by the pipeline against
 /// the manifest and config that arrive after it. util::Fatal when the daemon cannot be reached
 /// or refuses.
-std::unique_ptr<FileStore> OpenDaemonStore(std::string_view name, const CapturePolicy& capture);
+std::unique_ptr<FileStore> OpenDaemonStore(std::string_view name, const CapturePolicy& capture,
+                                           const util::Limits& limits = {});
 
 }  // namespace imgcheck::image

@@ -14,6 +14,7 @@
 #include <system_error>
 
 #include "image/stream.h"
+#include "util/file.h"
 #include "util/path.h"
 
 namespace imgcheck::image {
@@ -77,17 +78,6 @@ std::string EntryPath(std::string_view raw, int layer, std::vector<util::Diagnos
   return path;
 }
 
-// Feeds a capturer `n` zero bytes (a hole in a sparse file). False when it wants no more.
-bool FeedZeros(Capturer& c, uint64_t n) {
-  static const std::string kZeros(1 << 16, '\0');
-  while (n > 0) {
-    size_t k = static_cast<size_t>(std::min<uint64_t>(n, kZeros.size()));
-    if (!c.Feed(std::string_view(kZeros).substr(0, k))) return false;
-    n -= k;
-  }
-  return true;
-}
-
 // Reads the current entry's data into `capturer`, sparse holes as zeros.
 void CaptureData(struct archive* a, Capturer& capturer, ArchiveInput& st) {
   const void* block;
@@ -102,14 +92,17 @@ void CaptureData(struct archive* a, Capturer& capturer, ArchiveInput& st) {
       throw util::Fatal(std::string("corrupt tar: ") + archive_error_string(a));
     }
     uint64_t at = static_cast<uint64_t>(offset);
-    if (at > fed && !FeedZeros(capturer, at - fed)) return;
+    if (at > fed && !capturer.Skip(at - fed)) return;
     if (!capturer.Feed(std::string_view(static_cast<const char*>(block), len))) return;
     fed = at + len;
   }
 }
 
-std::shared_ptr<const util::SparseFile> Finish(Capturer& c, uint64_t size) {
-  return std::make_shared<const util::SparseFile>(c.Finish(size));
+// What `c` kept, charged to the image's budget.
+std::shared_ptr<const util::SparseFile> Finish(Capturer& c, uint64_t size, ImageBudget& budget) {
+  auto kept = std::make_shared<const util::SparseFile>(c.Finish(size));
+  budget.ChargeCaptured(kept->captured_bytes());
+  return kept;
 }
 
 // Turns whiteout names into whiteout entries. False when the entry is to be dropped.
@@ -134,11 +127,40 @@ bool ClassifyWhiteout(LayerEntry& e, int layer, std::vector<util::Diagnostic>& d
   return true;
 }
 
+// Feeds `c` the first `size` bytes of the file `fd`, its holes (SEEK_HOLE) passed to Skip: a
+// petabyte sparse file costs only its data. Returns the read error, if any.
+std::string FeedSparse(int fd, uint64_t size, Capturer& c, char* buf) {
+  uint64_t pos = 0;
+  while (pos < size) {
+    off_t data = lseek(fd, static_cast<off_t>(pos), SEEK_DATA);
+    // ENXIO: only a hole is left; other errors: no hole information, read everything.
+    uint64_t data_at = data >= 0 ? static_cast<uint64_t>(data) : errno == ENXIO ? size : pos;
+    if (data_at > pos) {
+      if (!c.Skip(std::min(data_at, size) - pos)) return "";
+      pos = data_at;
+      continue;
+    }
+    off_t hole = lseek(fd, static_cast<off_t>(pos), SEEK_HOLE);
+    uint64_t hole_at = hole > static_cast<off_t>(pos) ? static_cast<uint64_t>(hole) : size;
+    while (pos < std::min(hole_at, size)) {
+      size_t want = static_cast<size_t>(std::min<uint64_t>(kReadBuffer, hole_at - pos));
+      ssize_t n = pread(fd, buf, std::min<uint64_t>(want, size - pos), static_cast<off_t>(pos));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return std::string("read error: ") + std::strerror(errno);
+      if (n == 0) return "";  // shrank while read
+      if (!c.Feed(std::string_view(buf, static_cast<size_t>(n)))) return "";
+      pos += static_cast<uint64_t>(n);
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
-LayerContents ReadLayer(HashingReader& blob, int layer, const CapturePolicy& capture) {
+LayerContents ReadLayer(HashingReader& blob, int layer, const CapturePolicy& capture,
+                        ImageBudget& budget) {
   LayerContents out;
-  Decompressor plain(blob);
+  Decompressor plain(blob, budget.limits().zstd_window);
   // An uncompressed blob is the tar itself (docker save's layers): its digest is the diff_id.
   bool stored_is_tar = plain.compression() == Compression::kNone;
   HashingReader tar_stream(plain, /*hash=*/!stored_is_tar);
@@ -164,11 +186,15 @@ LayerContents ReadLayer(HashingReader& blob, int layer, const CapturePolicy& cap
       const char* name = archive_entry_pathname(ae);
       if (name == nullptr) name = archive_entry_pathname_utf8(ae);
       if (name == nullptr) {
+        budget.ChargeEntry(last.size());  // the diagnostic holds it
         out.diagnostics.push_back(
             {"", layer, "tar entry after '" + last + "' has an unreadable name; skipped"});
         continue;
       }
       last = name;
+      const char* link = archive_entry_hardlink(ae);
+      if (link == nullptr) link = archive_entry_symlink(ae);
+      budget.ChargeEntry(std::strlen(name) + (link ? std::strlen(link) : 0));
       LayerEntry e;
       e.path = EntryPath(name, layer, out.diagnostics);
       e.mode = archive_entry_perm(ae);
@@ -197,7 +223,7 @@ LayerContents ReadLayer(HashingReader& blob, int layer, const CapturePolicy& cap
         if (capture) {
           if (std::unique_ptr<Capturer> c = capture(e.path, e.size, e.mode)) {
             CaptureData(a.get(), *c, st);
-            e.content = Finish(*c, e.size);
+            e.content = Finish(*c, e.size, budget);
           }
         }
       }
@@ -210,7 +236,8 @@ LayerContents ReadLayer(HashingReader& blob, int layer, const CapturePolicy& cap
   return out;
 }
 
-LayerContents ReadDirectory(const fs::path& root, const CapturePolicy& capture) {
+LayerContents ReadDirectory(const fs::path& root, const CapturePolicy& capture,
+                            ImageBudget& budget) {
   LayerContents out;
   struct stat root_st {};
   if (stat(root.c_str(), &root_st) != 0 || !S_ISDIR(root_st.st_mode))
@@ -278,20 +305,20 @@ LayerContents ReadDirectory(const fs::path& root, const CapturePolicy& capture) 
         out.size += e.size;
         std::unique_ptr<Capturer> c = capture ? capture(e.path, e.size, e.mode) : nullptr;
         if (c) {
-          // O_NOFOLLOW: the path was a regular file a moment ago; never follow a swapped-in link.
-          int fd = open(host.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-          if (fd < 0) {
-            note(e.path, std::string("cannot read: ") + std::strerror(errno));
+          // Beneath `root`, through no link, a regular file only: the path was one a moment
+          // ago, but the tree may be changing under us.
+          util::Expected<util::RegularFile> f =
+              util::OpenRegularBeneath(root, host.lexically_relative(root).string());
+          if (!f) {
+            note(e.path, "cannot read: " + f.error().message);
           } else {
-            ssize_t n;
-            while ((n = read(fd, buf.get(), kReadBuffer)) > 0)
-              if (!c->Feed(std::string_view(buf.get(), static_cast<size_t>(n)))) break;
-            if (n < 0) note(e.path, std::string("read error: ") + std::strerror(errno));
-            close(fd);
-            e.content = Finish(*c, e.size);
+            if (std::string error = FeedSparse(f->fd.get(), e.size, *c, buf.get()); !error.empty())
+              note(e.path, error);
+            e.content = Finish(*c, e.size, budget);
           }
         }
       }
+      budget.ChargeEntry(e.path.size() + e.link_target.size());
       out.entries.push_back(std::move(e));
     }
     // The stack pops the last pushed first: reverse, so that subdirectories go in name order.

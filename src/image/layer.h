@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "image/budget.h"
 #include "image/capture.h"
 #include "image/source.h"
 #include "image/tree.h"
@@ -62,11 +63,15 @@ struct PrereadLayer {
 /// digest is the diff_id, and nothing is hashed twice). The caller compares digest/diff_id with
 /// what the manifest and config promise. `layer` is the index diagnostics carry. Throws
 /// util::Fatal (message without location; the caller adds it) on corrupt compression or a
-/// corrupt tar.
-LayerContents ReadLayer(HashingReader& blob, int layer, const CapturePolicy& capture);
+/// corrupt tar, and when the image's `budget` is exceeded (entries, names, captured bytes, the
+/// zstd window).
+LayerContents ReadLayer(HashingReader& blob, int layer, const CapturePolicy& capture,
+                        ImageBudget& budget);
 
 /// An unpacked root file system on the host as a single layer (the dir: transport). Symlinks
-/// are recorded, never followed; nothing outside `root` is read.
-LayerContents ReadDirectory(const std::filesystem::path& root, const CapturePolicy& capture);
+/// are recorded, never followed; nothing outside `root` is read; holes of sparse files are
+/// skipped, not read.
+LayerContents ReadDirectory(const std::filesystem::path& root, const CapturePolicy& capture,
+                            ImageBudget& budget);
 
 }  // namespace imgcheck::image

@@ -12,6 +12,7 @@
 #include <system_error>
 #include <vector>
 
+#include "util/file.h"
 #include "util/reader.h"
 #include "util/sha256.h"
 
@@ -267,14 +268,19 @@ LayerCache::LayerCache(const fs::path& dir, uint64_t max_bytes)
 std::optional<LayerContents> LayerCache::Lookup(const LayerKey& key, int layer) const {
   if (!enabled_) return std::nullopt;
   fs::path path = EntryPath(key);
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return std::nullopt;
+  // A regular file in the cache directory, never a link or a FIFO planted there (util/file.h).
+  int error = 0;
+  util::Expected<util::RegularFile> f = util::OpenRegularBeneath(dir_, key.Hex(), &error);
+  if (!f) {
+    if (error != ENOENT) unlink(path.c_str());  // not an entry: rebuilt by the caller
+    return std::nullopt;
+  }
+  int fd = f->fd.get();
   std::optional<std::string> data = ReadSmallFile(fd, max_bytes_);
   std::optional<LayerContents> c;
   if (data) c = ParseLayer(*data, layer);
   if (c && !Matches(key, *c)) c.reset();
   if (c) futimens(fd, nullptr);  // most recently used now, for Prune
-  close(fd);
   if (!c) unlink(path.c_str());  // corrupt or foreign: the caller reads the layer and stores anew
   return c;
 }

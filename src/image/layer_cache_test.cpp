@@ -192,6 +192,17 @@ TEST_CASE("the cache stores, finds, and discards what it cannot trust", "[layer_
     fs::copy_file(entry, cache.EntryPath(other));
     CHECK_FALSE(cache.Lookup(other, 0));
   }
+  SECTION("an entry that is a FIFO or a link: a miss, never a hang or a read elsewhere") {
+    fs::remove(entry);
+    REQUIRE(mkfifo(entry.c_str(), 0600) == 0);
+    CHECK_FALSE(cache.Lookup(Key(), 0));
+    CHECK_FALSE(fs::exists(fs::symlink_status(entry)));
+    testing::WriteFile(tmp / "elsewhere", "not an entry");
+    fs::create_symlink(tmp / "elsewhere", entry);
+    CHECK_FALSE(cache.Lookup(Key(), 0));
+    CHECK_FALSE(fs::exists(fs::symlink_status(entry)));
+    CHECK(fs::exists(tmp / "elsewhere"));
+  }
   SECTION("a reading whose digests are not the key's is not stored") {
     LayerKey other{"sha256:" + std::string(64, 'c'), kDiffId, "policy-1"};
     cache.Store(other, Sample(), 0);

@@ -40,6 +40,47 @@ void CheckSize(const Descriptor& d, uint64_t size, const std::string& what) {
                       " bytes, blob has " + std::to_string(size));
 }
 
+// A blob longer than its descriptor says: the cause to report, whatever reading it broke.
+class Oversized : public util::Fatal {
+ public:
+  using util::Fatal::Fatal;
+};
+
+// A blob read no further than its descriptor's size: a source that sends more (a registry's
+// endless body) fails after one byte past it instead of being read for ever.
+class DescriptorBound : public BlobReader {
+ public:
+  DescriptorBound(std::unique_ptr<BlobReader> in, const Descriptor& d, std::string what)
+      : in_(std::move(in)), limit_(static_cast<uint64_t>(d.size)), what_(std::move(what)) {}
+  size_t Read(char* buf, size_t n) override {
+    if (read_ == limit_) {
+      char extra;
+      if (in_->Read(&extra, 1) > 0)
+        throw Oversized(what_ + ": size mismatch: descriptor says " + std::to_string(limit_) +
+                        " bytes, blob has more");
+      return 0;
+    }
+    size_t got = in_->Read(buf, static_cast<size_t>(std::min<uint64_t>(n, limit_ - read_)));
+    read_ += got;
+    return got;
+  }
+  std::optional<uint64_t> Size() const override { return in_->Size(); }
+
+ private:
+  std::unique_ptr<BlobReader> in_;
+  uint64_t limit_, read_ = 0;
+  std::string what_;
+};
+
+// Opens a layer blob, its size checked against the descriptor before any byte is read where
+// the source knows it, and its reading bounded by the descriptor's size.
+std::unique_ptr<BlobReader> OpenChecked(Source& src, const Descriptor& d, const std::string& what) {
+  std::unique_ptr<BlobReader> blob = src.OpenBlob(d);
+  if (std::optional<uint64_t> size = blob->Size()) CheckSize(d, *size, what);
+  if (d.size < 0) return blob;
+  return std::make_unique<DescriptorBound>(std::move(blob), d, what);
+}
+
 // Checks a small blob against its descriptor.
 void Verify(const Descriptor& d, std::string_view bytes, const std::string& what) {
   CheckSize(d, bytes.size(), what);
@@ -73,14 +114,17 @@ std::string LayerWhat(const Source& src, const Descriptor& d, int index) {
 }
 
 LayerContents ReadVerified(Source& src, const Descriptor& d, const std::string& diff_id, int index,
-                           const LoadOptions& options, const TrackBlob& track) {
+                           const LoadOptions& options, ImageBudget& budget,
+                           const TrackBlob& track) {
   std::string what = LayerWhat(src, d, index);
   if (const PrereadLayer* pre = src.Preread(d)) return CheckPreread(*pre, d, diff_id, index, what);
-  std::unique_ptr<BlobReader> blob = track(src.OpenBlob(d));
+  std::unique_ptr<BlobReader> blob = track(OpenChecked(src, d, what));
   HashingReader stored(*blob);
   LayerContents contents;
   try {
-    contents = ReadLayer(stored, index, options.capture);
+    contents = ReadLayer(stored, index, options.capture, budget);
+  } catch (const Oversized&) {
+    throw;
   } catch (const util::Fatal& e) {
     try {
       CheckDigest(d, stored.Finish(), what);
@@ -173,7 +217,9 @@ void LoadFromSource(Source& src, const std::string& transport, const LoadOptions
   ReadLayersOptions speed = SpeedOptions(options, cache.get());
   // The cache vouches for the content, not for the image: its blob must still be there, as big
   // as its descriptor says (stat only; the content was verified when it was first read).
-  speed.check_cached = [&](const LayerJob& j) {
+  ImageBudget budget(options.limits);
+  speed.check_cached = [&](const LayerJob& j, const LayerContents& cached) {
+    budget.Charge(cached);
     const Descriptor& ld = m.layers[j.index];
     std::string lwhat = LayerWhat(src, ld, j.index);
     std::optional<uint64_t> size;
@@ -187,7 +233,8 @@ void LoadFromSource(Source& src, const std::string& transport, const LoadOptions
   ReadLayers(
       jobs, speed,
       [&](const LayerJob& j, const TrackBlob& track) {
-        return ReadVerified(src, m.layers[j.index], pc.diff_ids[j.index], j.index, options, track);
+        return ReadVerified(src, m.layers[j.index], pc.diff_ids[j.index], j.index, options, budget,
+                            track);
       },
       [&](const LayerJob& j, LayerContents& contents) {
         Layer& layer = img.layers[j.index];
@@ -222,19 +269,29 @@ Image LoadOci(std::string_view rest, const LoadOptions& options) {
 
 Image LoadOciArchive(std::string_view rest, const LoadOptions& options) {
   auto [path, ref] = PathAndRef(rest);
-  return FromSource(OpenOciLayout(OpenTarStore(path), ref, "oci-archive:" + std::string(rest)),
-                    "oci-archive", options);
+  return FromSource(
+      OpenOciLayout(OpenTarStore(path, options.limits), ref, "oci-archive:" + std::string(rest)),
+      "oci-archive", options);
 }
 
 Image LoadDockerArchive(std::string_view rest, const LoadOptions& options) {
   auto [path, ref] = PathAndRef(rest);
-  return FromSource(
-      OpenDockerArchive(OpenTarStore(path), ref, "docker-archive:" + std::string(rest)),
-      "docker-archive", options);
+  return FromSource(OpenDockerArchive(OpenTarStore(path, options.limits), ref,
+                                      "docker-archive:" + std::string(rest)),
+                    "docker-archive", options);
+}
+
+// The registry options with the time bounds of options.limits.
+RegistryOptions BoundedRegistryOptions(const LoadOptions& options) {
+  RegistryOptions r = options.registry;
+  r.read_timeout_s = options.limits.read_timeout_s;
+  r.deadline_s = options.limits.deadline_s;
+  return r;
 }
 
 Image LoadRegistry(std::string_view rest, const LoadOptions& options) {
-  return FromSource(OpenRegistry(std::string(rest), options.registry), "docker", options);
+  return FromSource(OpenRegistry(std::string(rest), BoundedRegistryOptions(options)), "docker",
+                    options);
 }
 
 // An OCI layout directory: the oci-layout marker file and index.json (image-layout.md).
@@ -270,7 +327,8 @@ Image LoadDir(std::string_view rest, const LoadOptions& options) {
                       std::string(t->summary) + ", not a root file system: use " +
                       std::string(t->name) + ":" + std::string(rest));
   Image img;
-  LayerContents c = ReadDirectory(std::string(rest), options.capture);
+  ImageBudget budget(options.limits);
+  LayerContents c = ReadDirectory(std::string(rest), options.capture, budget);
   Layer layer;
   layer.size = c.size;
   layer.created_by = "dir:" + std::string(rest);
@@ -284,7 +342,7 @@ Image LoadDir(std::string_view rest, const LoadOptions& options) {
 
 Image LoadDockerDaemon(std::string_view rest, const LoadOptions& options) {
   // The export is a docker-archive (legacy, or OCI form from Docker 25 on).
-  return FromSource(OpenDockerArchive(OpenDaemonStore(rest, options.capture), "",
+  return FromSource(OpenDockerArchive(OpenDaemonStore(rest, options.capture, options.limits), "",
                                       "docker-daemon:" + std::string(rest)),
                     "docker-archive", options);
 }
@@ -370,7 +428,8 @@ std::string ResolveRegistryManifest(const std::string& reference, const LoadOpti
   if (transport->name != "docker")
     throw util::Fatal("'" + reference + "' is not a registry reference");
   nlohmann::json doc;
-  return FindManifest(*OpenRegistry(rest, options.registry), options.platform, doc).digest;
+  return FindManifest(*OpenRegistry(rest, BoundedRegistryOptions(options)), options.platform, doc)
+      .digest;
 }
 
 }  // namespace imgcheck::image

@@ -60,7 +60,7 @@ class Pipeline {
     bool cacheable = options_.cache != nullptr && !job.key.diff_id.empty();
     if (cacheable) {
       if (std::optional<LayerContents> hit = options_.cache->Lookup(job.key, job.index)) {
-        if (options_.check_cached) options_.check_cached(job);
+        if (options_.check_cached) options_.check_cached(job, *hit);
         progress_.FinishLayer(job.index, job.stored_size);
         return std::move(*hit);
       }

@@ -28,7 +28,7 @@ struct ReadLayersOptions {
   bool progress = false;              ///< a progress line on stderr, when it is a terminal
   /// Called (on a worker thread) before a cached reading is used; throws util::Fatal to fail
   /// the layer. Null: none.
-  std::function<void(const LayerJob&)> check_cached;
+  std::function<void(const LayerJob&, const LayerContents&)> check_cached;
 };
 
 /// The layer cache `options` ask for: use_cache, in cache_dir (else DefaultCacheDir()), bounded

@@ -20,6 +20,7 @@
 #include "image/registry_reference.h"
 #include "util/error.h"
 #include "util/file.h"
+#include "util/limits.h"
 #include "util/sha256.h"
 
 namespace imgcheck::image {
@@ -177,18 +178,31 @@ class Client {
         host_(ref_.ApiHost()),
         tls_(MakeTls(options, ref_.domain)),
         cred_(FindCredential(ref_.domain, options.creds)),
-        sleep_(options.sleep) {
+        sleep_(options.sleep),
+        deadline_s_(options.deadline_s) {
+    bounds_.read_timeout = std::chrono::seconds(options.read_timeout_s);
+    bounds_.deadline = Clock::now() + std::chrono::seconds(options.deadline_s);
     Ping();
   }
 
   const Reference& ref() const { return ref_; }
   /// Waits `d` before a retry.
   void Sleep(milliseconds d) const {
+    if (Clock::now() + d >= bounds_.deadline) DeadlinePassed();
     if (sleep_) {
       sleep_(d);
     } else {
       std::this_thread::sleep_for(d);
     }
+  }
+  /// Throws the --deadline error.
+  [[noreturn]] void DeadlinePassed() const {
+    util::LimitExceeded("reading " + ref_.String() + " from " + host_,
+                        std::to_string(deadline_s_) + " s", "--deadline");
+  }
+  /// Throws the --deadline error when `ex` stopped at the deadline.
+  void CheckDeadline(const HttpExchange& ex) const {
+    if (ex.error() == TransportError::kDeadline) DeadlinePassed();
   }
   std::string RepoUrl(const std::string& rest) const {
     return origin_url_ + "/v2/" + ref_.path + "/" + rest;
@@ -210,7 +224,7 @@ class Client {
         sent_auth = authorization_;
       }
       if (!sent_auth.empty()) req.headers.push_back(sent_auth);
-      auto ex = std::make_unique<HttpExchange>(req, tls_);
+      auto ex = std::make_unique<HttpExchange>(req, tls_, "", bounds_);
       milliseconds delay{0};
       if (!ex->WaitHeaders()) {
         std::string problem = TransportProblem(*ex);  // throws for what a retry cannot fix
@@ -303,6 +317,8 @@ class Client {
   // Classifies a transport failure: returns what to retry, throws for what a retry cannot fix.
   std::string TransportProblem(const HttpExchange& ex) {
     switch (ex.error()) {
+      case TransportError::kDeadline:
+        DeadlinePassed();
       case TransportError::kTls:
         throw util::Fatal("TLS failure talking to " + host_ + ": " + ex.error_message() +
                           "; trust its CA with --ca-cert FILE or --cert-dir DIR, or skip the "
@@ -321,9 +337,9 @@ class Client {
   void Ping() {
     origin_url_ = "https://" + host_;
     if (!tls_.verify || IsLocalHost(host_)) {
-      HttpExchange https({"GET", origin_url_ + "/v2/", {}}, tls_);
+      HttpExchange https({"GET", origin_url_ + "/v2/", {}}, tls_, "", bounds_);
       if (!https.WaitHeaders() && https.error() != TransportError::kConnect) {
-        HttpExchange http({"GET", "http://" + host_ + "/v2/", {}}, tls_);
+        HttpExchange http({"GET", "http://" + host_ + "/v2/", {}}, tls_, "", bounds_);
         if (http.WaitHeaders() && (http.status() == 200 || http.status() == 401)) {
           origin_url_ = "http://" + host_;
         }
@@ -403,8 +419,10 @@ class Client {
   Reference ref_;
   std::string host_;  // host[:port] the API is on, for messages
   TlsOptions tls_;
+  HttpBounds bounds_;
   Credential cred_;
   std::function<void(milliseconds)> sleep_;
+  int deadline_s_;
   std::string origin_url_;  // "https://host:port"
   std::string origin_;      // UrlOrigin(origin_url_): where credentials may go
   std::mutex auth_mu_;
@@ -445,6 +463,7 @@ class RegistryBlobReader : public BlobReader {
         }
         return got;
       }
+      client_->CheckDeadline(*ex_);
       bool broken = ex_->error() != TransportError::kNone;
       bool short_body = size_ >= 0 && delivered_ < static_cast<uint64_t>(size_);
       if (!broken && !short_body) return 0;
@@ -530,6 +549,7 @@ class RegistrySource : public Source {
     if (!ex->ReadAll(body, kMaxManifestBytes)) {
       throw util::Fatal("the manifest of " + ref.String() + " is larger than 4 MiB");
     }
+    client_->CheckDeadline(*ex);
     if (ex->error() != TransportError::kNone) {
       throw util::Fatal("reading the manifest of " + ref.String() +
                         " broke: " + ex->error_message());

@@ -18,6 +18,10 @@ struct RegistryOptions {
   /// Waits before a retry (back-off, Retry-After); null: std::this_thread::sleep_for. Tests
   /// pass one that records the waits instead of sleeping.
   std::function<void(std::chrono::milliseconds)> sleep;
+  /// util::Limits::read_timeout_s and deadline_s (Load copies them from LoadOptions::limits):
+  /// a registry that sends (next to) nothing this long, and the whole image from OpenRegistry on.
+  int read_timeout_s = 60;
+  int deadline_s = 3600;
 };
 
 /// A source for `reference` ("nvidia/cuda:12.1.1-runtime-ubuntu22.04", "host:5000/x@sha256:...").

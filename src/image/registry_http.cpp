@@ -16,7 +16,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kBufferMax = 1 << 20;  // body bytes held before the transfer pauses
-constexpr auto kStallLimit = std::chrono::seconds(60);  // no byte for this long: broken
 constexpr int kPollMs = 500;
 constexpr long kConnectTimeoutS = 30;
 constexpr size_t kMaxHeaderBytes = 256 << 10;  // a response's headers, all together
@@ -45,12 +44,16 @@ struct HttpExchange::State {
   bool paused = false;
   bool done = false;
   bool stalled = false;
+  bool deadline_passed = false;
+  HttpBounds bounds;
+  // The stall window: time spent waiting in Pump, and the bytes that came meanwhile.
+  Clock::duration waited{};
+  uint64_t window_bytes = 0;
   CURLcode result = CURLE_OK;
   bool headers_done = false;
   long status = 0;
   size_t header_bytes = 0;
   std::vector<std::pair<std::string, std::string>> response_headers;
-  Clock::time_point last_progress = Clock::now();
 
   static size_t OnHeader(char* data, size_t size, size_t n, void* user) {
     auto* s = static_cast<State*>(user);
@@ -58,7 +61,7 @@ struct HttpExchange::State {
     s->header_bytes += len;
     if (s->header_bytes > kMaxHeaderBytes) return 0;  // aborts the transfer: a hostile server
     std::string_view line = util::Trim(std::string_view(data, len));
-    s->last_progress = Clock::now();
+    s->window_bytes += len;
     if (line.starts_with("HTTP/")) {  // a new response (after 1xx): forget the last one's headers
       s->response_headers.clear();
       s->headers_done = false;
@@ -88,16 +91,17 @@ struct HttpExchange::State {
       s->pos = 0;
     }
     s->buf.append(data, size * n);
-    s->last_progress = Clock::now();
+    s->window_bytes += size * n;
     return size * n;
   }
 };
 
 HttpExchange::HttpExchange(const HttpRequest& request, const TlsOptions& tls,
-                           const std::string& unix_socket)
+                           const std::string& unix_socket, const HttpBounds& bounds)
     : s_(std::make_unique<State>()) {
   GlobalInit();
   s_->url = request.url;
+  s_->bounds = bounds;
   s_->easy = curl_easy_init();
   s_->multi = curl_multi_init();
   if (s_->easy == nullptr || s_->multi == nullptr) {
@@ -115,7 +119,12 @@ HttpExchange::HttpExchange(const HttpRequest& request, const TlsOptions& tls,
   curl_easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
   curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);  // the caller decides where credentials go
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, kConnectTimeoutS);
+  long connect_s = kConnectTimeoutS;
+  if (bounds.deadline != Clock::time_point::max()) {
+    auto left = std::chrono::ceil<std::chrono::seconds>(bounds.deadline - Clock::now()).count();
+    connect_s = std::clamp<long>(static_cast<long>(left), 1, kConnectTimeoutS);
+  }
+  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, connect_s);
   curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(e, CURLOPT_USERAGENT, "imgcheck/0.1");
   curl_easy_setopt(e, CURLOPT_ERRORBUFFER, s_->errbuf);
@@ -151,9 +160,9 @@ HttpExchange::~HttpExchange() {
 bool HttpExchange::Pump() {
   State& s = *s_;
   if (s.done) return false;
+  Clock::time_point start = Clock::now();
   if (s.paused) {
     s.paused = false;
-    s.last_progress = Clock::now();
     curl_easy_pause(s.easy, CURLPAUSE_CONT);  // may deliver the held chunk right here
   }
   size_t before = s.buf.size() - s.pos;
@@ -171,10 +180,20 @@ bool HttpExchange::Pump() {
   if (s.buf.size() - s.pos == before && had_headers == s.headers_done && !s.paused) {
     curl_multi_poll(s.multi, nullptr, 0, kPollMs, nullptr);
   }
-  if (Clock::now() - s.last_progress > kStallLimit) {
+  Clock::time_point now = Clock::now();
+  s.waited += now - start;
+  if (now >= s.bounds.deadline) {
     s.done = true;
-    s.stalled = true;
+    s.deadline_passed = true;
     s.result = CURLE_OPERATION_TIMEDOUT;
+  } else if (s.waited >= s.bounds.read_timeout) {
+    if (s.window_bytes < kMinStallBytes) {
+      s.done = true;
+      s.stalled = true;
+      s.result = CURLE_OPERATION_TIMEDOUT;
+    }
+    s.waited = {};
+    s.window_bytes = 0;
   }
   return true;
 }
@@ -215,6 +234,7 @@ bool HttpExchange::ReadAll(std::string& out, uint64_t limit) {
 }
 
 TransportError HttpExchange::error() const {
+  if (s_->deadline_passed) return TransportError::kDeadline;
   switch (s_->result) {
     case CURLE_OK:
       return TransportError::kNone;
@@ -252,7 +272,11 @@ TransportError HttpExchange::error() const {
 }
 
 std::string HttpExchange::error_message() const {
-  if (s_->stalled) return "no data for 60 seconds";
+  if (s_->deadline_passed) return "the deadline passed";
+  if (s_->stalled)
+    return "less than " + std::to_string(kMinStallBytes) + " bytes in " +
+           std::to_string(s_->bounds.read_timeout.count()) +
+           " s of waiting (raise the bound with --read-timeout)";
   std::string m = s_->errbuf[0] != '\0' ? s_->errbuf : curl_easy_strerror(s_->result);
   m.erase(std::remove(m.begin(), m.end(), '\n'), m.end());
   long os_errno = 0;  // "Couldn't connect" says less than "Connection refused"

@@ -4,6 +4,7 @@
 // caller's (registry.cpp): this layer reports what happened and never throws.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -25,11 +26,24 @@ struct HttpRequest {
   std::vector<std::string> headers;  ///< "Name: value"
 };
 
+/// Time bounds of one exchange (util::Limits::read_timeout_s and deadline_s).
+struct HttpBounds {
+  /// Waiting this long for the server (time spent by the reader elsewhere does not count) while
+  /// it sends less than kMinStallBytes: the exchange has stalled (a server that drips one byte a
+  /// second included).
+  std::chrono::seconds read_timeout{60};
+  /// The end of the whole operation the exchange is part of; past it the exchange stops.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+};
+/// What a server must send per read_timeout of waiting.
+inline constexpr uint64_t kMinStallBytes = 1024;
+
 enum class TransportError {
   kNone,
   kTls,          ///< handshake or certificate failure
   kConnect,      ///< refused, unreachable, name not resolved
   kInterrupted,  ///< the connection broke or stalled mid-response
+  kDeadline,     ///< HttpBounds::deadline passed
   kOther,
 };
 
@@ -37,7 +51,7 @@ class HttpExchange {
  public:
   /// `unix_socket`: connect there instead of to the URL's host (the Docker Engine API).
   HttpExchange(const HttpRequest& request, const TlsOptions& tls,
-               const std::string& unix_socket = "");
+               const std::string& unix_socket = "", const HttpBounds& bounds = {});
   ~HttpExchange();
   HttpExchange(const HttpExchange&) = delete;
   HttpExchange& operator=(const HttpExchange&) = delete;

@@ -27,6 +27,9 @@ class BlobReader {
   virtual ~BlobReader() = default;
   /// Reads up to `n` bytes into `buf`; returns 0 at the end. Throws util::Fatal on failure.
   virtual size_t Read(char* buf, size_t n) = 0;
+  /// The blob's stored size when the transport knows it before reading (a file's st_size, an
+  /// archive member's header), so that a descriptor that disagrees fails before any byte is read.
+  virtual std::optional<uint64_t> Size() const { return std::nullopt; }
 };
 
 struct PrereadLayer;  // layer.h

@@ -6,11 +6,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <optional>
 
 #include "util/error.h"
+#include "util/file.h"
 #include "util/path.h"
 
 namespace imgcheck::image {
@@ -20,8 +23,14 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int kMaxMemberLinks = 8;
+// A compressed archive cannot be seeked: each blob read from it decompresses it again up to
+// that blob. Real images have at most ~128 layers; past this many reads, stop.
+constexpr int kMaxCompressedRescans = 512;
+constexpr size_t kArchiveBlock = 1 << 16;
 
 std::string ReadAll(BlobReader& r, uint64_t limit, const std::string& what) {
+  if (std::optional<uint64_t> size = r.Size(); size && *size > limit)
+    throw util::Fatal(what + ": larger than the limit of " + std::to_string(limit) + " bytes");
   std::string out;
   char buf[1 << 16];
   size_t n;
@@ -33,20 +42,30 @@ std::string ReadAll(BlobReader& r, uint64_t limit, const std::string& what) {
   return out;
 }
 
+// `size` bytes of a file from `offset` on, by pread: readers on several threads share the
+// descriptor.
 class FdReader : public BlobReader {
  public:
-  FdReader(int fd, std::string what) : fd_(fd), what_(std::move(what)) {}
-  ~FdReader() override { close(fd_); }
+  FdReader(std::shared_ptr<const util::UniqueFd> fd, uint64_t offset, uint64_t size,
+           std::string what)
+      : fd_(std::move(fd)), at_(offset), end_(offset + size), size_(size), what_(std::move(what)) {}
   size_t Read(char* buf, size_t n) override {
-    while (true) {
-      ssize_t got = read(fd_, buf, n);
-      if (got >= 0) return static_cast<size_t>(got);
+    n = static_cast<size_t>(std::min<uint64_t>(n, end_ - at_));
+    while (n > 0) {
+      ssize_t got = pread(fd_->get(), buf, n, static_cast<off_t>(at_));
+      if (got >= 0) {
+        at_ += static_cast<uint64_t>(got);
+        return static_cast<size_t>(got);
+      }
       if (errno != EINTR) throw util::Fatal(what_ + ": read error: " + std::strerror(errno));
     }
+    return 0;
   }
+  std::optional<uint64_t> Size() const override { return size_; }
 
  private:
-  int fd_;
+  std::shared_ptr<const util::UniqueFd> fd_;
+  uint64_t at_, end_, size_;
   std::string what_;
 };
 
@@ -55,143 +74,249 @@ class DirStore : public FileStore {
   explicit DirStore(fs::path root) : root_(std::move(root)) {}
   bool Has(const std::string& name) override {
     auto clean = CleanMemberName(name);
-    std::error_code ec;
-    return clean && fs::is_regular_file(root_ / *clean, ec);
+    int error = 0;
+    // Anything there but missing counts: reading it says what is wrong with it.
+    return clean && (util::OpenRegularBeneath(root_, *clean, &error) || error != ENOENT);
   }
   std::string Read(const std::string& name, uint64_t limit) override {
     return ReadAll(*Open(name), limit, Where(name));
   }
   std::unique_ptr<BlobReader> Open(const std::string& name) override {
-    auto clean = CleanMemberName(name);
-    if (!clean) throw util::Fatal(Describe() + ": refusing name outside the layout: " + name);
-    fs::path p = root_ / *clean;
-    int fd = open(p.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      throw util::Fatal(Where(name) +
-                        (errno == ENOENT ? ": missing" : std::string(": ") + std::strerror(errno)));
-    }
-    return std::make_unique<FdReader>(fd, Where(name));
+    util::RegularFile f = OpenFile(name);
+    uint64_t size = f.size;
+    return std::make_unique<FdReader>(std::make_shared<const util::UniqueFd>(std::move(f.fd)), 0,
+                                      size, Where(name));
   }
-  uint64_t Size(const std::string& name) override {
-    auto clean = CleanMemberName(name);
-    if (!clean) throw util::Fatal(Describe() + ": refusing name outside the layout: " + name);
-    std::error_code ec;
-    uint64_t size = fs::file_size(root_ / *clean, ec);
-    if (ec)
-      throw util::Fatal(Where(name) + (ec == std::errc::no_such_file_or_directory
-                                           ? ": missing"
-                                           : ": " + ec.message()));
-    return size;
-  }
+  uint64_t Size(const std::string& name) override { return OpenFile(name).size; }
   std::string Describe() const override { return root_.string(); }
 
  private:
+  // Regular files inside the layout only, reached through no link (util/file.h).
+  util::RegularFile OpenFile(const std::string& name) {
+    auto clean = CleanMemberName(name);
+    if (!clean) throw util::Fatal(Describe() + ": refusing name outside the layout: " + name);
+    util::Expected<util::RegularFile> f = util::OpenRegularBeneath(root_, *clean);
+    if (!f) throw util::Fatal(f.error().message);
+    return std::move(*f);
+  }
   std::string Where(const std::string& name) const { return (root_ / name).string(); }
   fs::path root_;
 };
 
 using ArchivePtr = std::unique_ptr<struct archive, decltype(&archive_read_free)>;
 
+// libarchive's input: the archive's descriptor read by pread from an offset of its own, so
+// that readers on several threads share one descriptor (opened once, checked once).
+struct ArchiveFile {
+  std::shared_ptr<const util::UniqueFd> fd;
+  uint64_t size = 0;
+  uint64_t offset = 0;
+  std::unique_ptr<char[]> block = std::make_unique<char[]>(kArchiveBlock);
+
+  static la_ssize_t Read(struct archive* a, void* client, const void** out) {
+    auto* f = static_cast<ArchiveFile*>(client);
+    while (true) {
+      ssize_t n = pread(f->fd->get(), f->block.get(), kArchiveBlock, static_cast<off_t>(f->offset));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        archive_set_error(a, errno, "read error: %s", std::strerror(errno));
+        return -1;
+      }
+      f->offset += static_cast<uint64_t>(n);
+      *out = f->block.get();
+      return n;
+    }
+  }
+  static la_int64_t Skip(struct archive*, void* client, la_int64_t request) {
+    auto* f = static_cast<ArchiveFile*>(client);
+    uint64_t n = std::min(static_cast<uint64_t>(std::max<la_int64_t>(0, request)),
+                          f->size - std::min(f->size, f->offset));
+    f->offset += n;
+    return static_cast<la_int64_t>(n);
+  }
+};
+
+// An archive reader over `file`, with its input (which it points to) kept beside it.
+struct OpenArchive {
+  std::unique_ptr<ArchiveFile> input;
+  ArchivePtr archive{nullptr, archive_read_free};
+};
+
 // Reads one member's data, with the archive positioned at it.
 class MemberReader : public BlobReader {
  public:
-  MemberReader(ArchivePtr a, std::string what) : a_(std::move(a)), what_(std::move(what)) {}
+  MemberReader(OpenArchive a, uint64_t size, std::string what)
+      : a_(std::move(a)), size_(size), what_(std::move(what)) {}
   size_t Read(char* buf, size_t n) override {
-    la_ssize_t got = archive_read_data(a_.get(), buf, n);
-    if (got < 0) throw util::Fatal(what_ + ": " + archive_error_string(a_.get()));
+    la_ssize_t got = archive_read_data(a_.archive.get(), buf, n);
+    if (got < 0) throw util::Fatal(what_ + ": " + archive_error_string(a_.archive.get()));
     return static_cast<size_t>(got);
   }
+  std::optional<uint64_t> Size() const override { return size_; }
 
  private:
-  ArchivePtr a_;
+  OpenArchive a_;
+  uint64_t size_;
   std::string what_;
 };
 
+// The members of a tar, indexed in one pass when the store opens: looking a member up never
+// reads the archive again, and a member of an uncompressed tar (the usual case) is read in place
+// by offset. Only a compressed archive is read again, up to the member, for each blob opened.
 class TarStore : public FileStore {
  public:
-  explicit TarStore(fs::path path) : path_(std::move(path)) {
-    std::error_code ec;
-    if (!fs::is_regular_file(path_, ec))
-      throw util::Fatal(path_.string() + ": no such archive file");
+  TarStore(fs::path path, const util::Limits& limits) : path_(std::move(path)) {
+    util::Expected<util::RegularFile> f = util::OpenRegular(path_);
+    if (!f) throw util::Fatal(f.error().message);
+    size_ = f->size;
+    fd_ = std::make_shared<const util::UniqueFd>(std::move(f->fd));
+    Index(limits);
   }
   bool Has(const std::string& name) override {
     auto clean = CleanMemberName(name);
-    return clean && Seek(*clean, false).has_value();
+    return clean && Resolve(*clean) != nullptr;
   }
   std::string Read(const std::string& name, uint64_t limit) override {
     return ReadAll(*Open(name), limit, Where(name));
   }
   std::unique_ptr<BlobReader> Open(const std::string& name) override {
-    Member m = Find(name);
-    return std::make_unique<MemberReader>(std::move(m.archive), Where(name));
+    const Member& m = Find(name);
+    if (m.in_place) return std::make_unique<FdReader>(fd_, m.data_offset, m.size, Where(name));
+    if (++rescans_ > kMaxCompressedRescans)
+      throw util::Fatal(path_.string() + ": compressed archive read more than " +
+                        std::to_string(kMaxCompressedRescans) +
+                        " times (once per blob); decompress it and scan the tar");
+    OpenArchive a = Start();
+    struct archive_entry* e;
+    for (uint64_t i = 0; i <= m.ordinal; ++i)
+      if (int rc = archive_read_next_header(a.archive.get(), &e);
+          rc != ARCHIVE_OK && rc != ARCHIVE_WARN)
+        throw util::Fatal(path_.string() +
+                          ": corrupt tar archive: " + archive_error_string(a.archive.get()));
+    return std::make_unique<MemberReader>(std::move(a), m.size, Where(name));
   }
   uint64_t Size(const std::string& name) override { return Find(name).size; }
   std::string Describe() const override { return path_.string(); }
 
  private:
-  // An archive positioned at a member's data.
   struct Member {
-    ArchivePtr archive;
+    uint64_t ordinal = 0;  // its place in the archive
+    unsigned type = 0;     // AE_IF*; 0 for a hard link
     uint64_t size = 0;
+    uint64_t data_offset = 0;
+    bool in_place = false;            // its data lies whole at data_offset of the file
+    std::optional<std::string> link;  // a link's member name; nullopt when it leaves the archive
   };
 
   std::string Where(const std::string& name) const { return path_.string() + ":" + name; }
 
-  Member Find(const std::string& name) {
-    auto clean = CleanMemberName(name);
-    if (!clean)
-      throw util::Fatal(Describe() + ": refusing member name outside the archive: " + name);
-    std::optional<Member> m = Seek(*clean, true);
-    if (!m) throw util::Fatal(Where(name) + ": missing");
-    return std::move(*m);
+  OpenArchive Start() const {
+    OpenArchive a;
+    a.input = std::make_unique<ArchiveFile>();
+    a.input->fd = fd_;
+    a.input->size = size_;
+    a.archive.reset(archive_read_new());
+    archive_read_support_format_tar(a.archive.get());
+    archive_read_support_format_gnutar(a.archive.get());
+    archive_read_support_filter_gzip(a.archive.get());
+    archive_read_support_filter_zstd(a.archive.get());
+    archive_read_set_read_callback(a.archive.get(), ArchiveFile::Read);
+    archive_read_set_skip_callback(a.archive.get(), ArchiveFile::Skip);
+    archive_read_set_callback_data(a.archive.get(), a.input.get());
+    if (archive_read_open1(a.archive.get()) != ARCHIVE_OK)
+      throw util::Fatal(path_.string() +
+                        ": not a readable tar archive: " + archive_error_string(a.archive.get()));
+    return a;
   }
 
-  // Scans the archive for member `name` (following member links).
-  std::optional<Member> Seek(std::string name, bool throw_on_corrupt) {
-    for (int hops = 0; hops <= kMaxMemberLinks; ++hops) {
-      ArchivePtr a(archive_read_new(), archive_read_free);
-      archive_read_support_format_tar(a.get());
-      archive_read_support_format_gnutar(a.get());
-      archive_read_support_filter_gzip(a.get());
-      archive_read_support_filter_zstd(a.get());
-      if (archive_read_open_filename(a.get(), path_.c_str(), 1 << 16) != ARCHIVE_OK)
-        throw util::Fatal(path_.string() +
-                          ": not a readable tar archive: " + archive_error_string(a.get()));
+  // One pass over the archive. Members after a damaged header are not indexed; looking one of
+  // them up reports the damage. The first member of a name wins.
+  void Index(const util::Limits& limits) {
+    OpenArchive a = Start();
+    struct archive* ar = a.archive.get();
+    bool compressed = archive_filter_code(ar, 0) != ARCHIVE_FILTER_NONE;
+    Member* previous = nullptr;
+    uint64_t name_bytes = 0;
+    for (uint64_t ordinal = 0;; ++ordinal) {
       struct archive_entry* e;
-      std::optional<std::string> next;
-      while (true) {
-        int rc = archive_read_next_header(a.get(), &e);
-        if (rc == ARCHIVE_EOF) return std::nullopt;
-        if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {  // RETRY too: a damaged header
-          if (!throw_on_corrupt) return std::nullopt;
-          throw util::Fatal(path_.string() +
-                            ": corrupt tar archive: " + archive_error_string(a.get()));
-        }
-        const char* raw = archive_entry_pathname(e);
-        auto member = raw ? CleanMemberName(raw) : std::nullopt;
-        if (!member || *member != name) continue;
-        if (const char* hard = archive_entry_hardlink(e); hard != nullptr) {
-          next = CleanMemberName(hard);
-        } else if (archive_entry_filetype(e) == AE_IFLNK) {
-          const char* target = archive_entry_symlink(e);
-          std::string dir(util::DirName("/" + name));
-          if (target != nullptr && target[0] != '/')
-            next = CleanMemberName(util::JoinPath(dir, target).substr(1));
-        } else if (archive_entry_filetype(e) == AE_IFREG) {
-          auto size = static_cast<uint64_t>(std::max<la_int64_t>(0, archive_entry_size(e)));
-          return Member{std::move(a), size};
-        } else {
-          return std::nullopt;
-        }
-        break;
+      int rc = archive_read_next_header(ar, &e);
+      if (previous) {
+        // Stored whole and in order (not a GNU sparse member): then it can be read in place.
+        // The next header (or the end marker) starts right after its data and padding.
+        uint64_t stored =
+            static_cast<uint64_t>(archive_read_header_position(ar)) - previous->data_offset;
+        previous->in_place = !compressed && stored >= previous->size &&
+                             stored - previous->size < 512 &&
+                             previous->data_offset + previous->size <= size_;
+        previous = nullptr;
       }
-      if (!next) return std::nullopt;  // a link that leaves the archive
-      name = *next;
+      if (rc == ARCHIVE_EOF) return;
+      if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {
+        damage_ = path_.string() + ": corrupt tar archive: " + archive_error_string(ar);
+        return;
+      }
+      if (ordinal >= limits.files)
+        util::LimitExceeded("the members of " + path_.string(), std::to_string(limits.files),
+                            "--max-files");
+      const char* raw = archive_entry_pathname(e);
+      auto name = raw ? CleanMemberName(raw) : std::nullopt;
+      if (!name) continue;
+      name_bytes += name->size();
+      Member m;
+      m.ordinal = ordinal;
+      if (const char* hard = archive_entry_hardlink(e); hard != nullptr) {
+        m.link = CleanMemberName(hard);
+      } else {
+        m.type = archive_entry_filetype(e);
+        if (m.type == AE_IFLNK) {
+          const char* target = archive_entry_symlink(e);
+          std::string dir(util::DirName("/" + *name));
+          if (target != nullptr && target[0] != '/')
+            m.link = CleanMemberName(util::JoinPath(dir, target).substr(1));
+          else
+            m.link = std::nullopt;
+        }
+      }
+      if (m.link) name_bytes += m.link->size();
+      if (name_bytes > limits.name_bytes)
+        util::LimitExceeded("the member names of " + path_.string(),
+                            std::to_string(limits.name_bytes >> 20) + " MiB", "--max-names-mb");
+      m.size = static_cast<uint64_t>(std::max<la_int64_t>(0, archive_entry_size(e)));
+      m.data_offset = static_cast<uint64_t>(archive_filter_bytes(ar, 0));
+      auto [it, added] = members_.emplace(std::move(*name), std::move(m));
+      if (added && it->second.type == AE_IFREG) previous = &it->second;
+    }
+  }
+
+  // The regular file member `name` names, through member links; null when there is none.
+  const Member* Resolve(std::string name) const {
+    for (int hops = 0; hops <= kMaxMemberLinks; ++hops) {
+      auto it = members_.find(name);
+      if (it == members_.end()) return nullptr;
+      const Member& m = it->second;
+      if (m.type == AE_IFREG) return &m;
+      bool is_link = m.type == 0 || m.type == AE_IFLNK;
+      if (!is_link || !m.link) return nullptr;  // not a file, or a link out of the archive
+      name = *m.link;
     }
     throw util::Fatal(Where(name) + ": too many links between archive members");
   }
 
+  const Member& Find(const std::string& name) const {
+    auto clean = CleanMemberName(name);
+    if (!clean)
+      throw util::Fatal(Describe() + ": refusing member name outside the archive: " + name);
+    const Member* m = Resolve(*clean);
+    if (m == nullptr) throw util::Fatal(damage_.empty() ? Where(name) + ": missing" : damage_);
+    return *m;
+  }
+
   fs::path path_;
+  std::shared_ptr<const util::UniqueFd> fd_;
+  uint64_t size_ = 0;
+  std::map<std::string, Member> members_;
+  std::string damage_;  // why indexing stopped early, if it did
+  std::atomic<int> rescans_{0};
 };
 
 }  // namespace
@@ -215,8 +340,8 @@ std::unique_ptr<FileStore> OpenDirStore(const fs::path& root) {
   return std::make_unique<DirStore>(root);
 }
 
-std::unique_ptr<FileStore> OpenTarStore(const fs::path& path) {
-  return std::make_unique<TarStore>(path);
+std::unique_ptr<FileStore> OpenTarStore(const fs::path& path, const util::Limits& limits) {
+  return std::make_unique<TarStore>(path, limits);
 }
 
 }  // namespace imgcheck::image

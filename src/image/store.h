@@ -10,6 +10,7 @@
 
 #include "image/layer.h"
 #include "image/source.h"
+#include "util/limits.h"
 
 namespace imgcheck::image {
 
@@ -34,10 +35,14 @@ class FileStore {
 /// it is empty, absolute or climbs out.
 std::optional<std::string> CleanMemberName(const std::string& name);
 
-/// Files under directory `root`. Names that would leave `root` are refused.
+/// Files under directory `root`: regular files only, reached through no symbolic link, names
+/// that would leave `root` refused (util::OpenRegularBeneath).
 std::unique_ptr<FileStore> OpenDirStore(const std::filesystem::path& root);
 /// Members of the tar file `path` (optionally gzip- or zstd-compressed). Member symlinks and
 /// hard links (docker save writes them for repeated layers) are followed within the archive.
-std::unique_ptr<FileStore> OpenTarStore(const std::filesystem::path& path);
+/// The members are indexed once, bounded by `limits` (files, name bytes); util::Fatal when the
+/// file is not a regular file or not a tar.
+std::unique_ptr<FileStore> OpenTarStore(const std::filesystem::path& path,
+                                        const util::Limits& limits = {});
 
 }  // namespace imgcheck::image

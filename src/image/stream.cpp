@@ -2,10 +2,12 @@
 
 #include <isa-l/igzip_lib.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include <cstring>
 
 #include "util/error.h"
+#include "util/limits.h"
 
 namespace imgcheck::image {
 
@@ -90,7 +92,8 @@ struct Decompressor::Zstd {
   ~Zstd() { ZSTD_freeDCtx(ctx); }
 };
 
-Decompressor::Decompressor(ChunkReader& in) : in_(in) {
+Decompressor::Decompressor(ChunkReader& in, uint64_t max_zstd_window)
+    : in_(in), max_zstd_window_(max_zstd_window) {
   size_t have = Peek(6);  // a shorter stream is not compressed
   std::string_view head = Input().substr(0, have);
   Compression c = CompressionOf(head);
@@ -103,8 +106,11 @@ Decompressor::Decompressor(ChunkReader& in) : in_(in) {
     compression_ = Compression::kZstd;
     zstd_ = std::make_unique<Zstd>();
     if (zstd_->ctx == nullptr) throw util::Fatal("out of memory for zstd");
-    // Windows up to 2 GiB (zstd --long=31) are accepted; larger ones are refused by zstd.
-    ZSTD_DCtx_setParameter(zstd_->ctx, ZSTD_d_windowLogMax, 31);
+    // A frame's window is memory the decoder must allocate: windows above the limit (rounded
+    // down to a power of two, as zstd counts them; at most 2 GiB, zstd --long=31) are refused.
+    int log = 10;  // ZSTD_WINDOWLOG_ABSOLUTEMIN
+    while (log < 31 && (uint64_t{1} << (log + 1)) <= max_zstd_window) ++log;
+    ZSTD_DCtx_setParameter(zstd_->ctx, ZSTD_d_windowLogMax, log);
   } else if (head.starts_with("BZh")) {
     throw util::Fatal("bzip2-compressed layers are not supported");
   } else if (head.starts_with("\xfd"
@@ -229,6 +235,9 @@ size_t Decompressor::ReadZstd(char* buf, size_t n) {
     ZSTD_inBuffer zin{in.data(), in.size(), 0};
     ZSTD_outBuffer out{buf, n, 0};
     size_t rc = ZSTD_decompressStream(zstd_->ctx, &out, &zin);
+    if (ZSTD_getErrorCode(rc) == ZSTD_error_frameParameter_windowTooLarge)
+      util::LimitExceeded("a zstd frame's window", std::to_string(max_zstd_window_ >> 20) + " MiB",
+                          "--max-zstd-window-mb");
     if (ZSTD_isError(rc))
       throw util::Fatal(std::string("corrupt zstd stream (") + ZSTD_getErrorName(rc) + ")");
     Consume(zin.pos);

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "image/source.h"
+#include "util/limits.h"
 #include "util/sha256.h"
 
 namespace imgcheck::image {
@@ -72,7 +73,9 @@ Compression CompressionOf(std::string_view head);
 /// or a corrupt one, throws util::Fatal with the reason.
 class Decompressor : public BlobReader {
  public:
-  explicit Decompressor(ChunkReader& in);
+  /// `max_zstd_window`: the largest zstd window decoded (util::Limits::zstd_window); a frame
+  /// asking for more throws util::LimitExceeded's Fatal.
+  explicit Decompressor(ChunkReader& in, uint64_t max_zstd_window = util::Limits{}.zstd_window);
   ~Decompressor() override;
   size_t Read(char* buf, size_t n) override;
   Compression compression() const { return compression_; }
@@ -88,6 +91,7 @@ class Decompressor : public BlobReader {
   size_t ReadZstd(char* buf, size_t n);
 
   ChunkReader& in_;
+  uint64_t max_zstd_window_;
   Compression compression_ = Compression::kNone;
   std::string_view chunk_;
   std::string carry_;  // a look-ahead that straddled two chunks; a few bytes

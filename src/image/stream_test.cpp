@@ -129,6 +129,26 @@ TEST_CASE("the Decompressor reads chunks of any size", "[stream]") {
   }
 }
 
+TEST_CASE("the Decompressor refuses zstd windows above its limit before allocating them",
+          "[stream][bad]") {
+  // RFC 8878 frame header: Window_Descriptor 0xA8 asks for 2^31 bytes; then one empty last block.
+  const std::string two_gb("\x28\xB5\x2F\xFD\x00\xA8\x01\x00\x00", 9);
+  PoisoningChunks in(two_gb, 4);
+  Decompressor d(in);  // the default limit, 128 MiB
+  char buf[16];
+  CHECK_THROWS_WITH(d.Read(buf, sizeof buf),
+                    "a zstd frame's window exceeds imgcheck's limit of 128 MiB (raise it with "
+                    "--max-zstd-window-mb)");
+  // A 16 MiB window (exponent 14): refused under an 8 MiB limit, decoded under the default.
+  const std::string sixteen_mb("\x28\xB5\x2F\xFD\x00\x70\x01\x00\x00", 9);
+  PoisoningChunks small(sixteen_mb, 3);
+  Decompressor narrow(small, 8u << 20);
+  CHECK_THROWS_WITH(narrow.Read(buf, sizeof buf), Catch::Matchers::Contains("limit of 8 MiB"));
+  PoisoningChunks again(sixteen_mb, 3);
+  Decompressor wide(again);
+  CHECK(wide.Read(buf, sizeof buf) == 0);
+}
+
 TEST_CASE("the Decompressor refuses truncated and corrupt streams at any chunk size",
           "[stream][bad]") {
   TempDir tmp;

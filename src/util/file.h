@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <limits>
 #include <string>
+#include <string_view>
 
 #include "util/error.h"
 
@@ -15,5 +16,42 @@ namespace imgcheck::util {
 /// opened or read (or is a directory), "PATH is larger than N bytes" past `max_bytes`.
 Expected<std::string> ReadFile(const std::filesystem::path& path,
                                size_t max_bytes = std::numeric_limits<size_t>::max());
+
+/// A file descriptor, closed when the object dies.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  ~UniqueFd();
+  UniqueFd(UniqueFd&& o) noexcept : fd_(o.release()) {}
+  UniqueFd& operator=(UniqueFd&& o) noexcept;
+  int get() const { return fd_; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+/// A regular file opened for reading, and its size when it was opened.
+struct RegularFile {
+  UniqueFd fd;
+  uint64_t size = 0;
+};
+
+/// Opens the regular file `name` beneath the directory `root` (the files of an OCI layout, the
+/// layer cache): `name` is relative and climbs nowhere ("..", a leading '/' are refused), no
+/// symbolic link is followed on the way (openat2 with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS where
+/// the kernel has it, else one component at a time with O_NOFOLLOW), and nothing blocks: a FIFO,
+/// a device or a directory is refused after fstat, never read. The error names `root/name` and
+/// why; `error_number` (optional) receives the errno behind it (ENOENT: missing).
+Expected<RegularFile> OpenRegularBeneath(const std::filesystem::path& root, std::string_view name,
+                                         int* error_number = nullptr);
+/// The same for a file the user named (an archive on the command line): its links are followed,
+/// but it must be a regular file, and opening it never blocks.
+Expected<RegularFile> OpenRegular(const std::filesystem::path& path, int* error_number = nullptr);
 
 }  // namespace imgcheck::util

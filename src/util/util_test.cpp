@@ -1,4 +1,7 @@
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -158,6 +161,46 @@ TEST_CASE("ReadFile reads a whole host file, or says why not") {
   auto directory = ReadFile(dir);
   REQUIRE_FALSE(directory);
   CHECK(directory.error().message == "cannot read " + dir.string() + ": Is a directory");
+}
+
+TEST_CASE("OpenRegularBeneath opens regular files inside a directory and nothing else") {
+  namespace fs = std::filesystem;
+  imgcheck::testing::TempDir tmp;
+  fs::path root = tmp / "root";
+  fs::create_directories(root / "blobs");
+  imgcheck::testing::WriteFile(root / "blobs/a", "bytes");
+  imgcheck::testing::WriteFile(tmp / "outside", "host");
+  fs::create_symlink(tmp / "outside", root / "blobs/out");
+  fs::create_symlink("a", root / "blobs/near");  // even a link that stays inside
+  fs::create_symlink(root / "blobs", root / "linked");
+  REQUIRE(mkfifo((root / "blobs/fifo").c_str(), 0600) == 0);
+  auto reason = [&](const std::string& name) {
+    int error = 0;
+    auto f = OpenRegularBeneath(root, name, &error);
+    REQUIRE_FALSE(f);
+    CHECK(error != 0);
+    return f.error().message;
+  };
+  auto ok = OpenRegularBeneath(root, "./blobs//a");
+  REQUIRE(ok);
+  CHECK(ok->size == 5);
+  CHECK(ok->fd.get() >= 0);
+  const std::string link = "is a symbolic link or lies behind one";
+  CHECK(reason("blobs/out") ==
+        (root / "blobs/out").string() + ": " + link + " (links are not followed here)");
+  CHECK_THAT(reason("blobs/near"), Catch::Matchers::Contains(link));
+  CHECK_THAT(reason("linked/a"), Catch::Matchers::Contains(link));
+  CHECK(reason("blobs/fifo") == (root / "blobs/fifo").string() + ": is a FIFO, not a regular file");
+  CHECK_THAT(reason("blobs"), Catch::Matchers::EndsWith("is a directory, not a regular file"));
+  CHECK_THAT(reason("../outside"), Catch::Matchers::EndsWith("leads outside its directory"));
+  CHECK_THAT(reason("/etc/passwd"), Catch::Matchers::EndsWith("leads outside its directory"));
+  int error = 0;
+  CHECK_FALSE(OpenRegularBeneath(root, "blobs/none", &error));
+  CHECK(error == ENOENT);
+  // A file the user names: links followed, still regular files only.
+  CHECK(OpenRegular(root / "blobs/out"));
+  CHECK_FALSE(OpenRegular(root / "blobs/fifo"));
+  CHECK_FALSE(OpenRegular("/dev/zero"));
 }
 
 TEST_CASE("Expected<void> carries only success or an error") {
