@@ -13,8 +13,8 @@ namespace imgcheck::util {
 struct Limits {
   // Image reading (src/image).
   uint64_t files = 1'000'000;            ///< --max-files: entries of all layers together
-  uint64_t name_bytes = 256u << 20;      ///< --max-names-mb: bytes of paths and link targets
-  uint64_t captured_bytes = 512u << 20;  ///< --max-captured-mb: file contents kept (all layers)
+  uint64_t name_bytes = 128u << 20;      ///< --max-names-mb: bytes of paths and link targets
+  uint64_t captured_bytes = 256u << 20;  ///< --max-captured-mb: file contents kept (all layers)
   uint64_t zstd_window = 128u << 20;     ///< --max-zstd-window-mb: a zstd frame's window
   int read_timeout_s = 60;  ///< --read-timeout: seconds of waiting for less than 1 KiB: stalled
   int deadline_s = 3600;    ///< --deadline: a whole image read from a registry
