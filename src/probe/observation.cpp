@@ -1,6 +1,7 @@
 #include "probe/observation.h"
 
 #include "probe/probe.h"
+#include "report/escape.h"
 
 namespace imgcheck::probe {
 namespace {
@@ -61,26 +62,11 @@ std::string Bytes(const std::string& s) {
   return out;
 }
 
-void RestoreBytes(json& j) {
-  if (j.is_string()) {
-    j = Bytes(j.get_ref<const std::string&>());
-  } else if (j.is_array()) {
-    for (auto& e : j) RestoreBytes(e);
-  } else if (j.is_object()) {
-    json restored = json::object();
-    for (auto& [key, value] : j.items()) {
-      RestoreBytes(value);
-      restored[Bytes(key)] = std::move(value);
-    }
-    j = std::move(restored);
-  }
-}
-
 }  // namespace
 
 json ParseProbeDocument(std::string_view text) {
   json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (!j.is_discarded()) RestoreBytes(j);
+  if (!j.is_discarded()) report::TransformStrings(j, Bytes);
   return j;
 }
 

@@ -80,23 +80,6 @@ std::string Escape(std::string_view s, bool controls) {
   return out;
 }
 
-template <typename Json>
-void Sanitize(Json& j) {
-  if (j.is_string()) {
-    const auto& s = j.template get_ref<const std::string&>();
-    if (!Clean(s, false)) j = JsonText(s);
-  } else if (j.is_array()) {
-    for (auto& e : j) Sanitize(e);
-  } else if (j.is_object()) {
-    Json fixed = Json::object();
-    for (auto& [key, value] : j.items()) {
-      Sanitize(value);
-      fixed[JsonText(key)] = std::move(value);
-    }
-    j = std::move(fixed);
-  }
-}
-
 }  // namespace
 
 std::string Visible(std::string_view s) { return Escape(s, true); }
@@ -137,7 +120,7 @@ std::string EscapeRawControls(std::string_view text) {
       out += "\\u00";
       out += kDigits[cp >> 4];
       out += kDigits[cp & 0xF];
-      i += c == 0xC2;  // valid UTF-8 (Sanitize saw to it): 0xC2 here always leads a pair
+      i += c == 0xC2;  // valid UTF-8 (JsonText saw to it): 0xC2 here always leads a pair
       continue;
     }
     out += text[i];
@@ -147,7 +130,7 @@ std::string EscapeRawControls(std::string_view text) {
 
 template <typename Json>
 std::string Dump(Json j, int indent) {
-  Sanitize(j);
+  TransformStrings(j, [](const std::string& s) { return JsonText(s); });
   return EscapeRawControls(j.dump(indent));
 }
 

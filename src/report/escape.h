@@ -28,6 +28,23 @@ std::string OneLine(std::string_view message);
 /// recovered (rules/README.md, "Names that are not UTF-8").
 std::string JsonText(std::string_view s);
 
+/// Every string of `j`, keys too, replaced by `f(string)` (for json and ordered_json alike).
+template <typename Json, typename F>
+void TransformStrings(Json& j, const F& f) {
+  if (j.is_string()) {
+    j = f(j.template get_ref<const std::string&>());
+  } else if (j.is_array()) {
+    for (auto& e : j) TransformStrings(e, f);
+  } else if (j.is_object()) {
+    Json out = Json::object();
+    for (auto& [key, value] : j.items()) {
+      TransformStrings(value, f);
+      out[f(key)] = std::move(value);
+    }
+    j = std::move(out);
+  }
+}
+
 /// `j` dumped with `indent`, every string in it (keys too) passed through JsonText first: the
 /// dump never throws on a name that is not UTF-8. DEL and C1 controls are written as \u escapes,
 /// so no raw control character reaches a terminal that shows the JSON.
