@@ -6,26 +6,20 @@
 
 namespace imgcheck::image {
 
-namespace {
-
-std::string MiB(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
-
-}  // namespace
-
 void ImageBudget::ChargeEntry(uint64_t name_bytes) {
   if (files_.fetch_add(1, std::memory_order_relaxed) + 1 > limits_.files)
     util::LimitExceeded("the image's tar entries (all layers)", std::to_string(limits_.files),
                         "--max-files");
   if (name_bytes_.fetch_add(name_bytes, std::memory_order_relaxed) + name_bytes >
       limits_.name_bytes)
-    util::LimitExceeded("the image's paths and link targets (all layers)", MiB(limits_.name_bytes),
-                        "--max-names-mb");
+    util::LimitExceeded("the image's paths and link targets (all layers)",
+                        util::MiBText(limits_.name_bytes), "--max-names-mb");
 }
 
 void ImageBudget::ChargeCaptured(uint64_t bytes) {
   if (captured_.fetch_add(bytes, std::memory_order_relaxed) + bytes > limits_.captured_bytes)
     util::LimitExceeded("the file contents kept of the image (all layers)",
-                        MiB(limits_.captured_bytes), "--max-captured-mb");
+                        util::MiBText(limits_.captured_bytes), "--max-captured-mb");
 }
 
 void ImageBudget::Charge(const LayerContents& contents) {

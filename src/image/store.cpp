@@ -280,7 +280,7 @@ class TarStore : public FileStore {
       if (m.link) name_bytes += m.link->size();
       if (name_bytes > limits.name_bytes)
         util::LimitExceeded("the member names of " + path_.string(),
-                            std::to_string(limits.name_bytes >> 20) + " MiB", "--max-names-mb");
+                            util::MiBText(limits.name_bytes), "--max-names-mb");
       m.size = static_cast<uint64_t>(std::max<la_int64_t>(0, archive_entry_size(e)));
       m.data_offset = static_cast<uint64_t>(archive_filter_bytes(ar, 0));
       auto [it, added] = members_.emplace(std::move(*name), std::move(m));

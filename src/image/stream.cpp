@@ -236,7 +236,7 @@ size_t Decompressor::ReadZstd(char* buf, size_t n) {
     ZSTD_outBuffer out{buf, n, 0};
     size_t rc = ZSTD_decompressStream(zstd_->ctx, &out, &zin);
     if (ZSTD_getErrorCode(rc) == ZSTD_error_frameParameter_windowTooLarge)
-      util::LimitExceeded("a zstd frame's window", std::to_string(max_zstd_window_ >> 20) + " MiB",
+      util::LimitExceeded("a zstd frame's window", util::MiBText(max_zstd_window_),
                           "--max-zstd-window-mb");
     if (ZSTD_isError(rc))
       throw util::Fatal(std::string("corrupt zstd stream (") + ZSTD_getErrorName(rc) + ")");
