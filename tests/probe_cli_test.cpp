@@ -177,7 +177,8 @@ TEST_CASE(
   INFO(json.output);
   REQUIRE(json.status == 1);
   std::vector<std::string> order;
-  for (const auto& f : nlohmann::json::parse(json.output)["findings"])
+  nlohmann::json report = nlohmann::json::parse(json.output);
+  for (const auto& f : report["findings"])
     order.push_back(f["severity"].get<std::string>() + " " + f["rule"].get<std::string>());
   REQUIRE(order.size() >= 2);
   CHECK(order.front() == "error IC072");
@@ -185,7 +186,8 @@ TEST_CASE(
   auto sarif = Imgcheck("scan", img, "--format sarif " + common);
   INFO(sarif.output);
   std::vector<std::string> levels;
-  for (const auto& r : nlohmann::json::parse(sarif.output)["runs"][0]["results"])
+  nlohmann::json log = nlohmann::json::parse(sarif.output);
+  for (const auto& r : log["runs"][0]["results"])
     levels.push_back(r["ruleId"].get<std::string>() + " " + r["level"].get<std::string>());
   REQUIRE(levels.size() == order.size());
   CHECK(levels.front() == "IC072 error");
