@@ -93,7 +93,12 @@ int Serve(ServeArgs& args) {
     auto store = serve::OpenRedis(args.redis, password);
     if (!store) throw util::Fatal(store.error().message);
     shared = std::move(*store);
-    if (!shared->Ping()) serve::Log("--redis " + args.redis + " does not answer yet");
+    if (!shared->Ping()) {
+      std::string where = args.redis;  // without a password the URL may hold
+      if (size_t at = where.rfind('@'); at != std::string::npos)
+        where = "redis://" + where.substr(at + 1);
+      serve::Log("--redis " + where + " does not answer yet");
+    }
   }
   if (args.allow_registry.empty())
     serve::Log("no --allow-registry: pod specs may make this server pull from any registry");

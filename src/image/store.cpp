@@ -192,7 +192,14 @@ class TarStore : public FileStore {
     if (!f) throw util::Fatal(f.error().message);
     size_ = f->size;
     fd_ = std::make_shared<const util::UniqueFd>(std::move(f->fd));
-    if (archive_filter_code(Start().archive.get(), 0) != ARCHIVE_FILTER_NONE) Spool(limits);
+    // Spooled only when a tar header follows the compression (a bare PATH is probed this way
+    // for its transport: a compressed file that is no tar is not decompressed whole).
+    OpenArchive probe = Start();
+    struct archive_entry* first;
+    if (archive_filter_code(probe.archive.get(), 0) != ARCHIVE_FILTER_NONE) {
+      int rc = archive_read_next_header(probe.archive.get(), &first);
+      if (rc == ARCHIVE_OK || rc == ARCHIVE_WARN) Spool(limits);
+    }
     Index(limits);
   }
   bool Has(const std::string& name) override {
