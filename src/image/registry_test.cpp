@@ -1049,7 +1049,6 @@ TEST_CASE("registry transport survives cuts, 429s, redirects, and does the token
   }
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // Credentials and redirects (README "Credentials and redirects"), against registries played by
 // loopback servers: each port is its own origin.
