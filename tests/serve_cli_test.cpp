@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "image_writer.h"
@@ -528,19 +529,28 @@ TEST_CASE("serve: two servers share verdicts and one scan through real Redis",
   TempDir work;
   Certificates certs(work / "certs");
   int redis_port = FreeLoopbackPort();
-  Process redis({"redis-server", "--port", std::to_string(redis_port), "--bind", "127.0.0.1",
-                 "--save", "", "--appendonly", "no", "--dir", work.path().string()},
-                work / "redis.log");
-  REQUIRE(Eventually(
-      [&] {
-        return Run("redis-cli -p " + std::to_string(redis_port) + " ping").output == "PONG\n";
-      },
-      10s));
+  // As shipped: Redis wants a password, and verdicts are sealed with a key both servers share.
+  Process redis(
+      {"redis-server", "--port", std::to_string(redis_port), "--bind", "127.0.0.1", "--requirepass",
+       "redis-secret", "--save", "", "--appendonly", "no", "--dir", work.path().string()},
+      work / "redis.log");
+  std::string cli = "REDISCLI_AUTH=redis-secret redis-cli -p " + std::to_string(redis_port);
+  REQUIRE(Eventually([&] { return Run(cli + " ping").output == "PONG\n"; }, 10s));
   int reg_port = FreeLoopbackPort();
   Registry reg(work / "reg", reg_port, "", certs / "ca.crt");
   std::string url = "redis://127.0.0.1:" + std::to_string(redis_port);
-  Server a(work / "a", certs, {"--redis", url, "--scan-budget", "60"});
-  Server b(work / "b", certs, {"--redis", url, "--scan-budget", "60"});
+  WriteFile(work / "redis-password", "redis-secret\n");
+  WriteFile(work / "verdict-key", "0123456789abcdef0123456789abcdef\n");
+  std::vector<std::string> shared = {"--redis",
+                                     url,
+                                     "--redis-password-file",
+                                     (work / "redis-password").string(),
+                                     "--verdict-key-file",
+                                     (work / "verdict-key").string(),
+                                     "--scan-budget",
+                                     "60"};
+  Server a(work / "a", certs, shared);
+  Server b(work / "b", certs, shared);
   CHECK(a.Client()->Get("/readyz")->status == 200);
 
   // One asks, the other finds the verdict in Redis.
@@ -573,8 +583,49 @@ TEST_CASE("serve: two servers share verdicts and one scan through real Redis",
   CHECK(a.Metric("imgcheck_scans_total{result=\"ok\"}") +
             b.Metric("imgcheck_scans_total{result=\"ok\"}") ==
         2);
-  CHECK(Run("redis-cli -p " + std::to_string(redis_port) + " --scan --pattern 'imgcheck:verdict:*'")
-            .output.find(":lock") == std::string::npos);  // the lock was released
+  std::string keys = Run(cli + " --scan --pattern 'imgcheck:verdict:*'").output;
+  CHECK(keys.find(":lock") == std::string::npos);  // the lock was released
   CHECK(a.Stop() == 0);
   CHECK(b.Stop() == 0);
+
+  // Anyone who can write to Redis forges the broken image's verdict: its own report, with no
+  // findings, unsigned. A fresh replica ignores it, scans, and denies.
+  std::istringstream key_lines(keys);
+  for (std::string key; std::getline(key_lines, key);) {
+    if (key.empty()) continue;
+    std::string stored = Run(cli + " get '" + key + "'").output;
+    json report = json::parse(stored.substr(stored.find('\n') + 1));  // after the seal line
+    report["findings"] = json::array();
+    WriteFile(work / "forged", report.dump());
+    REQUIRE(Run(cli + " -x set '" + key + "' < " + (work / "forged").string()).status == 0);
+  }
+  Server c(work / "c", certs, shared);
+  CHECK(c.Post("/v1/admission",
+               Review("u3", "Deployment", Deployment({cuda})))["response"]["allowed"] == false);
+  CHECK(c.Metric("imgcheck_verdicts_rejected_total{reason=\"unsigned\"}") >= 1);
+  CHECK(c.Metric("imgcheck_scans_total{result=\"ok\"}") == 1);
+  CHECK_THAT(c.Log(), Catch::Contains("fails the --verdict-key-file check (unsigned"));
+  CHECK(c.Stop() == 0);
+}
+
+TEST_CASE("serve: Redis without a verdict key, and a credential for no one host, are refused",
+          "[serve]") {
+  TempDir work;
+  auto serve = [&](const std::string& flags) {
+    return Run(Quote(BinaryDir() / "imgcheck") + " serve --tls-cert " + (work / "no.crt").string() +
+               " --tls-key " + (work / "no.key").string() + " " + flags + " 2>&1");
+  };
+  CommandResult unsigned_redis = serve("--redis redis://127.0.0.1:1");
+  CHECK(unsigned_redis.status == 2);
+  CHECK_THAT(unsigned_redis.output, Catch::Contains("--redis needs --verdict-key-file") &&
+                                        Catch::Contains("--insecure-unsigned-verdicts"));
+  CommandResult bare = serve(
+      "--creds user:pass --allow-registry a.example --allow-registry "
+      "b.example");
+  CHECK(bare.status == 2);
+  CHECK_THAT(bare.output, Catch::Contains("serve --creds needs HOST=USER:PASS"));
+  WriteFile(work / "short-key", "short");
+  CommandResult short_key = serve("--verdict-key-file " + (work / "short-key").string());
+  CHECK(short_key.status == 2);
+  CHECK_THAT(short_key.output, Catch::Contains("a key must be 32 to 4096 bytes"));
 }

@@ -4,10 +4,13 @@
 
 #include "cli/commands.h"
 #include "cli/rule_args.h"
+#include "image/registry_auth.h"
 #include "scan/scan.h"
 #include "serve/log.h"
 #include "serve/server.h"
+#include "serve/verdict_seal.h"
 #include "util/error.h"
+#include "util/file.h"
 
 namespace imgcheck::cli {
 
@@ -19,6 +22,9 @@ struct ServeArgs {
   serve::ServerOptions server;
   std::vector<std::string> allow_registry;
   std::string redis;
+  std::string redis_password_file;  ///< --redis-password-file: AUTH's password, from a Secret
+  std::string verdict_key_file;     ///< --verdict-key-file: seals verdicts in Redis
+  bool insecure_unsigned_verdicts = false;
   std::string on_unknown = "allow", on_error = "allow";
   double scan_budget = 8, request_deadline = 10;
   int workers = 2;
@@ -32,6 +38,21 @@ serve::Fallback ParseFallback(const std::string& flag, const std::string& value)
   throw util::Fatal(flag + ": '" + value + "' is not allow or deny");
 }
 
+// A server reads images from many registries: each --creds must name its HOST. A bare
+// USER:PASS is bound to the registry when exactly one --allow-registry names it, and refused
+// otherwise (it would be offered to every registry a pod spec names).
+void BindServeCreds(std::vector<std::string>& creds, const std::vector<std::string>& allowed) {
+  for (std::string& c : creds) {
+    if (!image::ParseCredsFlag(c).domain.empty()) continue;
+    if (allowed.size() != 1) {
+      throw util::Fatal(
+          "serve --creds needs HOST=USER:PASS: a bare USER:PASS is accepted only with exactly "
+          "one --allow-registry, whose credential it becomes");
+    }
+    c = allowed[0] + "=" + c;
+  }
+}
+
 int Serve(ServeArgs& args) {
   scan::Policy policy = scan::LoadPolicy(args.rules);
   serve::ServerOptions& o = args.server;
@@ -43,18 +64,49 @@ int Serve(ServeArgs& args) {
       std::chrono::milliseconds(static_cast<int64_t>(args.request_deadline * 1000));
   o.platform = args.image.platform;
 
+  serve::VerdictOptions vo;
+  if (!args.verdict_key_file.empty()) {
+    auto key = serve::VerdictSeal::ReadKeyFile(args.verdict_key_file);
+    if (!key) throw util::Fatal(key.error().message);
+    vo.verdict_key = std::move(*key);
+  }
   std::unique_ptr<serve::SharedStore> shared;
   if (!args.redis.empty()) {
-    auto store = serve::OpenRedis(args.redis);
+    // Every replica believes what it reads from Redis: unsealed, a verdict anyone with access
+    // to Redis writes would admit any image (README "Trust model").
+    if (vo.verdict_key.empty() && !args.insecure_unsigned_verdicts) {
+      throw util::Fatal(
+          "--redis needs --verdict-key-file (a Secret shared by the replicas): without it, "
+          "anyone who can write to Redis could make the gate allow any image; pass "
+          "--insecure-unsigned-verdicts to accept that");
+    }
+    if (vo.verdict_key.empty())
+      serve::Log("--insecure-unsigned-verdicts: verdicts in Redis are trusted as they are");
+    std::string password;
+    if (!args.redis_password_file.empty()) {
+      auto text = util::ReadFile(args.redis_password_file, 4096);
+      if (!text) throw util::Fatal("--redis-password-file: " + text.error().message);
+      password = std::move(*text);
+      while (!password.empty() && (password.back() == '\n' || password.back() == '\r'))
+        password.pop_back();
+      if (password.empty()) throw util::Fatal("--redis-password-file is empty");
+    }
+    auto store = serve::OpenRedis(args.redis, password);
     if (!store) throw util::Fatal(store.error().message);
     shared = std::move(*store);
-    if (!shared->Ping()) serve::Log("--redis " + args.redis + " does not answer yet");
+    if (!shared->Ping()) {
+      std::string where = args.redis;  // without a password the URL may hold
+      if (size_t at = where.rfind('@'); at != std::string::npos)
+        where = "redis://" + where.substr(at + 1);
+      serve::Log("--redis " + where + " does not answer yet");
+    }
   }
   if (args.allow_registry.empty())
     serve::Log("no --allow-registry: pod specs may make this server pull from any registry");
+  BindServeCreds(args.image.creds, args.allow_registry);
+  args.image.allow_registries = args.allow_registry;
 
   args.image.quiet = true;  // no progress line from a server
-  serve::VerdictOptions vo;
   vo.identity = policy.ShortIdentity();
   vo.workers = args.workers;
   vo.cache_entries = args.cache_entries;
@@ -115,6 +167,13 @@ Runner DefineServe(CLI::App& sub) {
       ->check(Positive());
   sub.add_option("--redis", args->redis,
                  "redis://[:PASSWORD@]HOST[:PORT][/DB]: verdicts shared by replicas");
+  sub.add_option("--redis-password-file", args->redis_password_file,
+                 "file holding the Redis password (a mounted Secret), instead of the URL's");
+  sub.add_option("--verdict-key-file", args->verdict_key_file,
+                 "file holding the key (32+ bytes, a mounted Secret) that seals verdicts in "
+                 "Redis; needed with --redis");
+  sub.add_flag("--insecure-unsigned-verdicts", args->insecure_unsigned_verdicts,
+               "use --redis without --verdict-key-file, trusting whatever Redis holds");
   sub.add_option("--max-body", s.max_body, "largest request body in bytes")->capture_default_str();
   sub.add_option("--http-threads", s.http_threads, "connections served at once")
       ->capture_default_str()

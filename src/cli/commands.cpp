@@ -42,7 +42,18 @@ void AddImageArgs(CLI::App& sub, ImageArgs& args) {
 }
 
 void AddPullArgs(CLI::App& sub, ImageArgs& args) {
-  sub.add_option("--creds", args.creds, "USER:PASS for the registry (default: the auth files)");
+  sub.add_option("--creds", args.creds,
+                 "HOST=USER:PASS, offered to registry HOST only (repeatable); a bare USER:PASS "
+                 "is for the registry of the image named (default: the auth files)")
+      ->allow_extra_args(false);
+  sub.add_option("--authfile", args.authfile,
+                 "registry auth file (docker config.json or containers auth.json) to read "
+                 "instead of the default ones")
+      ->check(CLI::ExistingFile);
+  sub.add_option("--allow-blob-host", args.allow_blob_hosts,
+                 "HOST, HOST:PORT or *.DOMAIN a blob download may be redirected to (repeatable); "
+                 "once given, redirects elsewhere are refused (README: Credentials and redirects)")
+      ->allow_extra_args(false);
   sub.add_flag("--tls-verify", args.tls_verify,
                "check the registry's TLS certificate (--tls-verify=false to skip)");
   sub.add_option("--cert-dir", args.cert_dir,
@@ -112,6 +123,8 @@ void AddLimitArgs(CLI::App& sub, util::Limits& limits) {
   AddMiB(sub, "--max-names-mb", limits.name_bytes, "bytes of all paths and link targets,");
   AddMiB(sub, "--max-captured-mb", limits.captured_bytes, "file contents kept for the catalog,");
   AddMiB(sub, "--max-zstd-window-mb", limits.zstd_window, "largest zstd window decoded,");
+  AddMiB(sub, "--max-spool-mb", limits.spool_bytes,
+         "a compressed oci-archive or docker-archive decompressed to a temporary file,");
   AddMiB(sub, "--max-metadata-mb", limits.metadata_bytes, "largest package metadata file,");
   AddMiB(sub, "--max-elf-table-mb", limits.elf_table_bytes, "largest dynamic table of one ELF,");
   count("--max-include-depth", limits.include_depth, "ld.so.conf include nesting");
@@ -129,7 +142,9 @@ void AddLimitArgs(CLI::App& sub, util::Limits& limits) {
 image::LoadOptions ToLoadOptions(const ImageArgs& args) {
   image::LoadOptions o;
   o.platform = args.platform;
-  o.registry.creds = args.creds;
+  o.registry.credentials = {args.creds, args.authfile};
+  o.registry.allow_registries = args.allow_registries;
+  o.registry.allow_blob_hosts = args.allow_blob_hosts;
   o.registry.tls_verify = args.tls_verify;
   o.registry.cert_dir = args.cert_dir;
   o.registry.ca_cert = args.ca_cert;

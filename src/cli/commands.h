@@ -29,7 +29,13 @@ const std::vector<Command>& Commands();
 struct ImageArgs {
   std::string reference;
   std::string platform = "linux/amd64";
-  std::string creds;       ///< --creds USER:PASS for a registry
+  /// --creds HOST=USER:PASS (repeatable; a bare USER:PASS is for the image's own registry)
+  std::vector<std::string> creds;
+  std::string authfile;  ///< --authfile: the auth file to read instead of the default ones
+  /// --allow-blob-host: where blob requests may be redirected (serve: besides nothing else)
+  std::vector<std::string> allow_blob_hosts;
+  /// serve's --allow-registry: the only hosts manifest and token requests may be redirected to
+  std::vector<std::string> allow_registries;
   bool tls_verify = true;  ///< --tls-verify=false skips registry certificate checks
   std::string cert_dir;    ///< --cert-dir: *.crt CAs, *.cert/*.key client pair
   std::string ca_cert;     ///< --ca-cert: a CA bundle to trust for the registry

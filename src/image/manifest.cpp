@@ -88,12 +88,15 @@ Descriptor ParseDescriptor(const json& j, const std::string& what) {
   if (!urls.empty()) d.location = urls.front();
   if (!util::IsSha256Digest(d.digest) && d.location.empty())
     throw util::Fatal(what + ": unsupported or malformed digest '" + d.digest + "'");
+  // The size is required (image-spec descriptor.md): every read of the blob is bounded by it,
+  // so a blob that streams for ever is refused one byte past it instead of at the deadline.
   auto size = j.find("size");
-  if (size != j.end()) {
-    if (!size->is_number_integer() || size->get<int64_t>() < 0)
-      throw util::Fatal(what + ": descriptor size is not a non-negative integer");
-    d.size = size->get<int64_t>();
-  }
+  if (size == j.end())
+    throw util::Fatal(what + ": descriptor of " + (d.digest.empty() ? d.location : d.digest) +
+                      " has no size (the OCI image spec requires one)");
+  if (!size->is_number_integer() || size->get<int64_t>() < 0)
+    throw util::Fatal(what + ": descriptor size is not a non-negative integer");
+  d.size = size->get<int64_t>();
   return d;
 }
 

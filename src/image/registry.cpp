@@ -1,8 +1,9 @@
 // The registry transport over the OCI distribution API v2 (distribution-spec "Pulling").
 // Each request goes through Client::Send, the one place that authenticates (RFC 7235
 // challenges: Basic, or Bearer tokens from the realm, docker "token authentication"),
-// follows redirects (credentials only to the registry's own origin), and retries 429/5xx and
-// broken connections with exponential back-off and Retry-After.
+// follows redirects hop by hop (credentials only to the origin they were meant for; where a hop
+// may go is the rule of README "Credentials and redirects"), and retries 429/5xx and broken
+// connections with exponential back-off and Retry-After.
 #include "image/registry.h"
 
 #include <curl/curl.h>
@@ -114,6 +115,42 @@ bool IsLocalHost(const std::string& host_port) {
   return host == "localhost" || host.starts_with("127.") || host == "[::1]";
 }
 
+// Whether `url`'s host and port are what `pattern` names: "host" (on the scheme's default
+// port), "host:port", "[v6]:port", or "*.domain" (any host under domain, default port).
+bool HostMatches(const std::string& url, const std::string& pattern) {
+  std::string host, port;
+  if (pattern.empty() || !UrlHostPort(url, host, port)) return false;
+  std::string want_host = pattern, want_port;
+  if (pattern[0] == '[') {
+    size_t close = pattern.find(']');
+    if (close != std::string::npos && pattern.compare(close + 1, 1, ":") == 0) {
+      want_host = pattern.substr(0, close + 1);
+      want_port = pattern.substr(close + 2);
+    }
+  } else if (std::count(pattern.begin(), pattern.end(), ':') == 1) {
+    want_host = pattern.substr(0, pattern.find(':'));
+    want_port = pattern.substr(pattern.find(':') + 1);
+  }
+  if (want_port.empty() ? (port != "443" && port != "80") : port != want_port) return false;
+  if (want_host.starts_with("*.")) {
+    std::string suffix = want_host.substr(1);
+    return host.size() > suffix.size() && host.ends_with(suffix);
+  }
+  return host == want_host;
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// What a request fetches, which decides where its redirects may go.
+enum class Fetch {
+  kApi,    ///< /v2/, manifests, tags: the registry's origin, or an --allow-registry host
+  kToken,  ///< the token realm: its own origin, or an --allow-registry host
+  kBlob,   ///< blobs: the registry's origin, an --allow-blob-host, or (unrestricted) anywhere
+};
+
 // Tokens are kept for the whole process, per realm, service, scope and user.
 struct TokenCache {
   std::mutex mu;
@@ -176,9 +213,14 @@ class Client {
       : ref_(std::move(ref)),
         host_(ref_.ApiHost()),
         tls_(MakeTls(options, ref_.domain)),
-        cred_(FindCredential(ref_.domain, options.creds)),
+        cred_(FindCredential(ref_.domain, options.credentials)),
         sleep_(options.sleep),
         deadline_s_(options.deadline_s) {
+    for (const auto& r : options.allow_registries) {
+      util::Expected<Reference> allowed = ParseReference(r + "/x");
+      allow_registries_.push_back(Lower(allowed ? allowed->ApiHost() : r));
+    }
+    for (const auto& h : options.allow_blob_hosts) allow_blob_hosts_.push_back(Lower(h));
     bounds_.read_timeout = std::chrono::seconds(options.read_timeout_s);
     bounds_.deadline = Clock::now() + std::chrono::seconds(options.deadline_s);
     Ping();
@@ -208,19 +250,26 @@ class Client {
   }
 
   /// Sends a request and returns it with its final response headers in: authenticated,
-  /// redirected and retried as needed. Throws util::Fatal when retries run out.
+  /// redirected and retried as needed. Redirects are followed here, one hop at a time, each hop
+  /// checked by CheckRedirect; the registry's Authorization goes only to the registry's origin,
+  /// and `token_auth` (the Basic credential for the realm of a kToken request) only to the
+  /// origin of `url`. Throws util::Fatal when retries run out or a redirect is refused.
   std::unique_ptr<HttpExchange> Send(const std::string& method, const std::string& url,
                                      const std::vector<std::string>& headers,
-                                     bool registry_auth = true) {
+                                     Fetch fetch = Fetch::kApi,
+                                     const std::string& token_auth = "") {
+    const std::string start_origin = fetch == Fetch::kToken ? UrlOrigin(url) : origin_;
     std::string current = url;
     int tries = 0, redirects = 0, auth_rounds = 0;
     for (;;) {
       HttpRequest req{method, current, headers};
-      bool own_origin = UrlOrigin(current) == origin_;
+      bool own_origin = UrlOrigin(current) == start_origin;
       std::string sent_auth;
-      if (registry_auth && own_origin) {
+      if (fetch != Fetch::kToken && own_origin) {
         std::lock_guard lock(auth_mu_);
         sent_auth = authorization_;
+      } else if (fetch == Fetch::kToken && own_origin) {
+        sent_auth = token_auth;
       }
       if (!sent_auth.empty()) req.headers.push_back(sent_auth);
       auto ex = std::make_unique<HttpExchange>(req, tls_, "", bounds_);
@@ -235,7 +284,7 @@ class Client {
         }
       } else {
         long st = ex->status();
-        if (st == 401 && registry_auth && own_origin && auth_rounds < 2 &&
+        if (st == 401 && fetch != Fetch::kToken && own_origin && auth_rounds < 2 &&
             Authenticate(*ex, sent_auth)) {
           ++auth_rounds;
           continue;
@@ -245,6 +294,7 @@ class Client {
           if (next.empty() || ++redirects > kMaxRedirects) {
             throw util::Fatal(host_ + ": bad or endless redirect for " + url);
           }
+          CheckRedirect(fetch, start_origin, current, next);
           current = next;
           continue;
         }
@@ -314,6 +364,31 @@ class Client {
   }
 
  private:
+  // Where a redirect from `from` to `next` may go (README "Credentials and redirects"): the
+  // origin the request started at, always; for API and token requests, an --allow-registry
+  // host, or anywhere when there is no allow-list; for blobs, an --allow-blob-host, or anywhere
+  // when neither list is set. Credentials never follow: Send gives them to their origin only.
+  void CheckRedirect(Fetch fetch, const std::string& start_origin, const std::string& from,
+                     const std::string& next) const {
+    if (UrlOrigin(next) == start_origin) return;
+    auto any_matches = [&next](const std::vector<std::string>& patterns) {
+      return std::any_of(patterns.begin(), patterns.end(),
+                         [&next](const std::string& p) { return HostMatches(next, p); });
+    };
+    std::string hop = UrlOrigin(from) + " redirected " +
+                      (fetch == Fetch::kBlob    ? "a blob request"
+                       : fetch == Fetch::kToken ? "a token request"
+                                                : "a request for " + ref_.String()) +
+                      " to " + ClipRegistryText(UrlOrigin(next), 120);
+    if (fetch != Fetch::kBlob) {
+      if (allow_registries_.empty() || any_matches(allow_registries_)) return;
+      throw util::Fatal(hop + ", which is not in --allow-registry");
+    }
+    if ((allow_registries_.empty() && allow_blob_hosts_.empty()) || any_matches(allow_blob_hosts_))
+      return;
+    throw util::Fatal(hop + ", which is neither the registry nor an --allow-blob-host");
+  }
+
   // Classifies a transport failure: returns what to retry, throws for what a retry cannot fix.
   std::string TransportProblem(const HttpExchange& ex) {
     switch (ex.error()) {
@@ -393,12 +468,13 @@ class Client {
     std::string url = realm + (realm.find('?') == std::string::npos ? "?" : "&");
     if (!service.empty()) url += "service=" + UrlEscape(service) + "&";
     url += "scope=" + UrlEscape(scope);
-    std::vector<std::string> headers = {"Accept: application/json"};
-    if (!cred_.anonymous()) {
-      headers.push_back("Authorization: Basic " +
-                        Base64Encode(cred_.username + ":" + cred_.password));
+    // The credential goes to the realm the registry named (docker "token authentication"), but
+    // in clear text only to the registry's own origin, and never on past a redirect.
+    std::string basic;
+    if (!cred_.anonymous() && (url.starts_with("https://") || UrlOrigin(url) == origin_)) {
+      basic = "Authorization: Basic " + Base64Encode(cred_.username + ":" + cred_.password);
     }
-    auto ex = Send("GET", url, headers, /*registry_auth=*/false);
+    auto ex = Send("GET", url, {"Accept: application/json"}, Fetch::kToken, basic);
     if (ex->status() == 401 || ex->status() == 403) {
       throw util::Fatal("unauthorized: the token service " + UrlOrigin(realm) +
                         " refused a token for " + scope + " for " + cred_.Describe());
@@ -423,8 +499,10 @@ class Client {
   Credential cred_;
   std::function<void(milliseconds)> sleep_;
   int deadline_s_;
-  std::string origin_url_;  // "https://host:port"
-  std::string origin_;      // UrlOrigin(origin_url_): where credentials may go
+  std::string origin_url_;                     // "https://host:port"
+  std::string origin_;                         // UrlOrigin(origin_url_): where credentials may go
+  std::vector<std::string> allow_registries_;  // API hosts of --allow-registry, lower case
+  std::vector<std::string> allow_blob_hosts_;  // --allow-blob-host, lower case
   std::mutex auth_mu_;
   std::string authorization_;  // "Authorization: ..." for the registry, or empty; auth_mu_
 };
@@ -435,12 +513,13 @@ class Client {
 class RegistryBlobReader : public BlobReader {
  public:
   RegistryBlobReader(std::shared_ptr<Client> client, std::string url,
-                     std::vector<std::string> headers, std::string what, int64_t size)
+                     std::vector<std::string> headers, std::string what, int64_t size, Fetch fetch)
       : client_(std::move(client)),
         url_(std::move(url)),
         headers_(std::move(headers)),
         what_(std::move(what)),
-        size_(size) {
+        size_(size),
+        fetch_(fetch) {
     Open();
   }
 
@@ -493,7 +572,7 @@ class RegistryBlobReader : public BlobReader {
   void Open() {
     std::vector<std::string> headers = headers_;
     if (delivered_ > 0) headers.push_back("Range: bytes=" + std::to_string(delivered_) + "-");
-    ex_ = client_->Send("GET", url_, headers);
+    ex_ = client_->Send("GET", url_, headers, fetch_);
     long st = ex_->status();
     if (delivered_ > 0 && st == 206) {
       std::string range = ex_->Header("content-range");  // "bytes START-END/TOTAL"
@@ -525,6 +604,7 @@ class RegistryBlobReader : public BlobReader {
   std::vector<std::string> headers_;
   std::string what_;
   int64_t size_;
+  Fetch fetch_;
   std::unique_ptr<HttpExchange> ex_;
   uint64_t delivered_ = 0;
   uint64_t skip_ = 0;
@@ -606,7 +686,8 @@ class RegistrySource : public Source {
     std::vector<std::string> headers;
     if (manifest) headers.push_back(kAcceptManifests);
     std::string url = client_->RepoUrl((manifest ? "manifests/" : "blobs/") + d.digest);
-    return std::make_unique<RegistryBlobReader>(client_, url, headers, Name(d), d.size);
+    return std::make_unique<RegistryBlobReader>(client_, url, headers, Name(d), d.size,
+                                                manifest ? Fetch::kApi : Fetch::kBlob);
   }
 
   [[noreturn]] void NotFound(HttpExchange& ex) {

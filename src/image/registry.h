@@ -5,13 +5,26 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "image/registry_auth.h"
 #include "image/source.h"
 
 namespace imgcheck::image {
 
 struct RegistryOptions {
-  std::string creds;       ///< "USER:PASS" from --creds; empty: look up the auth files
+  /// --creds and --authfile. A credential goes only to the registry it names (and to the token
+  /// service that registry names), never across origins on a redirect.
+  CredentialSources credentials;
+  /// `serve --allow-registry` (HOST[:PORT], docker.io for Docker Hub): manifest, tag and token
+  /// requests redirected anywhere else are refused. Empty: followed anywhere, credentials left
+  /// behind.
+  std::vector<std::string> allow_registries;
+  /// --allow-blob-host (HOST, HOST:PORT or *.DOMAIN): where a blob request may be redirected
+  /// besides the registry's own origin. When this or allow_registries is set, a blob redirect
+  /// to any other host is refused; when neither is, blobs follow redirects anywhere (object
+  /// stores and CDNs), credentials left behind.
+  std::vector<std::string> allow_blob_hosts;
   bool tls_verify = true;  ///< --tls-verify=false turns certificate checks off
   std::string cert_dir;    ///< --cert-dir: extra CA certificates (*.crt), client cert/key
   std::string ca_cert;     ///< --ca-cert: one CA bundle file

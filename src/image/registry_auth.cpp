@@ -15,8 +15,10 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
+#include "image/registry_reference.h"
 #include "util/error.h"
 
 namespace imgcheck::image {
@@ -228,25 +230,72 @@ Credential CredentialFromHelper(const std::string& helper, const std::string& se
   return c;
 }
 
-Credential FindCredential(const std::string& domain, const std::string& creds) {
-  if (!creds.empty()) {
-    Credential c;
-    c.source = "--creds";
-    if (!SplitUserPass(creds, c) || c.username.empty()) {
-      throw util::Fatal("--creds must be USER:PASS");
+namespace {
+
+std::string LowerAscii(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// "host", "host:5000", "[::1]:5000": a registry name as references spell it (docker.io's
+// aliases included), lower case; "" when `text` is not one.
+std::string RegistryDomain(const std::string& text) {
+  if (text.empty() || text.find_first_of("/@ ") != std::string::npos) return "";
+  util::Expected<Reference> ref = ParseReference(text + "/x");
+  if (!ref || (ref->path != "x" && ref->path != "library/x")) return "";
+  std::string domain = LowerAscii(ref->domain);
+  return domain == "registry-1.docker.io" ? "docker.io" : domain;
+}
+
+}  // namespace
+
+CredsFlag ParseCredsFlag(const std::string& text) {
+  CredsFlag f;
+  f.credential.source = "--creds";
+  // HOST=USER:PASS when what comes before the first '=' names a registry; otherwise the whole
+  // text is USER:PASS (a password may hold '=').
+  if (size_t eq = text.find('='); eq != std::string::npos) {
+    std::string domain = RegistryDomain(text.substr(0, eq));
+    Credential c = f.credential;
+    if (!domain.empty() && SplitUserPass(text.substr(eq + 1), c) && !c.username.empty()) {
+      f.domain = domain;
+      f.credential = c;
+      f.credential.source = "--creds for " + domain;
+      return f;
     }
-    return c;
   }
+  if (!SplitUserPass(text, f.credential) || f.credential.username.empty()) {
+    throw util::Fatal("--creds must be HOST=USER:PASS or USER:PASS");
+  }
+  return f;
+}
+
+Credential FindCredential(const std::string& domain, const CredentialSources& sources) {
+  std::string want = LowerAscii(domain);
+  std::optional<Credential> bare;
+  for (const auto& text : sources.creds) {
+    CredsFlag f = ParseCredsFlag(text);
+    if (f.domain == want) return f.credential;
+    if (f.domain.empty() && !bare) bare = f.credential;
+  }
+  if (bare) return *bare;
+  std::vector<std::string> files = AuthFiles();
+  if (!sources.authfile.empty()) files = {sources.authfile};
   std::string searched;
-  for (const auto& file : AuthFiles()) {
+  for (const auto& file : files) {
     std::string text;
-    if (!ReadSmallFile(file, text)) continue;
+    if (!ReadSmallFile(file, text)) {
+      if (!sources.authfile.empty()) throw util::Fatal("cannot read --authfile " + file);
+      continue;
+    }
     Credential c = CredentialFromAuthFile(text, file, domain);
     if (!c.anonymous()) return c;
     searched += (searched.empty() ? "" : ", ") + file;
   }
   Credential none;
-  none.source = searched.empty() ? "--creds and auth files, none present" : "--creds, " + searched;
+  std::string flags = sources.creds.empty() ? "--creds" : "--creds (none for " + domain + ")";
+  none.source =
+      searched.empty() ? flags + " and auth files, none present" : flags + ", " + searched;
   return none;
 }
 

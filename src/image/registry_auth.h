@@ -22,12 +22,33 @@ struct Credential {
   std::string Describe() const;
 };
 
-/// The credential for registry `domain` ("docker.io", "host:5000"): `creds` ("USER:PASS" from
-/// --creds) when given, else the first match in $REGISTRY_AUTH_FILE or
-/// $XDG_RUNTIME_DIR/containers/auth.json, ~/.config/containers/auth.json, then
-/// $DOCKER_CONFIG/config.json or ~/.docker/config.json (credHelpers, auths, credsStore).
-/// Throws util::Fatal for a malformed --creds or auth file.
-Credential FindCredential(const std::string& domain, const std::string& creds);
+/// The --creds flags and --authfile: where a registry's credential may come from.
+struct CredentialSources {
+  /// --creds values: "HOST=USER:PASS" (offered to HOST only) or a bare "USER:PASS" (offered to
+  /// the one registry a `scan` reads; the caller refuses it where several registries may be
+  /// read, as `serve` does).
+  std::vector<std::string> creds;
+  /// --authfile: the one auth file to read (docker config.json or containers auth.json, an
+  /// `auths` map by registry); empty: the default search below.
+  std::string authfile;
+};
+
+/// One --creds value. `domain` is the registry's domain as references name it (docker.io for
+/// Docker Hub and its aliases, "host:5000"), empty for a bare USER:PASS.
+struct CredsFlag {
+  std::string domain;
+  Credential credential;
+};
+/// Parses "HOST=USER:PASS" or "USER:PASS". Throws util::Fatal (without the secret) when it is
+/// neither.
+CredsFlag ParseCredsFlag(const std::string& text);
+
+/// The credential for registry `domain` ("docker.io", "host:5000") and for no other: the
+/// --creds entry naming `domain` (or a bare one), else the first match in --authfile when given,
+/// else in $REGISTRY_AUTH_FILE or $XDG_RUNTIME_DIR/containers/auth.json,
+/// ~/.config/containers/auth.json, then $DOCKER_CONFIG/config.json or ~/.docker/config.json
+/// (credHelpers, auths, credsStore). Throws util::Fatal for a malformed --creds or auth file.
+Credential FindCredential(const std::string& domain, const CredentialSources& sources);
 
 /// The keys an auth file may use for `domain` (docker.io has its legacy index URL).
 std::vector<std::string> AuthFileKeys(const std::string& domain);

@@ -302,21 +302,39 @@ std::string ResolveUrl(const std::string& base, const std::string& location) {
   return out;
 }
 
-std::string UrlOrigin(const std::string& url) {
+namespace {
+
+// The scheme, host and port of an absolute URL (lower case, the default port filled in).
+bool UrlParts(const std::string& url, std::string& scheme, std::string& host, std::string& port) {
   CURLU* h = curl_url();
-  std::string out;
-  char *scheme = nullptr, *host = nullptr, *port = nullptr;
-  if (curl_url_set(h, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK &&
-      curl_url_get(h, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
-      curl_url_get(h, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
-      curl_url_get(h, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
-    out = Lower(scheme) + "://" + Lower(host) + ":" + port;
+  char *s = nullptr, *n = nullptr, *p = nullptr;
+  bool ok = curl_url_set(h, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK &&
+            curl_url_get(h, CURLUPART_SCHEME, &s, 0) == CURLUE_OK &&
+            curl_url_get(h, CURLUPART_HOST, &n, 0) == CURLUE_OK &&
+            curl_url_get(h, CURLUPART_PORT, &p, CURLU_DEFAULT_PORT) == CURLUE_OK;
+  if (ok) {
+    scheme = Lower(s);
+    host = Lower(n);
+    port = p;
   }
-  curl_free(scheme);
-  curl_free(host);
-  curl_free(port);
+  curl_free(s);
+  curl_free(n);
+  curl_free(p);
   curl_url_cleanup(h);
-  return out;
+  return ok;
+}
+
+}  // namespace
+
+std::string UrlOrigin(const std::string& url) {
+  std::string scheme, host, port;
+  if (!UrlParts(url, scheme, host, port)) return "";
+  return scheme + "://" + host + ":" + port;
+}
+
+bool UrlHostPort(const std::string& url, std::string& host, std::string& port) {
+  std::string scheme;
+  return UrlParts(url, scheme, host, port);
 }
 
 std::string UrlEscape(std::string_view s) {

@@ -81,6 +81,9 @@ std::string ResolveUrl(const std::string& base, const std::string& location);
 /// "scheme://host:port" of an absolute URL, with the default port filled in; "" when invalid.
 /// Credentials go only to the origin they were meant for.
 std::string UrlOrigin(const std::string& url);
+/// The lower-case host (IPv6 in brackets) and the port (the scheme's default filled in) of an
+/// absolute URL; false when it is not one.
+bool UrlHostPort(const std::string& url, std::string& host, std::string& port);
 /// Percent-encodes a query parameter value.
 std::string UrlEscape(std::string_view s);
 

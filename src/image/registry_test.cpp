@@ -17,10 +17,12 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "image/image.h"
@@ -195,29 +197,29 @@ struct IsolatedAuth {
 TEST_CASE("credentials come from --creds, auth files and credential helpers", "[registry]") {
   IsolatedAuth env;
   // Nothing anywhere: anonymous, and the message says what was searched.
-  Credential none = FindCredential("example.com", "");
+  Credential none = FindCredential("example.com", {});
   CHECK(none.anonymous());
   CHECK(none.Describe().find("no credentials") == 0);
 
-  Credential flag = FindCredential("example.com", "bob:s3cr3t:x");
+  Credential flag = FindCredential("example.com", {{"bob:s3cr3t:x"}, ""});
   CHECK(flag.username == "bob");
   CHECK(flag.password == "s3cr3t:x");
   CHECK(flag.Describe() == "user 'bob' from --creds");
-  CHECK_THROWS_AS(FindCredential("example.com", "nocolon"), util::Fatal);
+  CHECK_THROWS_AS(FindCredential("example.com", {{"nocolon"}, ""}), util::Fatal);
 
   // ~/.docker/config.json with base64 auth; docker.io under its legacy index URL.
   std::string docker_config = env.home / ".docker/config.json";
   WriteFile(docker_config, R"({"auths":{"https://index.docker.io/v1/":{"auth":")" +
                                Base64Encode("hub:hubpass") + R"("},"example.com:5000":{"auth":")" +
                                Base64Encode("ex:expass") + R"("}}})");
-  Credential hub = FindCredential("docker.io", "");
+  Credential hub = FindCredential("docker.io", {});
   CHECK(hub.username == "hub");
   CHECK(hub.password == "hubpass");
   CHECK(hub.source == docker_config);
   CHECK(hub.Describe().find("hubpass") == std::string::npos);
-  CHECK(FindCredential("example.com:5000", "").username == "ex");
-  CHECK(FindCredential("other.example", "").anonymous());
-  CHECK(FindCredential("docker.io", "cli:wins").username == "cli");
+  CHECK(FindCredential("example.com:5000", {}).username == "ex");
+  CHECK(FindCredential("other.example", {}).anonymous());
+  CHECK(FindCredential("docker.io", {{"cli:wins"}, ""}).username == "cli");
 
   // REGISTRY_AUTH_FILE comes before the docker config.
   fs::path auth_file = env.home / "auth.json";
@@ -225,14 +227,14 @@ TEST_CASE("credentials come from --creds, auth files and credential helpers", "[
             R"({"auths":{"example.com:5000":{"auth":")" + Base64Encode("podman:pp") + R"("}}})");
   {
     ScopedEnv a("REGISTRY_AUTH_FILE", auth_file.string());
-    CHECK(FindCredential("example.com:5000", "").username == "podman");
-    CHECK(FindCredential("docker.io", "").username == "hub");  // falls through to docker's
+    CHECK(FindCredential("example.com:5000", {}).username == "podman");
+    CHECK(FindCredential("docker.io", {}).username == "hub");  // falls through to docker's
   }
   {
     ScopedEnv x("XDG_RUNTIME_DIR", env.home.path().string());
     WriteFile(env.home / "containers/auth.json",
               R"({"auths":{"example.com:5000":{"auth":")" + Base64Encode("xdg:pp") + R"("}}})");
-    CHECK(FindCredential("example.com:5000", "").username == "xdg");
+    CHECK(FindCredential("example.com:5000", {}).username == "xdg");
   }
 
   // credHelpers / credsStore run docker-credential-<name> get with the server URL on stdin.
@@ -249,20 +251,20 @@ TEST_CASE("credentials come from --creds, auth files and credential helpers", "[
   fs::permissions(bin / "docker-credential-fake", fs::perms::owner_all);
   ScopedEnv path("PATH", bin.string() + ":" + std::getenv("PATH"));
   WriteFile(docker_config, R"({"credHelpers":{"helped.example":"fake"},"credsStore":"fake"})");
-  Credential helped = FindCredential("helped.example", "");
+  Credential helped = FindCredential("helped.example", {});
   CHECK(helped.username == "helper-user");
   CHECK(helped.password == "helper-secret");
   CHECK(helped.source == "docker-credential-fake");
-  CHECK(FindCredential("docker.io", "").username == "hub-helper");  // through credsStore
-  CHECK(FindCredential("unknown.example", "").anonymous());         // "not found": anonymous
+  CHECK(FindCredential("docker.io", {}).username == "hub-helper");  // through credsStore
+  CHECK(FindCredential("unknown.example", {}).anonymous());         // "not found": anonymous
 
   WriteFile(docker_config, R"({"credsStore":"missing-helper"})");
-  CHECK_THROWS_WITH(FindCredential("x.example", ""),
+  CHECK_THROWS_WITH(FindCredential("x.example", {}),
                     Catch::Contains("docker-credential-missing-helper"));
   WriteFile(docker_config, R"({"auths":{"x.example":{"auth":"!!!"}}})");
-  CHECK_THROWS_AS(FindCredential("x.example", ""), util::Fatal);
+  CHECK_THROWS_AS(FindCredential("x.example", {}), util::Fatal);
   WriteFile(docker_config, "{not json");
-  CHECK_THROWS_WITH(FindCredential("x.example", ""), Catch::Contains("not JSON"));
+  CHECK_THROWS_WITH(FindCredential("x.example", {}), Catch::Contains("not JSON"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -403,7 +405,7 @@ class Registry {
 
   RegistryOptions Options() const {
     RegistryOptions o;
-    if (!config_.user.empty()) o.creds = config_.user + ":" + config_.password;
+    if (!config_.user.empty()) o.credentials.creds = {config_.user + ":" + config_.password};
     if (config_.tls) o.ca_cert = ca().string();
     return o;
   }
@@ -547,7 +549,7 @@ TEST_CASE("registry over TLS with htpasswd serves what skopeo pushed",
   }
   SECTION("wrong credentials: unauthorized, naming the source but not the secret") {
     RegistryOptions o = reg.Options();
-    o.creds = "alice:not-the-password";
+    o.credentials.creds = {"alice:not-the-password"};
     try {
       OpenRegistry(reg.host() + "/test/img:v1", o)->Root();
       FAIL("no error");
@@ -558,7 +560,7 @@ TEST_CASE("registry over TLS with htpasswd serves what skopeo pushed",
       CHECK(m.find("not-the-password") == std::string::npos);
       CHECK(m.find('\n') == std::string::npos);
     }
-    o.creds.clear();  // and none at all
+    o.credentials.creds.clear();  // and none at all
     CHECK_THROWS_WITH(OpenRegistry(reg.host() + "/test/img:v1", o)->Root(),
                       Catch::StartsWith("unauthorized") && Catch::Contains("no credentials"));
   }
@@ -717,11 +719,12 @@ struct Seen {
   std::map<std::string, std::string> headers;  ///< lower-case names
 };
 
-class Proxy {
+// An HTTP/1.1 server on a loopback port: one request per connection, answered by `handler`
+// (which writes the whole response to the socket), every request recorded.
+class LoopbackServer {
  public:
-  static constexpr const char* kToken = "tok-imgcheck-123";
-
-  Proxy(int upstream, ProxyRules rules) : upstream_(upstream), rules_(std::move(rules)) {
+  using Handler = std::function<void(int fd, Seen& request)>;
+  explicit LoopbackServer(Handler handler) : handler_(std::move(handler)) {
     listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int one = 1;
     setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -735,34 +738,21 @@ class Proxy {
     REQUIRE(listen(listen_fd_, 64) == 0);
     acceptor_ = std::thread([this] { Accept(); });
   }
-  ~Proxy() {
+  ~LoopbackServer() {
     stop_ = true;
     acceptor_.join();
     for (auto& t : handlers_) t.join();
     close(listen_fd_);
   }
-  Proxy(const Proxy&) = delete;
-  Proxy& operator=(const Proxy&) = delete;
+  LoopbackServer(const LoopbackServer&) = delete;
+  LoopbackServer& operator=(const LoopbackServer&) = delete;
 
+  int port() const { return port_; }
   std::string host() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string url() const { return "http://" + host(); }
   std::vector<Seen> seen() {
     std::lock_guard lock(mu_);
     return seen_;
-  }
-  int token_requests() const { return token_requests_; }
-
- private:
-  void Accept() {
-    while (!stop_) {
-      pollfd p{listen_fd_, POLLIN, 0};
-      if (poll(&p, 1, 100) <= 0) continue;
-      int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) continue;
-      handlers_.emplace_back([this, fd] {
-        Handle(fd);
-        close(fd);
-      });
-    }
   }
 
   static bool SendAll(int fd, std::string_view s) {
@@ -780,23 +770,43 @@ class Proxy {
                     std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
   }
 
-  void Handle(int fd) {
+ private:
+  void Accept() {
+    while (!stop_) {
+      pollfd p{listen_fd_, POLLIN, 0};
+      if (poll(&p, 1, 100) <= 0) continue;
+      int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) continue;
+      handlers_.emplace_back([this, fd] {
+        Seen s;
+        if (ReadRequest(fd, s)) {
+          {
+            std::lock_guard lock(mu_);
+            seen_.push_back(s);
+          }
+          handler_(fd, s);
+        }
+        close(fd);
+      });
+    }
+  }
+
+  static bool ReadRequest(int fd, Seen& s) {
     timeval tv{5, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     std::string req;
     char buf[8192];
     while (req.find("\r\n\r\n") == std::string::npos) {
       ssize_t n = recv(fd, buf, sizeof buf, 0);
-      if (n <= 0) return;
+      if (n <= 0) return false;
       req.append(buf, static_cast<size_t>(n));
       if (req[0] == 0x16) {  // a TLS ClientHello: answer as Go's http server does
         SendAll(
             fd,
             "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n");
-        return;
+        return false;
       }
     }
-    Seen s;
     std::string head = req.substr(0, req.find("\r\n\r\n"));
     size_t eol = head.find("\r\n");
     std::string line = head.substr(0, eol);
@@ -812,10 +822,41 @@ class Proxy {
       s.headers[name] = h.substr(h.find_first_not_of(' ', colon + 1));
       p = next;
     }
-    {
-      std::lock_guard lock(mu_);
-      seen_.push_back(s);
-    }
+    return true;
+  }
+
+  Handler handler_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread acceptor_;
+  std::vector<std::thread> handlers_;
+  std::mutex mu_;
+  std::vector<Seen> seen_;
+};
+
+class Proxy {
+ public:
+  static constexpr const char* kToken = "tok-imgcheck-123";
+
+  Proxy(int upstream, ProxyRules rules)
+      : upstream_(upstream),
+        rules_(std::move(rules)),
+        server_([this](int fd, Seen& s) { Handle(fd, s); }) {}
+
+  std::string host() const { return server_.host(); }
+  std::vector<Seen> seen() { return server_.seen(); }
+  int token_requests() const { return token_requests_; }
+
+ private:
+  static void Reply(int fd, const std::string& status, const std::string& headers,
+                    const std::string& body) {
+    LoopbackServer::Reply(fd, status, headers, body);
+  }
+  static bool SendAll(int fd, std::string_view s) { return LoopbackServer::SendAll(fd, s); }
+
+  void Handle(int fd, Seen& s) {
+    char buf[8192];
     std::string auth = s.headers.count("authorization") ? s.headers["authorization"] : "";
     if (s.target.starts_with("/token")) {
       ++token_requests_;
@@ -842,7 +883,8 @@ class Proxy {
     bool blob = s.method == "GET" && upstream_target.find("/blobs/") != std::string::npos;
     if (blob && rules_.redirect_blobs && !storage) {
       Reply(fd, "307 Temporary Redirect",
-            "Location: http://localhost:" + std::to_string(port_) + "/storage" + s.target + "\r\n",
+            "Location: http://localhost:" + std::to_string(server_.port()) + "/storage" + s.target +
+                "\r\n",
             "");
       return;
     }
@@ -884,16 +926,10 @@ class Proxy {
 
   int upstream_;
   ProxyRules rules_;
-  int listen_fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
   std::atomic<bool> cut_done_{false};
   std::atomic<int> token_requests_{0};
   int manifest_errors_ = 0;
-  std::thread acceptor_;
-  std::vector<std::thread> handlers_;
-  std::mutex mu_;
-  std::vector<Seen> seen_;
+  LoopbackServer server_;  // last: its threads call Handle, which uses the members above
 };
 
 TEST_CASE("registry transport survives cuts, 429s, redirects, and does the token flow",
@@ -974,7 +1010,7 @@ TEST_CASE("registry transport survives cuts, 429s, redirects, and does the token
     rules.redirect_blobs = true;
     Proxy proxy(reg.port(), rules);
     RegistryOptions o;
-    o.creds = "tess:t0ken-pass";
+    o.credentials.creds = {"tess:t0ken-pass"};
     auto src = OpenRegistry(proxy.host() + "/test/img:v1", o);
     ExpectSameImage(*src, work / "layout", img);
     CHECK(proxy.token_requests() == 1);
@@ -1001,7 +1037,7 @@ TEST_CASE("registry transport survives cuts, 429s, redirects, and does the token
     // Read twice (ExpectSameImage, Load): the layers and the config.
     CHECK(storage == 2 * (static_cast<int>(img.layers.size()) + 1));
 
-    o.creds = "tess:wrong";
+    o.credentials.creds = {"tess:wrong"};
     try {
       OpenRegistry(proxy.host() + "/test/img:v1", o)->Root();
       FAIL("no error");
@@ -1013,5 +1049,212 @@ TEST_CASE("registry transport survives cuts, 429s, redirects, and does the token
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Credentials and redirects (README "Credentials and redirects"), against registries played by
+// loopback servers: each port is its own origin.
+
+// A registry that wants Basic "reg-user:reg-pass" (or, with `bearer`, a token from its realm
+// at /token, which itself wants that Basic credential), serving one manifest and one blob; and
+// `redirect` sends the named requests ("token", "manifest", "blob") to `elsewhere`.
+struct FakeRegistry {
+  static constexpr const char* kManifest = R"({"schemaVersion":2,"layers":[]})";
+  static constexpr const char* kBlob = "blob-bytes";
+  bool bearer = false;
+  std::set<std::string> redirect;
+  std::string elsewhere;
+  std::string basic = "Basic " + Base64Encode("reg-user:reg-pass");
+  LoopbackServer server{[this](int fd, Seen& s) { Handle(fd, s); }};
+
+  void Handle(int fd, Seen& s) {
+    std::string auth = s.headers.count("authorization") ? s.headers["authorization"] : "";
+    auto moved = [&](const std::string& what) {
+      if (!redirect.count(what)) return false;
+      LoopbackServer::Reply(fd, "302 Found", "Location: " + elsewhere + s.target + "\r\n", "");
+      return true;
+    };
+    if (s.target.starts_with("/token")) {
+      if (moved("token")) return;
+      if (auth != basic) return LoopbackServer::Reply(fd, "401 Unauthorized", "", "{}");
+      return LoopbackServer::Reply(fd, "200 OK", "", R"({"token":"good-token"})");
+    }
+    if (auth != (bearer ? "Bearer good-token" : basic)) {
+      std::string challenge = bearer ? "Bearer realm=\"" + server.url() + "/token\",service=\"t\""
+                                     : "Basic realm=\"fake\"";
+      return LoopbackServer::Reply(fd, "401 Unauthorized",
+                                   "WWW-Authenticate: " + challenge + "\r\n", "");
+    }
+    if (s.target == "/v2/") return LoopbackServer::Reply(fd, "200 OK", "", "{}");
+    if (s.target.find("/manifests/") != std::string::npos) {
+      if (moved("manifest")) return;
+      return LoopbackServer::Reply(
+          fd, "200 OK", "Content-Type: application/vnd.oci.image.manifest.v1+json\r\n", kManifest);
+    }
+    if (s.target.find("/blobs/") != std::string::npos) {
+      if (moved("blob")) return;
+      return LoopbackServer::Reply(fd, "200 OK", "", kBlob);
+    }
+    LoopbackServer::Reply(fd, "404 Not Found", "", "{}");
+  }
+};
+
+// A third origin: answers every request as the registry would (a token, the manifest, the
+// blob), so that a client that follows it goes on, and records what it was sent.
+struct ThirdOrigin {
+  LoopbackServer server{[](int fd, Seen& s) {
+    if (s.target.starts_with("/token")) {
+      return LoopbackServer::Reply(fd, "200 OK", "", R"({"token":"good-token"})");
+    }
+    bool manifest = s.target.find("/manifests/") != std::string::npos;
+    LoopbackServer::Reply(
+        fd, "200 OK",
+        manifest ? "Content-Type: application/vnd.oci.image.manifest.v1+json\r\n" : "",
+        manifest ? FakeRegistry::kManifest : FakeRegistry::kBlob);
+  }};
+  /// Requests that carried an Authorization header.
+  int authorized() {
+    int n = 0;
+    for (const auto& s : server.seen()) n += s.headers.count("authorization") ? 1 : 0;
+    return n;
+  }
+};
+
+RegistryOptions CredsFor(const FakeRegistry& reg, std::vector<std::string> more = {}) {
+  RegistryOptions o;
+  o.credentials.creds = {reg.server.host() + "=reg-user:reg-pass"};
+  for (auto& m : more) o.credentials.creds.push_back(std::move(m));
+  o.sleep = [](std::chrono::milliseconds) {};
+  o.deadline_s = 20;
+  return o;
+}
+
+const Descriptor kFakeBlob{"application/vnd.oci.image.layer.v1.tar", kDigest, 10, {}};
+
+TEST_CASE("a token realm's redirect to another origin gets no credential", "[registry]") {
+  IsolatedAuth env;
+  ThirdOrigin third;
+  FakeRegistry reg;
+  reg.bearer = true;
+  reg.redirect = {"token"};
+  reg.elsewhere = third.server.url();
+  // scan (no allow-list): the redirect is followed, the Basic credential stays behind.
+  auto src = OpenRegistry(reg.server.host() + "/test/img:v1", CredsFor(reg));
+  CHECK(src->Root().digest == util::Sha256Digest(FakeRegistry::kManifest));
+  REQUIRE(third.server.seen().size() == 1);
+  CHECK(third.server.seen()[0].target.starts_with("/token"));
+  CHECK(third.authorized() == 0);
+  int basic_to_realm = 0;
+  for (const auto& s : reg.server.seen())
+    if (s.target.starts_with("/token") && s.headers.count("authorization")) ++basic_to_realm;
+  CHECK(basic_to_realm >= 1);  // the realm the registry named did get it
+
+  // serve (--allow-registry): a token redirect off the allow-list is refused.
+  FakeRegistry other;
+  other.bearer = true;
+  other.redirect = {"token"};
+  other.elsewhere = third.server.url();
+  RegistryOptions o = CredsFor(other);
+  o.allow_registries = {other.server.host()};
+  try {
+    OpenRegistry(other.server.host() + "/test/img:v1", o)->Root();
+    FAIL("no error");
+  } catch (const util::Fatal& e) {
+    CHECK_THAT(e.what(), Catch::Contains("redirected a token request to " + third.server.url() +
+                                         ", which is not in --allow-registry"));
+  }
+  CHECK(third.server.seen().size() == 1);  // nothing more reached it
+}
+
+TEST_CASE("manifest redirects leave credentials behind, and off the allow-list are refused",
+          "[registry]") {
+  IsolatedAuth env;
+  ThirdOrigin third;
+  FakeRegistry reg;
+  reg.redirect = {"manifest"};
+  reg.elsewhere = third.server.url();
+  CHECK(OpenRegistry(reg.server.host() + "/test/img:v1", CredsFor(reg))->Root().size > 0);
+  CHECK(third.server.seen().size() == 1);
+  CHECK(third.authorized() == 0);
+
+  RegistryOptions o = CredsFor(reg);
+  o.allow_registries = {reg.server.host()};
+  CHECK_THROWS_WITH(OpenRegistry(reg.server.host() + "/test/img:v1", o)->Root(),
+                    Catch::Contains("which is not in --allow-registry"));
+  CHECK(third.server.seen().size() == 1);
+  // An allowed second registry may be redirected to, still without the first one's credential.
+  o.allow_registries.push_back(third.server.host());
+  CHECK(OpenRegistry(reg.server.host() + "/test/img:v1", o)->Root().size > 0);
+  CHECK(third.server.seen().size() == 2);
+  CHECK(third.authorized() == 0);
+}
+
+TEST_CASE("blob redirects: anywhere without credentials, or only to --allow-blob-host",
+          "[registry]") {
+  IsolatedAuth env;
+  ThirdOrigin third;
+  FakeRegistry reg;
+  reg.bearer = true;
+  reg.redirect = {"blob"};
+  reg.elsewhere = third.server.url();
+  auto read_blob = [&](const RegistryOptions& o) {
+    auto reader = OpenRegistry(reg.server.host() + "/test/img:v1", o)->OpenBlob(kFakeBlob);
+    return ReadWhole(*reader, 4096);
+  };
+  CHECK(read_blob(CredsFor(reg)) == FakeRegistry::kBlob);  // scan: object stores, CDNs
+  CHECK(third.server.seen().size() == 1);
+  CHECK(third.authorized() == 0);
+
+  RegistryOptions o = CredsFor(reg);
+  o.allow_registries = {reg.server.host()};  // serve with an allow-list: same origin only
+  CHECK_THROWS_WITH(read_blob(o),
+                    Catch::Contains("redirected a blob request to " + third.server.url() +
+                                    ", which is neither the registry nor an "
+                                    "--allow-blob-host"));
+  o.allow_registries.clear();
+  o.allow_blob_hosts = {"127.0.0.1:1"};  // a list that does not name it: refused too
+  CHECK_THROWS_WITH(read_blob(o), Catch::Contains("--allow-blob-host"));
+  CHECK(third.server.seen().size() == 1);
+  o.allow_registries = {reg.server.host()};
+  o.allow_blob_hosts = {third.server.host()};
+  CHECK(read_blob(o) == FakeRegistry::kBlob);
+  CHECK(third.server.seen().size() == 2);
+  CHECK(third.authorized() == 0);
+}
+
+TEST_CASE("a credential is offered only to the registry it names", "[registry]") {
+  IsolatedAuth env;
+  FakeRegistry mine, theirs;
+  // `theirs` is asked with only `mine`'s credential: it gets none, and says unauthorized.
+  RegistryOptions o = CredsFor(mine);
+  CHECK_THROWS_WITH(OpenRegistry(theirs.server.host() + "/test/img:v1", o)->Root(),
+                    Catch::StartsWith("unauthorized"));
+  for (const auto& s : theirs.server.seen()) CHECK(s.headers.count("authorization") == 0);
+  CHECK(OpenRegistry(mine.server.host() + "/test/img:v1", o)->Root().size > 0);
+
+  // Two registries, two credentials: each gets its own.
+  RegistryOptions both = CredsFor(mine, {theirs.server.host() + "=other-user:other-pass"});
+  theirs.basic = "Basic " + Base64Encode("other-user:other-pass");
+  CHECK(OpenRegistry(theirs.server.host() + "/test/img:v1", both)->Root().size > 0);
+  CHECK(OpenRegistry(mine.server.host() + "/test/img:v1", both)->Root().size > 0);
+
+  // Parsing: HOST=USER:PASS (Docker Hub's aliases are docker.io), a bare USER:PASS.
+  CHECK(ParseCredsFlag("index.docker.io=u:p").domain == "docker.io");
+  CHECK(ParseCredsFlag("Quay.IO=u:p=q").credential.password == "p=q");
+  CHECK(ParseCredsFlag("Quay.IO=u:p").domain == "quay.io");
+  CHECK(ParseCredsFlag("localhost:5000=u:p").domain == "localhost:5000");
+  CHECK(ParseCredsFlag("u:pa=ss").domain.empty());
+  CHECK(ParseCredsFlag("u:pa=ss").credential.password == "pa=ss");
+  CHECK_THROWS_WITH(ParseCredsFlag("quay.io=nocolon"),
+                    "--creds must be HOST=USER:PASS or USER:PASS");
+  CHECK(FindCredential("docker.io", {{"registry-1.docker.io=hub:x"}, ""}).username == "hub");
+  CHECK(FindCredential("quay.io", {{"docker.io=hub:x"}, ""}).anonymous());
+
+  // --authfile: that file only, by registry.
+  fs::path file = env.home / "serve-auth.json";
+  WriteFile(file, R"({"auths":{"quay.io":{"auth":")" + Base64Encode("q:qq") + R"("}}})");
+  CHECK(FindCredential("quay.io", {{}, file.string()}).username == "q");
+  CHECK(FindCredential("ghcr.io", {{}, file.string()}).anonymous());
+  CHECK_THROWS_WITH(FindCredential("ghcr.io", {{}, (env.home / "none.json").string()}),
+                    Catch::StartsWith("cannot read --authfile"));
+}
 }  // namespace
 }  // namespace imgcheck::image

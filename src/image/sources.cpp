@@ -85,14 +85,16 @@ class OciLayoutSource : public Source {
 };
 
 // A descriptor for a file of a docker save tarball: the digest when its name carries one
-// (blobs/sha256/<hex>, <hex>.json), and always its location.
-json ArchiveFileDescriptor(const std::string& media_type, const std::string& name) {
+// (blobs/sha256/<hex>, <hex>.json), always its location, and the size of the tar member
+// (manifest.json states none).
+json ArchiveFileDescriptor(FileStore& store, const std::string& media_type,
+                           const std::string& name) {
   std::string hex;
   if (name.starts_with(kBlobDir))
     hex = name.substr(kBlobDir.size());
   else if (name.size() == 69 && name.substr(64) == ".json")
     hex = name.substr(0, 64);
-  json d{{"mediaType", media_type}, {"urls", json::array({name})}};
+  json d{{"mediaType", media_type}, {"urls", json::array({name})}, {"size", store.Size(name)}};
   if (util::IsSha256Digest("sha256:" + hex)) d["digest"] = "sha256:" + hex;
   return d;
 }
@@ -114,15 +116,16 @@ class DockerArchiveSource : public Source {
     if (!entry.is_object() || !entry.contains("Config") || !entry["Config"].is_string())
       throw util::Fatal(what + ": entry without a Config file name");
     json manifest{{"schemaVersion", 2}, {"mediaType", media::kDockerManifest}};
-    manifest["config"] = ArchiveFileDescriptor(std::string(media::kDockerConfig), entry["Config"]);
+    manifest["config"] = ArchiveFileDescriptor(*store_, std::string(media::kDockerConfig),
+                                               entry["Config"].get<std::string>());
     manifest["layers"] = json::array();
     auto layers = entry.find("Layers");
     if (layers == entry.end() || !layers->is_array())
       throw util::Fatal(what + ": entry without Layers");
     for (const json& l : *layers) {
       if (!l.is_string()) throw util::Fatal(what + ": layer name is not a string");
-      manifest["layers"].push_back(
-          ArchiveFileDescriptor("application/vnd.docker.image.rootfs.diff.tar", l));
+      manifest["layers"].push_back(ArchiveFileDescriptor(
+          *store_, "application/vnd.docker.image.rootfs.diff.tar", l.get<std::string>()));
     }
     synthesized_ = manifest.dump();
     Descriptor d;

@@ -11,9 +11,11 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <vector>
 
 #include "util/error.h"
 #include "util/file.h"
+#include "util/limits.h"
 #include "util/path.h"
 
 namespace imgcheck::image {
@@ -23,8 +25,8 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int kMaxMemberLinks = 8;
-// A compressed archive cannot be seeked: each blob read from it decompresses it again up to
-// that blob. Real images have at most ~128 layers; past this many reads, stop.
+// A member that cannot be read in place (a GNU sparse one) is read by reading the archive again
+// up to it. Real images have at most ~128 layers; past this many reads, stop.
 constexpr int kMaxCompressedRescans = 512;
 constexpr size_t kArchiveBlock = 1 << 16;
 
@@ -160,9 +162,29 @@ class MemberReader : public BlobReader {
   std::string what_;
 };
 
+// An anonymous file for a decompressed archive: O_TMPFILE in the temporary directory (mode
+// 0600, no name, gone when closed), or where that is not supported a mkstemp file unlinked at
+// once.
+util::UniqueFd OpenSpoolFile() {
+  std::error_code ec;
+  fs::path dir = fs::temp_directory_path(ec);
+  if (ec) dir = "/tmp";
+  int fd = open(dir.c_str(), O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+    std::string name = (dir / "imgcheck-spool-XXXXXX").string();
+    fd = mkostemp(name.data(), O_CLOEXEC);
+    if (fd >= 0) unlink(name.c_str());
+  }
+  if (fd < 0)
+    throw util::Fatal("cannot create a temporary file in " + dir.string() + ": " +
+                      std::strerror(errno));
+  return util::UniqueFd(fd);
+}
+
 // The members of a tar, indexed in one pass when the store opens: looking a member up never
-// reads the archive again, and a member of an uncompressed tar (the usual case) is read in place
-// by offset. Only a compressed archive is read again, up to the member, for each blob opened.
+// reads the archive again, and a member is read in place by offset. A compressed archive is
+// first decompressed once into a private temporary file (bounded by --max-spool-mb), which is
+// then read in place: never decompressed again per blob.
 class TarStore : public FileStore {
  public:
   TarStore(fs::path path, const util::Limits& limits) : path_(std::move(path)) {
@@ -170,6 +192,14 @@ class TarStore : public FileStore {
     if (!f) throw util::Fatal(f.error().message);
     size_ = f->size;
     fd_ = std::make_shared<const util::UniqueFd>(std::move(f->fd));
+    // Spooled only when a tar header follows the compression (a bare PATH is probed this way
+    // for its transport: a compressed file that is no tar is not decompressed whole).
+    OpenArchive probe = Start();
+    struct archive_entry* first;
+    if (archive_filter_code(probe.archive.get(), 0) != ARCHIVE_FILTER_NONE) {
+      int rc = archive_read_next_header(probe.archive.get(), &first);
+      if (rc == ARCHIVE_OK || rc == ARCHIVE_WARN) Spool(limits);
+    }
     Index(limits);
   }
   bool Has(const std::string& name) override {
@@ -183,9 +213,9 @@ class TarStore : public FileStore {
     const Member& m = Find(name);
     if (m.in_place) return std::make_unique<FdReader>(fd_, m.data_offset, m.size, Where(name));
     if (++rescans_ > kMaxCompressedRescans)
-      throw util::Fatal(path_.string() + ": compressed archive read more than " +
+      throw util::Fatal(path_.string() + ": archive read more than " +
                         std::to_string(kMaxCompressedRescans) +
-                        " times (once per blob); decompress it and scan the tar");
+                        " times (once per blob stored out of place, such as a sparse member)");
     OpenArchive a = Start();
     struct archive_entry* e;
     for (uint64_t i = 0; i <= m.ordinal; ++i)
@@ -227,6 +257,49 @@ class TarStore : public FileStore {
       throw util::Fatal(path_.string() +
                         ": not a readable tar archive: " + archive_error_string(a.archive.get()));
     return a;
+  }
+
+  // Decompresses the archive into a spool file, which then stands in for it.
+  void Spool(const util::Limits& limits) {
+    util::UniqueFd out = OpenSpoolFile();
+    ArchiveFile input;
+    input.fd = fd_;
+    input.size = size_;
+    ArchivePtr raw(archive_read_new(), archive_read_free);
+    archive_read_support_format_raw(raw.get());
+    archive_read_support_filter_gzip(raw.get());
+    archive_read_support_filter_zstd(raw.get());
+    archive_read_set_read_callback(raw.get(), ArchiveFile::Read);
+    archive_read_set_skip_callback(raw.get(), ArchiveFile::Skip);
+    archive_read_set_callback_data(raw.get(), &input);
+    struct archive_entry* e;
+    if (archive_read_open1(raw.get()) != ARCHIVE_OK ||
+        archive_read_next_header(raw.get(), &e) != ARCHIVE_OK)
+      throw util::Fatal(path_.string() +
+                        ": not a readable compressed archive: " + archive_error_string(raw.get()));
+    std::vector<char> buf(kArchiveBlock * 4);
+    uint64_t total = 0;
+    for (;;) {
+      la_ssize_t n = archive_read_data(raw.get(), buf.data(), buf.size());
+      if (n < 0)
+        throw util::Fatal(path_.string() +
+                          ": corrupt compressed archive: " + archive_error_string(raw.get()));
+      if (n == 0) break;
+      total += static_cast<uint64_t>(n);
+      if (total > limits.spool_bytes)
+        util::LimitExceeded("the decompressed size of " + path_.string(),
+                            util::MiBText(limits.spool_bytes), "--max-spool-mb");
+      for (la_ssize_t done = 0; done < n;) {
+        ssize_t w = write(out.get(), buf.data() + done, static_cast<size_t>(n - done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0)
+          throw util::Fatal(path_.string() +
+                            ": cannot decompress to a temporary file: " + std::strerror(errno));
+        done += w;
+      }
+    }
+    fd_ = std::make_shared<const util::UniqueFd>(std::move(out));
+    size_ = total;
   }
 
   // One pass over the archive. Members after a damaged header are not indexed; looking one of

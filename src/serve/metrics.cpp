@@ -19,6 +19,11 @@ void Metrics::CacheMiss() {
   ++misses_;
 }
 
+uint64_t Metrics::VerdictRejected(const std::string& reason) {
+  std::lock_guard lock(mu_);
+  return ++rejected_[reason];
+}
+
 void Metrics::Decision(const std::string& outcome) {
   std::lock_guard lock(mu_);
   ++decisions_[outcome];
@@ -53,6 +58,14 @@ std::string Metrics::Render() const {
        "# TYPE imgcheck_verdict_cache_misses_total counter\n"
        "imgcheck_verdict_cache_misses_total "
     << misses_ << "\n";
+  o << "# HELP imgcheck_verdicts_rejected_total Verdicts in the shared store ignored because "
+       "their seal (--verdict-key-file) did not check, by reason.\n"
+       "# TYPE imgcheck_verdicts_rejected_total counter\n";
+  for (const char* reason : {"unsigned", "other_key", "bad_mac"}) {
+    auto it = rejected_.find(reason);
+    o << "imgcheck_verdicts_rejected_total{reason=\"" << reason << "\"} "
+      << (it == rejected_.end() ? 0 : it->second) << "\n";
+  }
   o << "# HELP imgcheck_admission_decisions_total Admission answers per image, by outcome.\n"
        "# TYPE imgcheck_admission_decisions_total counter\n";
   for (const auto& [k, n] : decisions_)

@@ -16,6 +16,9 @@ class Metrics {
   /// A verdict found in the process's own cache or in the shared store ("memory", "redis").
   void CacheHit(const std::string& tier);
   void CacheMiss();
+  /// A verdict in the shared store that failed its seal check, by reason ("unsigned",
+  /// "other_key", "bad_mac"); returns how many of that reason so far.
+  uint64_t VerdictRejected(const std::string& reason);
   void ScanStarted() { ++scans_in_flight_; }
   /// A scan that ended after `seconds`; `ok` false when it failed.
   void ScanFinished(double seconds, bool ok);
@@ -30,7 +33,7 @@ class Metrics {
   static constexpr std::array<double, 10> kBuckets = {0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
   mutable std::mutex mu_;
   std::map<std::pair<std::string, int>, uint64_t> requests_;
-  std::map<std::string, uint64_t> hits_, decisions_;
+  std::map<std::string, uint64_t> hits_, decisions_, rejected_;
   uint64_t misses_ = 0;
   std::map<bool, uint64_t> scans_;
   std::array<uint64_t, kBuckets.size()> bucket_counts_{};

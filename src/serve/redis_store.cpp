@@ -182,9 +182,11 @@ class RedisStore : public SharedStore {
 
 }  // namespace
 
-util::Expected<std::unique_ptr<SharedStore>> OpenRedis(const std::string& url) {
+util::Expected<std::unique_ptr<SharedStore>> OpenRedis(const std::string& url,
+                                                       const std::string& password) {
   auto e = ParseRedisUrl(url);
   if (!e) return e.error();
+  if (!password.empty()) e->password = password;
   return std::unique_ptr<SharedStore>(std::make_unique<RedisStore>(*e));
 }
 

@@ -25,8 +25,11 @@ class SharedStore {
   virtual bool Ping() = 0;
 };
 
-/// A store on Redis at `url` ("redis://[:PASSWORD@]HOST[:PORT][/DB]"). Connections are opened
-/// on demand, one per calling thread at a time (hiredis contexts are not thread-safe).
-util::Expected<std::unique_ptr<SharedStore>> OpenRedis(const std::string& url);
+/// A store on Redis at `url` ("redis://[:PASSWORD@]HOST[:PORT][/DB]"); `password`, when not
+/// empty, is sent with AUTH instead of the URL's (--redis-password-file, so that the secret
+/// stays out of the command line). Connections are opened on demand, one per calling thread at
+/// a time (hiredis contexts are not thread-safe).
+util::Expected<std::unique_ptr<SharedStore>> OpenRedis(const std::string& url,
+                                                       const std::string& password = "");
 
 }  // namespace imgcheck::serve

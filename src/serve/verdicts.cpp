@@ -10,6 +10,7 @@ Verdicts::Verdicts(Scanner scanner, VerdictOptions options, std::unique_ptr<Shar
                    Metrics& metrics)
     : scanner_(std::move(scanner)),
       options_(std::move(options)),
+      seal_(options_.verdict_key),
       shared_(std::move(shared)),
       metrics_(metrics) {
   for (int i = 0; i < std::max(1, options_.workers); ++i) threads_.emplace_back([this] { Work(); });
@@ -76,7 +77,18 @@ std::shared_ptr<const Verdict> Verdicts::FromStore(const std::string& digest) {
     return nullptr;
   }
   if (!text) return nullptr;
-  auto v = ParseVerdict(*text);
+  std::string report;
+  if (VerdictSeal::Check check = seal_.Open(Key(digest), *text, report);
+      check != VerdictSeal::Check::kOk) {
+    // Not written by a holder of the key: ignored (a scan overwrites it), counted, and said once
+    // per reason rather than on every lookup.
+    if (metrics_.VerdictRejected(CheckName(check)) == 1)
+      Log("ignoring a verdict in the shared store that fails the --verdict-key-file check (" +
+          std::string(CheckName(check)) + ", first at " + Key(digest) +
+          "); counted in imgcheck_verdicts_rejected_total");
+    return nullptr;
+  }
+  auto v = ParseVerdict(report);
   if (!v) return nullptr;  // written by something else: scan again, and overwrite it
   auto shared = std::make_shared<const Verdict>(std::move(*v));
   Remember(digest, shared);
@@ -255,7 +267,7 @@ Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) 
   Remember(digest, verdict);
   if (shared_) {
     try {
-      shared_->Put(Key(digest), verdict->report, options_.store_ttl);
+      shared_->Put(Key(digest), seal_.Seal(Key(digest), verdict->report), options_.store_ttl);
       if (locked) shared_->Unlock(Key(digest) + ":lock");
     } catch (const util::Fatal& e) {
       Log(e.what());

@@ -20,6 +20,7 @@
 #include "serve/metrics.h"
 #include "serve/redis_store.h"
 #include "serve/verdict.h"
+#include "serve/verdict_seal.h"
 
 namespace imgcheck::serve {
 
@@ -37,6 +38,9 @@ struct VerdictOptions {
   std::chrono::seconds lock_ttl{std::chrono::minutes(30)};      ///< a scan's lock in the store
   std::chrono::seconds failure_ttl{30};  ///< a failed scan is not retried sooner
   std::chrono::milliseconds poll{100};   ///< waiting on another replica's scan
+  /// --verdict-key-file's key: verdicts in the shared store are sealed with it, and one that is
+  /// not sealed with it is ignored (VerdictSeal). Empty: stored and trusted unsigned.
+  std::string verdict_key;
 };
 
 struct Outcome {
@@ -91,6 +95,7 @@ class Verdicts {
 
   Scanner scanner_;
   VerdictOptions options_;
+  VerdictSeal seal_;
   std::unique_ptr<SharedStore> shared_;
   Metrics& metrics_;
 

@@ -2,14 +2,19 @@
 // allow-list and caches; registry event envelopes; metrics text.
 #include "serve/verdicts.h"
 
+#include <signal.h>
+
 #include <atomic>
 #include <stdexcept>
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "serve/events.h"
 #include "serve/resolver.h"
+#include "serve/verdict_seal.h"
+#include "support.h"
 
 using namespace imgcheck::serve;
 using namespace std::chrono_literals;
@@ -183,6 +188,139 @@ TEST_CASE("the LRU keeps the newest verdicts and the queue is bounded", "[verdic
   CHECK(full.state == Outcome::State::kFailed);
   CHECK_THAT(full.error, Catch::Contains("queue is full"));
   slow.release = true;
+}
+
+TEST_CASE("a verdict's seal covers the key, the store key and the report's bytes", "[verdicts]") {
+  VerdictSeal seal(std::string(32, 'k'));
+  std::string name = "imgcheck:verdict:policy:" + Digest('a');
+  std::string report = Report("reg/bad@" + Digest('a'), true);
+  std::string stored = seal.Seal(name, report);
+  std::string out;
+  CHECK(seal.Open(name, stored, out) == VerdictSeal::Check::kOk);
+  CHECK(out == report);
+  CHECK(seal.Open(name, report, out) == VerdictSeal::Check::kUnsigned);
+  CHECK(seal.Open("imgcheck:verdict:policy:" + Digest('b'), stored, out) ==
+        VerdictSeal::Check::kBadMac);  // moved to another digest
+  std::string tampered = stored;
+  tampered.replace(tampered.find("\"error\""), 7, "\"notice\"");
+  CHECK(seal.Open(name, tampered, out) == VerdictSeal::Check::kBadMac);
+  CHECK(VerdictSeal(std::string(32, 'x')).Open(name, stored, out) == VerdictSeal::Check::kOtherKey);
+  // Without a key (--insecure-unsigned-verdicts): both read as they are.
+  CHECK(VerdictSeal().Open(name, stored, out) == VerdictSeal::Check::kOk);
+  CHECK(out == report);
+  CHECK(VerdictSeal().Seal(name, report) == report);
+
+  imgcheck::testing::TempDir dir;
+  imgcheck::testing::WriteFile(dir.path() / "short", "too short\n");
+  CHECK_THAT(VerdictSeal::ReadKeyFile((dir.path() / "short").string()).error().message,
+             Catch::Contains("a key must be 32 to 4096 bytes (9 here)"));
+  imgcheck::testing::WriteFile(dir.path() / "hex", std::string(64, 'f') + "\n");
+  CHECK(VerdictSeal::ReadKeyFile((dir.path() / "hex").string()).value() == std::string(64, 'f'));
+}
+
+namespace {
+
+// imgcheck_verdicts_rejected_total{reason="REASON"} as Metrics renders it.
+int Rejected(const Metrics& metrics, const std::string& reason) {
+  std::string text = metrics.Render();
+  std::string name = "imgcheck_verdicts_rejected_total{reason=\"" + reason + "\"} ";
+  size_t at = text.find(name);
+  return at == std::string::npos ? -1 : std::stoi(text.substr(at + name.size()));
+}
+
+// redis-server on a free loopback port with a password, for as long as the object lives.
+class RedisServer {
+ public:
+  explicit RedisServer(const std::filesystem::path& dir)
+      : port_(imgcheck::testing::FreeLoopbackPort()), pidfile_(dir / "redis.pid") {
+    auto r = imgcheck::testing::Run(
+        "redis-server --port " + std::to_string(port_) +
+        " --bind 127.0.0.1 --requirepass test-pass --save '' --appendonly no --daemonize yes "
+        "--pidfile " +
+        pidfile_.string() + " --dir " + dir.string() + " --logfile " +
+        (dir / "redis.log").string());
+    REQUIRE(r.status == 0);
+    REQUIRE(imgcheck::testing::Eventually([&] {
+      return imgcheck::testing::Run("REDISCLI_AUTH=test-pass redis-cli -p " +
+                                    std::to_string(port_) + " ping")
+                 .output == "PONG\n";
+    }));
+  }
+  ~RedisServer() {
+    std::string pid =
+        std::filesystem::exists(pidfile_) ? imgcheck::testing::ReadFile(pidfile_) : std::string();
+    if (!pid.empty()) kill(std::stoi(pid), SIGTERM);
+  }
+  std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int port_;
+  std::filesystem::path pidfile_;
+};
+
+}  // namespace
+
+TEST_CASE("a verdict forged in Redis does not allow a broken image", "[verdicts][redis]") {
+  if (!imgcheck::testing::HaveProgram("redis-server"))
+    return imgcheck::testing::Skip("redis-server not installed");
+  imgcheck::testing::TempDir dir;
+  RedisServer redis(dir.path());
+  auto store = [&] {
+    auto s = OpenRedis(redis.url(), "test-pass");
+    REQUIRE(s);
+    return std::move(*s);
+  };
+  CHECK_FALSE(OpenRedis(redis.url())->get()->Ping());  // the password is needed
+  VerdictOptions o;
+  o.identity = "policy1";
+  o.verdict_key = std::string(40, 's');
+  std::string bad = "reg/bad@" + Digest('a');
+  std::string key = "imgcheck:verdict:policy1:" + Digest('a');
+
+  // What an attacker with access to Redis writes: the report with no findings, unsigned, or
+  // signed with a key of their own.
+  auto forged = json::parse(Report(bad, false)).dump();
+  auto attacker = store();
+  for (const std::string& value : {forged, VerdictSeal(std::string(32, 'e')).Seal(key, forged)}) {
+    attacker->Put(key, value, 60s);
+    FakeScanner fake;
+    Metrics metrics;
+    Verdicts verdicts(fake.Get(), o, store(), metrics);
+    Outcome out = verdicts.Get(Digest('a'), bad, 10s);
+    REQUIRE(out.state == Outcome::State::kReady);
+    CHECK(out.cached.empty());  // scanned here, not taken from Redis
+    CHECK(out.verdict->Fails({imgcheck::rules::Severity::kError}));
+    CHECK(fake.calls == 1);
+    CHECK(Rejected(metrics, value == forged ? "unsigned" : "other_key") >= 1);
+    // The scan overwrote the forgery with a sealed verdict, which another replica trusts.
+    FakeScanner other_fake;
+    Metrics other_metrics;
+    Verdicts other(other_fake.Get(), o, store(), other_metrics);
+    Outcome again = other.Get(Digest('a'), bad, 10s);
+    REQUIRE(again.state == Outcome::State::kReady);
+    CHECK(again.cached == "redis");
+    CHECK(again.verdict->Fails({imgcheck::rules::Severity::kError}));
+    CHECK(other_fake.calls == 0);
+  }
+  // A genuine verdict of a clean image copied to the broken image's key fails the check too.
+  std::string clean = "reg/ok@" + Digest('c');
+  {
+    FakeScanner fake;
+    Metrics metrics;
+    Verdicts verdicts(fake.Get(), o, store(), metrics);
+    REQUIRE(verdicts.Get(Digest('c'), clean, 10s).state == Outcome::State::kReady);
+  }
+  auto copied = attacker->Get("imgcheck:verdict:policy1:" + Digest('c'));
+  REQUIRE(copied);
+  attacker->Put(key, *copied, 60s);
+  FakeScanner fake;
+  Metrics metrics;
+  Verdicts verdicts(fake.Get(), o, store(), metrics);
+  Outcome out = verdicts.Get(Digest('a'), bad, 10s);
+  REQUIRE(out.state == Outcome::State::kReady);
+  CHECK(out.verdict->Fails({imgcheck::rules::Severity::kError}));
+  CHECK(fake.calls == 1);
+  CHECK(Rejected(metrics, "bad_mac") >= 1);
 }
 
 TEST_CASE("the resolver keeps to the allow-list and caches what it resolved", "[resolver]") {

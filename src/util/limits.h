@@ -16,6 +16,8 @@ struct Limits {
   uint64_t name_bytes = 128u << 20;      ///< --max-names-mb: bytes of paths and link targets
   uint64_t captured_bytes = 256u << 20;  ///< --max-captured-mb: file contents kept (all layers)
   uint64_t zstd_window = 128u << 20;     ///< --max-zstd-window-mb: a zstd frame's window
+  /// --max-spool-mb: a compressed image archive, decompressed once to a private temporary file
+  uint64_t spool_bytes = uint64_t{16} << 30;
   int read_timeout_s = 60;  ///< --read-timeout: seconds of waiting for less than 1 KiB: stalled
   int deadline_s = 3600;    ///< --deadline: a whole image read from a registry
   // What the catalog reads (src/catalog, src/elf).
