@@ -3,9 +3,9 @@
 #include "serve/verdicts.h"
 
 #include <atomic>
-#include <stdexcept>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <thread>
 
 #include "serve/events.h"
