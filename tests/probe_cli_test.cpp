@@ -188,7 +188,8 @@ TEST_CASE(
   std::vector<std::string> levels;
   nlohmann::json log = nlohmann::json::parse(sarif.output);
   for (const auto& r : log["runs"][0]["results"])
-    levels.push_back(r["ruleId"].get<std::string>() + " " + r["level"].get<std::string>());
+    if (!r.contains("suppressions"))  // the ignored ones follow, as SARIF keeps them
+      levels.push_back(r["ruleId"].get<std::string>() + " " + r["level"].get<std::string>());
   REQUIRE(levels.size() == order.size());
   CHECK(levels.front() == "IC072 error");
   CHECK(levels.back() == "IC051 note");

@@ -64,10 +64,13 @@ TEST_CASE("a reading pinned to a manifest digest refuses another manifest", "[lo
   LoadOptions pinned;
   pinned.manifest_digest = w.manifest_digest;
   CHECK(Load(ref, pinned).manifest_digest == w.manifest_digest);
-  // The tag now names another image (a rebuilt layout): the reading stops, saying which.
+  // The tag now names another image (the layout rebuilt in its place): the reading stops,
+  // saying which.
   ImageRecipe other = Sample();
   other.env.push_back("REBUILT=1");
-  WrittenImage w2 = WriteOciLayout(tmp / "layout", other, "v1");
+  WrittenImage w2 = WriteOciLayout(tmp / "rebuilt", other, "v1");
+  std::filesystem::remove_all(tmp / "layout");
+  std::filesystem::rename(tmp / "rebuilt", tmp / "layout");
   REQUIRE(w2.manifest_digest != w.manifest_digest);
   CHECK_THROWS_WITH(Load(ref, pinned), Contains("manifest is now " + w2.manifest_digest) &&
                                            Contains("not the " + w.manifest_digest));

@@ -15,8 +15,8 @@ Verdict VerdictOf(const report::Report& report) {
   v.digest = report.image.manifest_digest;
   v.reference = report.image.reference;
   for (const rules::Finding& f : report.findings)
-    v.findings.push_back({f.rule, f.name, f.severity, f.message,
-                          f.paths.empty() ? "" : f.paths[0], f.remediation});
+    v.findings.push_back(
+        {f.rule, f.name, f.severity, f.message, f.paths.empty() ? "" : f.paths[0], f.remediation});
   v.report = report::RenderJson(report);
   return v;
 }

@@ -5,10 +5,10 @@
 #include <signal.h>
 
 #include <atomic>
-#include <stdexcept>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <thread>
 
 #include "serve/events.h"
