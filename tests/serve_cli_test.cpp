@@ -252,8 +252,8 @@ class Server {
   double Metric(const std::string& name) {
     auto res = Client()->Get("/metrics");
     REQUIRE(res);
-    for (size_t at = res->body.find(name + " "); at != std::string::npos;)
-      return std::stod(res->body.substr(at + name.size() + 1));
+    for (size_t at = res->body.find("\n" + name + " "); at != std::string::npos;)
+      return std::stod(res->body.substr(at + name.size() + 2));
     return 0;
   }
   int Stop() { return process_->Stop(); }
@@ -529,6 +529,18 @@ TEST_CASE("serve: a registry that never answers does not hold a request past its
                Catch::Contains("the registry did not answer in time") &&
                    Catch::Contains("--on-error=deny"));
     CHECK(s.Client()->Get("/healthz")->status == 200);
+    // A registry push event naming it is answered within the caller's deadline too.
+    json envelope = {{"events",
+                      {{{"action", "push"},
+                        {"target",
+                         {{"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+                          {"repository", "stuck/app"},
+                          {"digest", "sha256:" + std::string(64, '2')}}},
+                        {"request", {{"host", host}}}}}}};
+    start = Clock::now();
+    json events = s.Post("/v1/registry-events?timeout=2s", envelope);
+    CHECK(Clock::now() - start < 2s);
+    CHECK(events["skipped"] == 1);
   }
   close(fd);
 }
@@ -765,4 +777,161 @@ TEST_CASE("serve: one review of 20,000 containers gets a short answer and a shor
   std::istringstream log(s.Log());
   for (std::string line; std::getline(log, line);) longest = std::max(longest, line.size());
   CHECK(longest < 5000);
+}
+
+namespace {
+
+// A registry on a loopback port (cpp-httplib in this process) whose one image has a 64 MiB
+// layer it sends 2 KiB at a time, every 100 ms: every read is prompt, the scan takes an hour.
+class SlowRegistry {
+ public:
+  explicit SlowRegistry(const fs::path& dir) : port_(FreeLoopbackPort()) {
+    CommandResult tar =
+        Run("cd " + Quote(dir) +
+            " && truncate -s 64M big && tar --format=ustar -cf - big 2>/dev/null | head -c 512");
+    REQUIRE(tar.output.size() == 512);
+    header_ = tar.output;
+    const std::string layer = "sha256:" + std::string(64, '1');
+    config_ = json{{"architecture", "amd64"},
+                   {"os", "linux"},
+                   {"rootfs", {{"type", "layers"}, {"diff_ids", {layer}}}}}
+                  .dump();
+    WriteFile(dir / "config", config_);
+    config_digest_ = "sha256:" + Run("sha256sum " + Quote(dir / "config")).output.substr(0, 64);
+    manifest_ = json{{"schemaVersion", 2},
+                     {"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+                     {"config",
+                      {{"mediaType", "application/vnd.oci.image.config.v1+json"},
+                       {"digest", config_digest_},
+                       {"size", config_.size()}}},
+                     {"layers",
+                      {{{"mediaType", "application/vnd.oci.image.layer.v1.tar"},
+                        {"digest", layer},
+                        {"size", (64 << 20) + 1024}}}}}
+                    .dump();
+    WriteFile(dir / "manifest", manifest_);
+    digest_ = "sha256:" + Run("sha256sum " + Quote(dir / "manifest")).output.substr(0, 64);
+    server_.Get("/v2/", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("{}", "application/json");
+    });
+    server_.Get(R"(/v2/.+/manifests/.+)", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_header("Docker-Content-Digest", digest_);
+      res.set_content(manifest_, "application/vnd.oci.image.manifest.v1+json");
+    });
+    server_.Get(R"(/v2/.+/blobs/(.+))",
+                [this](const httplib::Request& req, httplib::Response& res) {
+                  if (req.matches[1] == config_digest_)
+                    return res.set_content(config_, "application/json");
+                  res.set_chunked_content_provider(
+                      "application/octet-stream",
+                      [this, sent = false](size_t, httplib::DataSink& sink) mutable {
+                        std::string piece = sent ? std::string(2048, '\0') : header_;
+                        sent = true;
+                        std::this_thread::sleep_for(100ms);
+                        return !stop_ && sink.write(piece.data(), piece.size());
+                      });
+                });
+    REQUIRE(server_.bind_to_port("127.0.0.1", port_));
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~SlowRegistry() {
+    stop_ = true;
+    server_.stop();
+    thread_.join();
+  }
+  std::string host() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int port_;
+  std::string header_, config_, config_digest_, manifest_, digest_;
+  std::atomic<bool> stop_{false};
+  httplib::Server server_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+TEST_CASE("serve: SIGTERM answers the review in flight and exits within --shutdown-grace",
+          "[serve][attack]") {
+  if (!Need({"openssl", "tar"})) return;
+  TempDir work;
+  Certificates certs(work / "certs");
+  SlowRegistry reg(work.path());
+  Server s(work / "s", certs,
+           {"--allow-registry", reg.host(), "--scan-budget", "60", "--shutdown-grace", "3"});
+  std::optional<json> answer;
+  std::thread review([&] {
+    auto res =
+        s.Client()->Post("/v1/admission?timeout=30s",
+                         Review("t", "Deployment", Deployment({reg.host() + "/slow/app:1"})).dump(),
+                         "application/json");
+    if (res && res->status == 200) answer = json::parse(res->body);
+  });
+  REQUIRE(Eventually([&] { return s.Metric("imgcheck_scans_in_flight") == 1; }, 20s));
+  auto start = Clock::now();
+  CHECK(s.Stop() == 0);
+  auto took = Clock::now() - start;
+  review.join();
+  INFO(s.Log());
+  CHECK(took < 4500ms);
+  REQUIRE(answer);
+  CHECK((*answer)["response"]["uid"] == "t");
+  CHECK_THAT((*answer)["response"]["warnings"].dump(), Catch::Contains("shutting down"));
+  CHECK_THAT(s.Log(), Catch::Contains("abandoned"));
+}
+
+TEST_CASE("serve: Redis down is degraded, not unready; a dead replica's lock lapses in seconds",
+          "[serve][redis][attack]") {
+  if (!Need({"openssl", "tar", "redis-server", "redis-cli"})) return;
+  TempDir work;
+  Certificates certs(work / "certs");
+  int redis_port = FreeLoopbackPort();
+  std::string url = "redis://127.0.0.1:" + std::to_string(redis_port);
+  SlowRegistry reg(work.path());
+  Server a(work / "a", certs,
+           {"--redis", url, "--allow-registry", reg.host(), "--scan-budget", "0"});
+  Server b(work / "b", certs,
+           {"--redis", url, "--allow-registry", reg.host(), "--scan-budget", "0"});
+  auto metrics = [](Server& s) { return s.Client()->Get("/metrics")->body; };
+  // No Redis yet: ready, and degraded.
+  CHECK(a.Client()->Get("/readyz")->status == 200);
+  CHECK(Eventually(
+      [&] { return metrics(a).find("imgcheck_shared_store_up 0") != std::string::npos; }, 10s));
+  CHECK_THAT(a.Log(), Catch::Contains("degraded"));
+  Process redis({"redis-server", "--port", std::to_string(redis_port), "--bind", "127.0.0.1",
+                 "--save", "", "--appendonly", "no", "--dir", work.path().string()},
+                work / "redis.log");
+  CHECK(Eventually(
+      [&] { return metrics(a).find("imgcheck_shared_store_up 1") != std::string::npos; }, 10s));
+  // Redis drops every client (as a restart does): pooled connections are found dead and
+  // replaced, and the store never reads as down.
+  auto downs = [&] {
+    std::string log = a.Log();
+    size_t n = 0;
+    for (size_t at = log.find("does not answer"); at != std::string::npos;
+         at = log.find("does not answer", at + 1))
+      ++n;
+    return n;
+  };
+  size_t before = downs();
+  std::string cli = "redis-cli -p " + std::to_string(redis_port);
+  REQUIRE(Run(cli + " client kill type normal").status == 0);
+  std::this_thread::sleep_for(5s);  // two checks of the store
+  CHECK(downs() == before);
+  CHECK(a.Client()->Get("/readyz")->status == 200);
+
+  // a scans the slow image, holding its lock; b waits on it; a is SIGKILLed: b takes over
+  // once the lock lapses (10 s), not after 30 minutes.
+  std::string image = reg.host() + "/slow/app:1";
+  a.Post("/v1/admission", Review("a", "Deployment", Deployment({image})));
+  REQUIRE(Eventually([&] { return a.Metric("imgcheck_scans_in_flight") == 1; }, 20s));
+  b.Post("/v1/admission", Review("b", "Deployment", Deployment({image})));
+  std::this_thread::sleep_for(1s);
+  CHECK(b.Metric("imgcheck_scans_in_flight") == 0);  // waiting on a's lock
+  std::this_thread::sleep_for(4s);                   // a renews its lock meanwhile (every 3 s)
+  CHECK(b.Metric("imgcheck_scans_in_flight") == 0);
+  a.Kill();
+  auto killed = Clock::now();
+  CHECK(Eventually([&] { return b.Metric("imgcheck_scans_in_flight") == 1; }, 20s));
+  CHECK(Clock::now() - killed < 15s);
 }
