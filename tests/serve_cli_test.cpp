@@ -713,6 +713,18 @@ TEST_CASE("serve: pipelining, framing and size limits; every body gets an Admiss
   // Three requests in one write: three answers, in order, on the one connection.
   CHECK(Ask(s.port(), get + PostRequest("/v1/admission", QuickReview("p")) + get, 3) ==
         std::vector<int>{200, 200, 200});
+  // Expect: 100-continue (curl, for large bodies) is answered before the body is sent.
+  {
+    TlsClient c("127.0.0.1", s.port(), 10s);
+    std::string body = QuickReview("e");
+    REQUIRE(
+        c.Write("POST /v1/admission HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                "Content-Length: " +
+                std::to_string(body.size()) + "\r\n\r\n"));
+    CHECK(StatusCodes(c.Read(1)) == std::vector<int>{100});
+    REQUIRE(c.Write(body));
+    CHECK(StatusCodes(c.Read(1)) == std::vector<int>{200});
+  }
   // A chunked body past --max-body is refused when it passes it, not read whole.
   size_t rss = RssBytes(s.pid());
   std::string chunk(16384, ' ');

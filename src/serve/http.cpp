@@ -184,6 +184,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     server_.body_held += need;
     reserved_ = need;
+    // curl and others wait (a second) for this before sending a large body.
+    if (beast::iequals(req[http::field::expect], "100-continue")) {
+      interim_.emplace(http::status::continue_, req.version());
+      Lowest().expires_after(server_.limits.write);
+      http::async_write(stream_, *interim_,
+                        [self = shared_from_this()](beast::error_code ec, size_t) {
+                          self->interim_.reset();
+                          if (ec) return self->Close();
+                          self->ReadBody();
+                        });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
     Lowest().expires_after(server_.limits.body);
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, size_t) {
@@ -297,6 +313,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::response<http::string_body>> response_;
+  std::optional<http::response<http::empty_body>> interim_;  ///< 100 Continue
   State state_ = State::kWaiting;
   size_t reserved_ = 0;  ///< of the body budget
   bool keep_alive_ = true;
