@@ -702,7 +702,7 @@ TEST_CASE("serve: stalled handshakes, slow headers and idle connections cost soc
   CHECK(capped.Metric("imgcheck_http_events_total{event=\"refused_peer\"}") == 1);
 }
 
-TEST_CASE("serve: pipelining, framing and size limits; every body gets an AdmissionReview",
+TEST_CASE("serve: pipelining, framing and size limits, and an AdmissionReview for every body",
           "[serve][attack]") {
   if (!Need({"openssl"})) return;
   TempDir work;
@@ -892,7 +892,7 @@ TEST_CASE("serve: SIGTERM answers the review in flight and exits within --shutdo
   CHECK_THAT(s.Log(), Catch::Contains("abandoned"));
 }
 
-TEST_CASE("serve: Redis down is degraded, not unready; a dead replica's lock lapses in seconds",
+TEST_CASE("serve: Redis down is degraded, not unready, and a dead replica's lock lapses in seconds",
           "[serve][redis][attack]") {
   if (!Need({"openssl", "tar", "redis-server", "redis-cli"})) return;
   TempDir work;

@@ -367,6 +367,9 @@ HttpServer::HttpServer(HttpLimits limits,
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
   // Idle connections give their read and write buffers back (about 34 KiB each).
   SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+  // A client asking for handshake after handshake on one connection costs the I/O thread a
+  // handshake's CPU each time, outside every deadline.
+  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
   std::string error;
   if (!tls(ctx, error)) throw util::Fatal(error.empty() ? "cannot set up TLS" : error);
   impl_->pool.emplace(limits.workers, limits.queue);
