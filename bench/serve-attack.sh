@@ -3,13 +3,13 @@
 # clients drip TLS handshakes and 800 hold idle connections, then the server's RSS under the
 # largest single requests and a mix of them. See bench/README.md ("imgcheck serve under attack").
 #
-#   bench/serve-attack.sh              # build/imgcheck and build/tests/support/serve_attack
+#   bench/serve-attack.sh              # build/imgcheck and build/bench/serve_attack
 #   REVIEWS=500 bench/serve-attack.sh
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 imgcheck=${IMGCHECK:-$root/build/imgcheck}
-attack=${ATTACK:-$root/build/tests/support/serve_attack}
+attack=${ATTACK:-$root/build/bench/serve_attack}
 reviews=${REVIEWS:-200}
 for f in "$imgcheck" "$attack"; do
   [ -x "$f" ] || { echo "bench: no $f (cmake --build build --target imgcheck serve_attack)" >&2; exit 1; }

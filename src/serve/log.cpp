@@ -12,7 +12,7 @@ void Log(std::string_view message) {
   std::string cut;
   if (message.size() > kMaxLogMessage)
     cut = " ... (" + std::to_string(message.size() - kMaxLogMessage) + " more bytes)";
-  std::cerr << ("imgcheck serve: " + report::OneLine(message.substr(0, kMaxLogMessage)) + cut +
+  std::cerr << ("imgcheck serve: " + report::LogLine(message.substr(0, kMaxLogMessage)) + cut +
                 "\n")
             << std::flush;
 }

@@ -10,7 +10,7 @@ namespace imgcheck::serve {
 /// A log line's message is cut to this many bytes (and says how many it left out).
 inline constexpr size_t kMaxLogMessage = 4096;
 
-/// Writes "imgcheck serve: MESSAGE" as one line, the message through report::OneLine.
+/// Writes "imgcheck serve: MESSAGE" as one line, the message through report::LogLine.
 void Log(std::string_view message);
 
 }  // namespace imgcheck::serve

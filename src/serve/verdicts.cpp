@@ -290,22 +290,19 @@ Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) 
   }
   metrics_.ScanStarted();
   auto start = Clock::now();
-  std::string report;
+  std::optional<Verdict> v;
   {
     // The lock is short-lived and renewed while the scan runs: it lasts as long as the scan
     // (which --deadline bounds) and lapses within lock_ttl when this process dies.
     std::optional<Renewal> renewal;
     if (locked) renewal.emplace(*shared_, Key(digest) + ":lock", options_.lock_ttl);
     try {
-      report = scanner_(reference);
+      v = scanner_(reference);
     } catch (const std::exception& e) {
       out.error = e.what();
     }
   }
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  util::Expected<Verdict> v =
-      out.error.empty() ? ParseVerdict(report) : util::Expected<Verdict>(util::MakeError(""));
-  if (out.error.empty() && !v) out.error = "the scan's report: " + v.error().message;
   metrics_.ScanFinished(seconds, out.error.empty());
   if (!out.error.empty()) {
     if (locked) shared_->Unlock(Key(digest) + ":lock");
