@@ -6,14 +6,16 @@ set -euo pipefail
 pkgs=(cmake g++ make ninja-build pkg-config
       libarchive-dev nlohmann-json3-dev libssl-dev libcli11-dev catch2 libisal-dev libzstd-dev
       libcurl4-openssl-dev
-      # imgcheck serve: HTTPS server (cpp-httplib, built with OpenSSL, zlib and brotli) and Redis
-      libcpp-httplib-dev zlib1g-dev libbrotli-dev libhiredis-dev)
+      # imgcheck serve: HTTPS server (Boost.Beast/Asio, header-only) and Redis
+      libboost-dev libhiredis-dev)
 [ "${1:-}" = build ] || pkgs+=(
       # the style gate (scripts/lint)
       clang-format clang-tidy
       # peers and oracles used by the tests and the benchmark
       umoci skopeo docker-registry libtree isal zstd gzip apache2-utils time python3
       redis-server redis-tools wrk
+      # the tests' HTTPS clients and fake registries (cpp-httplib, with OpenSSL, zlib and brotli)
+      libcpp-httplib-dev zlib1g-dev libbrotli-dev
       # the CI gate's tests: real builds, podman's Docker API, the SARIF schema
       buildah podman python3-jsonschema
       # scripts/build-image.sh: a Debian 12 base where no registry serves one

@@ -21,6 +21,7 @@
 #include <sstream>
 #include <thread>
 
+#include "attack.h"
 #include "image_writer.h"
 #include "support.h"
 
@@ -98,6 +99,14 @@ class Process {
     return status_ = -1;
   }
   bool Running() { return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0; }
+  pid_t pid() const { return pid_; }
+  /// SIGKILL, and the wait.
+  void Kill() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
   std::string Log() const { return ReadFile(log_); }
 
  private:
@@ -244,11 +253,13 @@ class Server {
   double Metric(const std::string& name) {
     auto res = Client()->Get("/metrics");
     REQUIRE(res);
-    for (size_t at = res->body.find(name + " "); at != std::string::npos;)
-      return std::stod(res->body.substr(at + name.size() + 1));
+    for (size_t at = res->body.find("\n" + name + " "); at != std::string::npos;)
+      return std::stod(res->body.substr(at + name.size() + 2));
     return 0;
   }
   int Stop() { return process_->Stop(); }
+  void Kill() { process_->Kill(); }
+  pid_t pid() const { return process_->pid(); }
   std::string Log() const { return process_->Log(); }
 
  private:
@@ -519,6 +530,18 @@ TEST_CASE("serve: a registry that never answers does not hold a request past its
                Catch::Contains("the registry did not answer in time") &&
                    Catch::Contains("--on-error=deny"));
     CHECK(s.Client()->Get("/healthz")->status == 200);
+    // A registry push event naming it is answered within the caller's deadline too.
+    json envelope = {{"events",
+                      {{{"action", "push"},
+                        {"target",
+                         {{"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+                          {"repository", "stuck/app"},
+                          {"digest", "sha256:" + std::string(64, '2')}}},
+                        {"request", {{"host", host}}}}}}};
+    start = Clock::now();
+    json events = s.Post("/v1/registry-events?timeout=2s", envelope);
+    CHECK(Clock::now() - start < 2s);
+    CHECK(events["skipped"] == 1);
   }
   close(fd);
 }
@@ -628,4 +651,350 @@ TEST_CASE("serve: Redis without a verdict key, and a credential for no one host,
   CommandResult short_key = serve("--verdict-key-file " + (work / "short-key").string());
   CHECK(short_key.status == 2);
   CHECK_THAT(short_key.output, Catch::Contains("a key must be 32 to 4096 bytes"));
+}
+
+namespace {
+
+// A review that needs no registry: its one image is from a registry outside --allow-registry,
+// so it is answered at once (per --on-error).
+std::string QuickReview(const std::string& uid) {
+  return Review(uid, "Deployment", Deployment({"127.0.0.1:2/not/allowed:1"})).dump();
+}
+
+// Sends `request` on a new TLS connection from 127.0.0.1; the status codes answered.
+std::vector<int> Ask(int port, const std::string& request, size_t responses = 1,
+                     std::chrono::milliseconds timeout = 5s) {
+  TlsClient c("127.0.0.1", port, timeout);
+  if (!c.ok() || !c.Write(request)) return {};
+  return StatusCodes(c.Read(responses));
+}
+
+// True when the server closed `fd` (or reset it) within `limit`.
+bool ClosedWithin(int fd, std::chrono::milliseconds limit) {
+  timeval tv{static_cast<time_t>(limit.count() / 1000),
+             static_cast<suseconds_t>(limit.count() % 1000 * 1000)};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char buf[4096];
+  for (;;) {
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n == 0 || (n < 0 && errno == ECONNRESET)) return true;
+    if (n < 0) return false;  // the timeout
+  }
+}
+
+}  // namespace
+
+TEST_CASE("serve: stalled handshakes, slow headers and idle connections cost sockets, not answers",
+          "[serve][attack]") {
+  if (!Need({"openssl"})) return;
+  size_t files = RaiseFileLimit();
+  if (files < 3000) {  // 1,356 client sockets here and as many in the server
+    std::printf("SKIPPED: needs ulimit -n of 3000 (it is %zu)\n", files);
+    return;
+  }
+  TempDir work;
+  Certificates certs(work / "certs");
+  Server s(work / "s", certs, {"--allow-registry", "127.0.0.1:1"});
+  // 300 connections that send the first byte of a TLS ClientHello and stall; 800 that send
+  // nothing (from two addresses, each under the per-client cap); 256 that complete the
+  // handshake and send half a request line.
+  std::vector<int> stalled, idle;
+  for (int i = 0; i < 300; ++i) {
+    int fd = ConnectFrom("127.0.0.2", s.port());
+    REQUIRE(fd >= 0);
+    REQUIRE(send(fd, "\x16", 1, MSG_NOSIGNAL) == 1);
+    stalled.push_back(fd);
+  }
+  for (int i = 0; i < 800; ++i) {
+    int fd = ConnectFrom(i % 2 ? "127.0.0.3" : "127.0.0.4", s.port());
+    REQUIRE(fd >= 0);
+    idle.push_back(fd);
+  }
+  std::vector<std::unique_ptr<TlsClient>> slow;
+  for (int i = 0; i < 256; ++i) {
+    slow.push_back(std::make_unique<TlsClient>("127.0.0.5", s.port(), 10s));
+    REQUIRE(slow.back()->ok());
+    REQUIRE(slow.back()->Write("POST /v1/admission HT"));
+  }
+  // Meanwhile every legitimate review, each on a new connection, is answered.
+  for (int i = 0; i < 20; ++i) {
+    std::vector<int> codes = Ask(s.port(), PostRequest("/v1/admission", QuickReview("ok")));
+    INFO("review " << i);
+    CHECK(codes == std::vector<int>{200});
+  }
+  // Connections cost no thread each.
+  int threads = Threads(s.pid());
+  INFO("server threads: " << threads);
+  CHECK(threads > 0);
+  CHECK(threads < 120);
+  // The handshake and header deadlines (5 s each) cut the stalled clients.
+  auto give_up = 9s;
+  CHECK(ClosedWithin(stalled[0], give_up));
+  CHECK(ClosedWithin(idle[0], give_up));
+  CHECK(slow[0]->Read(1).empty());  // closed without an answer
+  size_t closed = 0;
+  for (int fd : stalled) closed += ClosedWithin(fd, 100ms);
+  for (int fd : idle) closed += ClosedWithin(fd, 100ms);
+  CHECK(closed == 1100);
+  for (int fd : stalled) close(fd);
+  for (int fd : idle) close(fd);
+  CHECK(s.Metric("imgcheck_http_events_total{event=\"timeout\"}") >= 1000);
+  CHECK(Ask(s.port(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n") == std::vector<int>{200});
+
+  // More connections from one address than --max-connections-per-client are closed at once.
+  Server capped(work / "capped", certs, {"--max-connections-per-client", "4"});
+  std::vector<int> four;
+  for (int i = 0; i < 4; ++i) four.push_back(ConnectFrom("127.0.0.6", capped.port()));
+  int fifth = ConnectFrom("127.0.0.6", capped.port());
+  CHECK(ClosedWithin(fifth, 3s));
+  CHECK(Ask(capped.port(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n") == std::vector<int>{200});
+  close(fifth);
+  for (int fd : four) close(fd);
+  CHECK(capped.Metric("imgcheck_http_events_total{event=\"refused_peer\"}") == 1);
+}
+
+TEST_CASE("serve: pipelining, framing and size limits, and an AdmissionReview for every body",
+          "[serve][attack]") {
+  if (!Need({"openssl"})) return;
+  TempDir work;
+  Certificates certs(work / "certs");
+  Server s(work / "s", certs,
+           {"--allow-registry", "127.0.0.1:1", "--max-body", "65536", "--on-error", "deny"});
+  std::string get = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+  // Three requests in one write: three answers, in order, on the one connection.
+  CHECK(Ask(s.port(), get + PostRequest("/v1/admission", QuickReview("p")) + get, 3) ==
+        std::vector<int>{200, 200, 200});
+  // Expect: 100-continue (curl, for large bodies) is answered before the body is sent.
+  {
+    TlsClient c("127.0.0.1", s.port(), 10s);
+    std::string body = QuickReview("e");
+    REQUIRE(
+        c.Write("POST /v1/admission HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                "Content-Length: " +
+                std::to_string(body.size()) + "\r\n\r\n"));
+    CHECK(StatusCodes(c.Read(1)) == std::vector<int>{100});
+    REQUIRE(c.Write(body));
+    CHECK(StatusCodes(c.Read(1)) == std::vector<int>{200});
+  }
+  // A chunked body past --max-body is refused when it passes it, not read whole.
+  size_t rss = RssBytes(s.pid());
+  std::string chunk(16384, ' ');
+  std::string chunked =
+      "POST /v1/admission HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 128; ++i) chunked += "4000\r\n" + chunk + "\r\n";  // 2 MiB
+  CHECK(Ask(s.port(), chunked) == std::vector<int>{413});
+  // No framing at all: 411. Header lines without end, or too many: 431.
+  CHECK(Ask(s.port(), "POST /v1/admission HTTP/1.1\r\nHost: x\r\n\r\n{}") == std::vector<int>{411});
+  std::string many = "GET /healthz HTTP/1.1\r\n";
+  for (int i = 0; i < 150; ++i) many += "X-" + std::to_string(i) + ": 1\r\n";
+  CHECK(Ask(s.port(), many + "\r\n") == std::vector<int>{431});
+  std::string endless = "GET /healthz HTTP/1.1\r\n";
+  while (endless.size() < (1 << 20)) endless += "X-Filler: " + std::string(50, 'x') + "\r\n";
+  CHECK(Ask(s.port(), endless) == std::vector<int>{431});
+  CHECK(RssBytes(s.pid()) < rss + (64 << 20));
+
+  // Bodies that are JSON of the wrong shape, too deep, or name too many images: an
+  // AdmissionReview answer per --on-error (deny here), never an HTTP error.
+  auto answer = [&](const std::string& body) {
+    TlsClient c("127.0.0.1", s.port(), 10s);
+    REQUIRE(c.Write(PostRequest("/v1/admission", body)));
+    std::string got = c.Read(1);
+    REQUIRE(StatusCodes(got) == std::vector<int>{200});
+    return json::parse(got.substr(got.find("\r\n\r\n") + 4));
+  };
+  json kind5 = answer(R"({"kind":5,"apiVersion":["x"]})");
+  CHECK(kind5["kind"] == "AdmissionReview");
+  CHECK(kind5["response"]["allowed"] == false);
+  CHECK_THAT(kind5["response"]["status"]["message"].get<std::string>(),
+             Catch::Contains("not an AdmissionReview") && Catch::Contains("--on-error=deny"));
+  json deep = answer(std::string(100, '[') + std::string(100, ']'));
+  CHECK_THAT(deep["response"]["status"]["message"].get<std::string>(),
+             Catch::Contains("nests deeper than 64"));
+  std::vector<std::string> images;
+  for (int i = 0; i < 65; ++i) images.push_back("127.0.0.1:2/app:" + std::to_string(i));
+  json wide = answer(Review("w", "Deployment", Deployment(images)).dump());
+  CHECK_THAT(wide["response"]["status"]["message"].get<std::string>(),
+             Catch::Contains("65 distinct images, more than --max-images 64"));
+}
+
+TEST_CASE("serve: one review of 20,000 containers gets a short answer and a short log line",
+          "[serve][attack]") {
+  if (!Need({"openssl"})) return;
+  TempDir work;
+  Certificates certs(work / "certs");
+  Server s(work / "s", certs, {"--allow-registry", "127.0.0.1:1", "--on-error", "deny"});
+  std::vector<std::string> images(20000, "127.0.0.1:2/not/allowed:1");
+  std::string body = Review("big", "Deployment", Deployment(images)).dump();
+  size_t rss = RssBytes(s.pid());
+  TlsClient c("127.0.0.1", s.port(), 20s);
+  REQUIRE(c.Write(PostRequest("/v1/admission", body)));
+  std::string got = c.Read(1);
+  REQUIRE(StatusCodes(got) == std::vector<int>{200});
+  CHECK(got.size() < 16384);
+  json j = json::parse(got.substr(got.find("\r\n\r\n") + 4));
+  CHECK(j["response"]["allowed"] == false);
+  CHECK_THAT(j["response"]["status"]["message"].get<std::string>(),
+             Catch::Contains("20000 problems") && Catch::Contains("and 19980 more"));
+  CHECK(RssBytes(s.pid()) < rss + (300 << 20));
+  size_t longest = 0;
+  std::istringstream log(s.Log());
+  for (std::string line; std::getline(log, line);) longest = std::max(longest, line.size());
+  CHECK(longest < 5000);
+}
+
+namespace {
+
+// A registry on a loopback port (cpp-httplib in this process) whose one image has a 64 MiB
+// layer it sends 2 KiB at a time, every 100 ms: every read is prompt, the scan takes an hour.
+class SlowRegistry {
+ public:
+  explicit SlowRegistry(const fs::path& dir) : port_(FreeLoopbackPort()) {
+    CommandResult tar =
+        Run("cd " + Quote(dir) +
+            " && truncate -s 64M big && tar --format=ustar -cf - big 2>/dev/null | head -c 512");
+    REQUIRE(tar.output.size() == 512);
+    header_ = tar.output;
+    const std::string layer = "sha256:" + std::string(64, '1');
+    config_ = json{{"architecture", "amd64"},
+                   {"os", "linux"},
+                   {"rootfs", {{"type", "layers"}, {"diff_ids", {layer}}}}}
+                  .dump();
+    WriteFile(dir / "config", config_);
+    config_digest_ = "sha256:" + Run("sha256sum " + Quote(dir / "config")).output.substr(0, 64);
+    manifest_ = json{{"schemaVersion", 2},
+                     {"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+                     {"config",
+                      {{"mediaType", "application/vnd.oci.image.config.v1+json"},
+                       {"digest", config_digest_},
+                       {"size", config_.size()}}},
+                     {"layers",
+                      {{{"mediaType", "application/vnd.oci.image.layer.v1.tar"},
+                        {"digest", layer},
+                        {"size", (64 << 20) + 1024}}}}}
+                    .dump();
+    WriteFile(dir / "manifest", manifest_);
+    digest_ = "sha256:" + Run("sha256sum " + Quote(dir / "manifest")).output.substr(0, 64);
+    server_.Get("/v2/", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("{}", "application/json");
+    });
+    server_.Get(R"(/v2/.+/manifests/.+)", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_header("Docker-Content-Digest", digest_);
+      res.set_content(manifest_, "application/vnd.oci.image.manifest.v1+json");
+    });
+    server_.Get(R"(/v2/.+/blobs/(.+))",
+                [this](const httplib::Request& req, httplib::Response& res) {
+                  if (req.matches[1] == config_digest_)
+                    return res.set_content(config_, "application/json");
+                  res.set_chunked_content_provider(
+                      "application/octet-stream",
+                      [this, sent = false](size_t, httplib::DataSink& sink) mutable {
+                        std::string piece = sent ? std::string(2048, '\0') : header_;
+                        sent = true;
+                        std::this_thread::sleep_for(100ms);
+                        return !stop_ && sink.write(piece.data(), piece.size());
+                      });
+                });
+    REQUIRE(server_.bind_to_port("127.0.0.1", port_));
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~SlowRegistry() {
+    stop_ = true;
+    server_.stop();
+    thread_.join();
+  }
+  std::string host() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int port_;
+  std::string header_, config_, config_digest_, manifest_, digest_;
+  std::atomic<bool> stop_{false};
+  httplib::Server server_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+TEST_CASE("serve: SIGTERM answers the review in flight and exits within --shutdown-grace",
+          "[serve][attack]") {
+  if (!Need({"openssl", "tar"})) return;
+  TempDir work;
+  Certificates certs(work / "certs");
+  SlowRegistry reg(work.path());
+  Server s(work / "s", certs,
+           {"--allow-registry", reg.host(), "--scan-budget", "60", "--shutdown-grace", "3"});
+  std::optional<json> answer;
+  std::thread review([&] {
+    auto res =
+        s.Client()->Post("/v1/admission?timeout=30s",
+                         Review("t", "Deployment", Deployment({reg.host() + "/slow/app:1"})).dump(),
+                         "application/json");
+    if (res && res->status == 200) answer = json::parse(res->body);
+  });
+  REQUIRE(Eventually([&] { return s.Metric("imgcheck_scans_in_flight") == 1; }, 20s));
+  auto start = Clock::now();
+  CHECK(s.Stop() == 0);
+  auto took = Clock::now() - start;
+  review.join();
+  INFO(s.Log());
+  CHECK(took < 4500ms);
+  REQUIRE(answer);
+  CHECK((*answer)["response"]["uid"] == "t");
+  CHECK_THAT((*answer)["response"]["warnings"].dump(), Catch::Contains("shutting down"));
+  CHECK_THAT(s.Log(), Catch::Contains("abandoned"));
+}
+
+TEST_CASE("serve: Redis down is degraded, not unready, and a dead replica's lock lapses in seconds",
+          "[serve][redis][attack]") {
+  if (!Need({"openssl", "tar", "redis-server", "redis-cli"})) return;
+  TempDir work;
+  Certificates certs(work / "certs");
+  int redis_port = FreeLoopbackPort();
+  std::string url = "redis://127.0.0.1:" + std::to_string(redis_port);
+  SlowRegistry reg(work.path());
+  Server a(work / "a", certs,
+           {"--redis", url, "--allow-registry", reg.host(), "--scan-budget", "0"});
+  Server b(work / "b", certs,
+           {"--redis", url, "--allow-registry", reg.host(), "--scan-budget", "0"});
+  auto metrics = [](Server& s) { return s.Client()->Get("/metrics")->body; };
+  // No Redis yet: ready, and degraded.
+  CHECK(a.Client()->Get("/readyz")->status == 200);
+  CHECK(Eventually(
+      [&] { return metrics(a).find("imgcheck_shared_store_up 0") != std::string::npos; }, 10s));
+  CHECK_THAT(a.Log(), Catch::Contains("degraded"));
+  Process redis({"redis-server", "--port", std::to_string(redis_port), "--bind", "127.0.0.1",
+                 "--save", "", "--appendonly", "no", "--dir", work.path().string()},
+                work / "redis.log");
+  CHECK(Eventually(
+      [&] { return metrics(a).find("imgcheck_shared_store_up 1") != std::string::npos; }, 10s));
+  // Redis drops every client (as a restart does): pooled connections are found dead and
+  // replaced, and the store never reads as down.
+  auto downs = [&] {
+    std::string log = a.Log();
+    size_t n = 0;
+    for (size_t at = log.find("does not answer"); at != std::string::npos;
+         at = log.find("does not answer", at + 1))
+      ++n;
+    return n;
+  };
+  size_t before = downs();
+  std::string cli = "redis-cli -p " + std::to_string(redis_port);
+  REQUIRE(Run(cli + " client kill type normal").status == 0);
+  std::this_thread::sleep_for(5s);  // two checks of the store
+  CHECK(downs() == before);
+  CHECK(a.Client()->Get("/readyz")->status == 200);
+
+  // a scans the slow image, holding its lock; b waits on it; a is SIGKILLed: b takes over
+  // once the lock lapses (10 s), not after 30 minutes.
+  std::string image = reg.host() + "/slow/app:1";
+  a.Post("/v1/admission", Review("a", "Deployment", Deployment({image})));
+  REQUIRE(Eventually([&] { return a.Metric("imgcheck_scans_in_flight") == 1; }, 20s));
+  b.Post("/v1/admission", Review("b", "Deployment", Deployment({image})));
+  std::this_thread::sleep_for(1s);
+  CHECK(b.Metric("imgcheck_scans_in_flight") == 0);  // waiting on a's lock
+  std::this_thread::sleep_for(4s);                   // a renews its lock meanwhile (every 3 s)
+  CHECK(b.Metric("imgcheck_scans_in_flight") == 0);
+  a.Kill();
+  auto killed = Clock::now();
+  CHECK(Eventually([&] { return b.Metric("imgcheck_scans_in_flight") == 1; }, 20s));
+  CHECK(Clock::now() - killed < 15s);
 }

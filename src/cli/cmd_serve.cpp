@@ -26,7 +26,7 @@ struct ServeArgs {
   std::string verdict_key_file;     ///< --verdict-key-file: seals verdicts in Redis
   bool insecure_unsigned_verdicts = false;
   std::string on_unknown = "allow", on_error = "allow";
-  double scan_budget = 8, request_deadline = 10;
+  double scan_budget = 8, request_deadline = 10, shutdown_grace = 10;
   int workers = 2;
   int resolve_ttl = 60;
   size_t cache_entries = 10000;
@@ -62,6 +62,7 @@ int Serve(ServeArgs& args) {
   o.scan_budget = std::chrono::milliseconds(static_cast<int64_t>(args.scan_budget * 1000));
   o.request_deadline =
       std::chrono::milliseconds(static_cast<int64_t>(args.request_deadline * 1000));
+  o.shutdown_grace = std::chrono::milliseconds(static_cast<int64_t>(args.shutdown_grace * 1000));
   o.platform = args.image.platform;
 
   serve::VerdictOptions vo;
@@ -174,8 +175,26 @@ Runner DefineServe(CLI::App& sub) {
                  "Redis; needed with --redis");
   sub.add_flag("--insecure-unsigned-verdicts", args->insecure_unsigned_verdicts,
                "use --redis without --verdict-key-file, trusting whatever Redis holds");
-  sub.add_option("--max-body", s.max_body, "largest request body in bytes")->capture_default_str();
-  sub.add_option("--http-threads", s.http_threads, "connections served at once")
+  sub.add_option("--max-body", s.http.max_body,
+                 "largest request body in bytes, whatever its framing")
+      ->capture_default_str();
+  sub.add_option("--http-threads", s.http.workers,
+                 "requests decided at once (connections cost no thread)")
+      ->capture_default_str()
+      ->check(Positive());
+  sub.add_option("--max-connections", s.http.max_connections, "connections open at once")
+      ->capture_default_str()
+      ->check(Positive());
+  sub.add_option("--max-connections-per-client", s.http.max_per_peer,
+                 "connections open at once from one client address")
+      ->capture_default_str()
+      ->check(Positive());
+  sub.add_option("--max-images", s.max_images,
+                 "distinct images one request may name (more: answered per --on-error)")
+      ->capture_default_str()
+      ->check(Positive());
+  sub.add_option("--shutdown-grace", args->shutdown_grace,
+                 "seconds from SIGTERM to exit: in-flight requests are answered, scans given up")
       ->capture_default_str()
       ->check(Positive());
   sub.add_option("--resolve-ttl", args->resolve_ttl, "seconds a tag's digest is remembered")

@@ -4,6 +4,7 @@
 
 #include "image/stream.h"
 #include "util/error.h"
+#include "util/json_scan.h"
 #include "util/path.h"
 #include "util/sha256.h"
 
@@ -13,30 +14,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int kMaxDepth = 64;
-
-// Deepest [ / { nesting outside strings: refuses pathological documents before parsing.
-int NestingDepth(std::string_view s) {
-  int depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : s) {
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return deepest;
-}
+constexpr size_t kMaxDepth = 64;
 
 std::string GetString(const json& j, const char* key, const std::string& what) {
   auto it = j.find(key);
@@ -70,7 +48,7 @@ json ParseJson(std::string_view bytes, uint64_t limit, const std::string& what) 
   if (bytes.size() > limit)
     throw util::Fatal(what + ": " + std::to_string(bytes.size()) + " bytes, over the limit of " +
                       std::to_string(limit));
-  if (NestingDepth(bytes) > kMaxDepth) throw util::Fatal(what + ": JSON nested too deeply");
+  if (util::ScanJson(bytes).depth > kMaxDepth) throw util::Fatal(what + ": JSON nested too deeply");
   json j = json::parse(bytes, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) throw util::Fatal(what + ": malformed JSON");
   if (!j.is_object()) throw util::Fatal(what + ": not a JSON object");

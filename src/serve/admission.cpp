@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "serve/json_body.h"
 #include "serve/verdict.h"
 
 namespace imgcheck::serve {
@@ -10,6 +11,9 @@ namespace {
 
 constexpr size_t kMaxWarnings = 32;       // the API server passes them to kubectl as headers
 constexpr size_t kMaxWarningChars = 400;  // ... and truncates long ones anyway
+// A denial lists this many problems and counts the rest: the message is shown by kubectl and
+// logged, and one review naming a broken image in 80,000 containers must not make it megabytes.
+constexpr size_t kMaxListedDenials = 20;
 
 const nlohmann::json* At(const nlohmann::json& j, const std::vector<std::string_view>& path) {
   const nlohmann::json* p = &j;
@@ -41,12 +45,14 @@ util::Expected<AdmissionRequest> ParseAdmissionReview(std::string_view body,
                                                       const std::string& default_platform,
                                                       std::string& uid_out) {
   uid_out.clear();
-  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
-  if (j.is_discarded()) return util::MakeError("the body is not JSON");
-  if (!j.is_object() || j.value("kind", "") != "AdmissionReview")
+  auto parsed = ParseJsonBody(body);
+  if (!parsed) return parsed.error();
+  const nlohmann::json& j = *parsed;
+  // A field of the wrong type ({"kind":5}) is as wrong as a missing one, and never throws.
+  if (StringAt(j, "kind") != "AdmissionReview")
     return util::MakeError("the body is not an AdmissionReview");
-  if (j.value("apiVersion", "") != "admission.k8s.io/v1")
-    return util::MakeError("AdmissionReview apiVersion '" + j.value("apiVersion", "") +
+  if (StringAt(j, "apiVersion") != "admission.k8s.io/v1")
+    return util::MakeError("AdmissionReview apiVersion '" + StringAt(j, "apiVersion") +
                            "' is not admission.k8s.io/v1");
   const nlohmann::json* req = At(j, {"request"});
   const nlohmann::json* uid = req ? At(*req, {"uid"}) : nullptr;
@@ -81,8 +87,8 @@ util::Expected<AdmissionRequest> ParseAdmissionReview(std::string_view body,
     arch = default_platform.substr(slash + 1);
   }
   if (const nlohmann::json* sel = At(*spec, {"nodeSelector"}); sel && sel->is_object()) {
-    if (auto it = sel->find("kubernetes.io/os"); it != sel->end() && it->is_string()) os = *it;
-    if (auto it = sel->find("kubernetes.io/arch"); it != sel->end() && it->is_string()) arch = *it;
+    if (std::string v = StringAt(*sel, "kubernetes.io/os"); !v.empty()) os = v;
+    if (std::string v = StringAt(*sel, "kubernetes.io/arch"); !v.empty()) arch = v;
   }
   r.platform = os + "/" + arch;
 
@@ -94,8 +100,7 @@ util::Expected<AdmissionRequest> ParseAdmissionReview(std::string_view body,
       const nlohmann::json& c = (*cs)[i];
       std::string where = spec_name + "." + list + "[" + std::to_string(i) + "]";
       if (!c.is_object()) return util::MakeError(where + " is not an object");
-      if (c.contains("name") && c["name"].is_string())
-        where += " (" + c["name"].get<std::string>() + ")";
+      if (std::string name = StringAt(c, "name"); !name.empty()) where += " (" + name + ")";
       auto image = c.find("image");
       if (image == c.end() || !image->is_string() || image->get<std::string>().empty())
         return util::MakeError(where + " has no image");
@@ -115,7 +120,7 @@ AdmissionAnswer Decide(const std::vector<ImageResult>& images, const DecideOptio
       for (const VerdictFinding& f : o.verdict->findings) {
         if (rules::Fails(options.fail_on, f.severity))
           denials.push_back(r.use.where + " " + who + ": " + FindingLine(f));
-        else if (f.severity != rules::Severity::kInfo)
+        else if (f.severity != rules::Severity::kInfo && a.warnings.size() < kMaxWarnings)
           a.warnings.push_back("imgcheck: " + r.use.image + ": " + FindingLine(f));
       }
       continue;
@@ -127,7 +132,7 @@ AdmissionAnswer Decide(const std::vector<ImageResult>& images, const DecideOptio
     std::string flag = pending ? "--on-unknown" : "--on-error";
     if (policy == Fallback::kDeny)
       denials.push_back(r.use.where + " " + who + ": " + why + " (" + flag + "=deny)");
-    else
+    else if (a.warnings.size() < kMaxWarnings)
       a.warnings.push_back("imgcheck: " + who + " " + why + "; allowed by " + flag + "=allow");
   }
   if (!denials.empty()) {
@@ -135,7 +140,10 @@ AdmissionAnswer Decide(const std::vector<ImageResult>& images, const DecideOptio
     a.code = 403;
     a.message = "imgcheck: denied: " + std::to_string(denials.size()) +
                 (denials.size() == 1 ? " problem" : " problems");
-    for (const auto& d : denials) a.message += "\n- " + d;
+    for (size_t i = 0; i < denials.size() && i < kMaxListedDenials; ++i)
+      a.message += "\n- " + denials[i];
+    if (denials.size() > kMaxListedDenials)
+      a.message += "\n- and " + std::to_string(denials.size() - kMaxListedDenials) + " more";
   }
   return a;
 }

@@ -121,6 +121,42 @@ TEST_CASE("unreadable or unknown requests are errors, with the uid when there is
   json wrong_type = PodSpec();
   wrong_type["containers"] = "x";
   CHECK_FALSE(ParseAdmissionReview(Review("Pod", {{"spec", wrong_type}}).dump(), "", uid));
+  // Fields of the wrong type are errors, never exceptions; so are documents past the limits.
+  for (const char* body :
+       {R"({"kind":5})", R"({"kind":"AdmissionReview","apiVersion":[1]})", R"([1,2])", R"("x")"})
+    CHECK_FALSE(ParseAdmissionReview(body, "linux/amd64", uid));
+  json typed = Review("Pod", {{"spec", PodSpec()}});
+  typed["request"]["object"]["spec"]["containers"][0]["name"] = 7;
+  typed["request"]["object"]["spec"]["nodeSelector"] = {{"kubernetes.io/arch", 1}};
+  auto t = ParseAdmissionReview(typed.dump(), "linux/amd64", uid);
+  REQUIRE(t);
+  CHECK(t->images[1].where == "spec.containers[0]");
+  CHECK(t->platform == "linux/amd64");
+  auto deep = ParseAdmissionReview(std::string(65, '[') + std::string(65, ']'), "", uid);
+  REQUIRE_FALSE(deep);
+  CHECK(deep.error().message == "the body nests deeper than 64");
+  CHECK(
+      ParseAdmissionReview(std::string(64, '[') + std::string(64, ']'), "", uid).error().message ==
+      "the body is not an AdmissionReview");
+  std::string wide = "[" + std::string(500000, '0');
+  for (size_t i = 2; i < wide.size(); i += 2) wide[i] = ',';
+  auto w = ParseAdmissionReview(wide + "]", "", uid);
+  REQUIRE_FALSE(w);
+  CHECK(w.error().message == "the body holds more than 200000 values");
+}
+
+TEST_CASE("a denial lists the first 20 problems and counts the rest", "[admission]") {
+  std::vector<ImageResult> images(40, Ready("reg/bad:1", {Error(), Warning()}));
+  AdmissionAnswer a = Decide(images, {});
+  REQUIRE_FALSE(a.allowed);
+  CHECK_THAT(a.message, Catch::StartsWith("imgcheck: denied: 40 problems\n") &&
+                            Catch::EndsWith("\n- and 20 more"));
+  size_t listed = 0;
+  for (size_t at = a.message.find("\n- spec"); at != std::string::npos;
+       at = a.message.find("\n- spec", at + 1))
+    ++listed;
+  CHECK(listed == 20);
+  CHECK(a.warnings.size() == 32);
 }
 
 TEST_CASE("errors deny with rule, file and fix, warnings go to warnings", "[admission]") {

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "image/manifest.h"
+#include "serve/json_body.h"
 
 namespace imgcheck::serve {
 
@@ -22,30 +23,28 @@ std::string UrlHost(const std::string& url) {
   return url.substr(start, end == std::string::npos ? std::string::npos : end - start);
 }
 
-std::string Str(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
 }  // namespace
 
 util::Expected<std::vector<PushedManifest>> ParseRegistryEvents(std::string_view body) {
-  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("events") || !j["events"].is_array())
+  auto parsed = ParseJsonBody(body);
+  if (!parsed) return parsed.error();
+  const nlohmann::json& j = *parsed;
+  if (!j.is_object() || !j.contains("events") || !j["events"].is_array())
     return util::MakeError("the body is not a registry notification envelope");
   std::vector<PushedManifest> out;
   for (const auto& e : j["events"]) {
-    if (!e.is_object() || Str(e, "action") != "push") continue;
+    if (!e.is_object() || StringAt(e, "action") != "push") continue;
     auto target = e.find("target");
-    if (target == e.end() || !target->is_object() || !IsManifestType(Str(*target, "mediaType")))
+    if (target == e.end() || !target->is_object() ||
+        !IsManifestType(StringAt(*target, "mediaType")))
       continue;
     PushedManifest p;
-    p.repository = Str(*target, "repository");
-    p.digest = Str(*target, "digest");
-    p.tag = Str(*target, "tag");
+    p.repository = StringAt(*target, "repository");
+    p.digest = StringAt(*target, "digest");
+    p.tag = StringAt(*target, "tag");
     if (auto req = e.find("request"); req != e.end() && req->is_object())
-      p.host = Str(*req, "host");
-    if (p.host.empty()) p.host = UrlHost(Str(*target, "url"));
+      p.host = StringAt(*req, "host");
+    if (p.host.empty()) p.host = UrlHost(StringAt(*target, "url"));
     if (p.repository.empty() || p.digest.empty() || p.host.empty()) continue;
     out.push_back(std::move(p));
   }

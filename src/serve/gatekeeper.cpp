@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "serve/json_body.h"
 #include "serve/verdict.h"
 
 namespace imgcheck::serve {
@@ -14,10 +15,12 @@ constexpr size_t kMaxKeys = 1000;  // a pod has a handful; this bounds the work 
 }  // namespace
 
 util::Expected<std::vector<std::string>> ParseProviderRequest(std::string_view body) {
-  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || j.value("kind", "") != "ProviderRequest")
+  auto parsed = ParseJsonBody(body);
+  if (!parsed) return parsed.error();
+  const nlohmann::json& j = *parsed;
+  if (StringAt(j, "kind") != "ProviderRequest")
     return util::MakeError("the body is not a ProviderRequest");
-  if (j.value("apiVersion", "") != kApiVersion)
+  if (StringAt(j, "apiVersion") != kApiVersion)
     return util::MakeError("ProviderRequest apiVersion is not " + std::string(kApiVersion));
   auto req = j.find("request");
   if (req == j.end() || !req->is_object() || !req->contains("keys") || !(*req)["keys"].is_array())

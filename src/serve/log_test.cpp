@@ -18,3 +18,12 @@ TEST_CASE("a log line holds no control character and stays one line") {
         "tar\\x0Asecond line\n"
         "imgcheck serve: listening on https://127.0.0.1:8443\n");
 }
+
+TEST_CASE("a log line is cut at kMaxLogMessage bytes and says how much it left out") {
+  std::ostringstream captured;
+  std::streambuf* saved = std::cerr.rdbuf(captured.rdbuf());
+  Log(std::string(imgcheck::serve::kMaxLogMessage + 100, 'x'));
+  std::cerr.rdbuf(saved);
+  CHECK(captured.str() == "imgcheck serve: " + std::string(imgcheck::serve::kMaxLogMessage, 'x') +
+                              " ... (100 more bytes)\n");
+}

@@ -29,6 +29,13 @@ void Metrics::Decision(const std::string& outcome) {
   ++decisions_[outcome];
 }
 
+void Metrics::HttpEvent(std::string_view event) {
+  std::lock_guard lock(mu_);
+  auto it = http_events_.find(event);
+  if (it == http_events_.end()) it = http_events_.emplace(std::string(event), 0).first;
+  ++it->second;
+}
+
 void Metrics::ScanFinished(double seconds, bool ok) {
   --scans_in_flight_;
   std::lock_guard lock(mu_);
@@ -88,6 +95,16 @@ std::string Metrics::Render() const {
   o << "imgcheck_scan_seconds_bucket{le=\"+Inf\"} " << scan_count_ << "\n"
     << "imgcheck_scan_seconds_sum " << scan_sum_ << "\n"
     << "imgcheck_scan_seconds_count " << scan_count_ << "\n";
+  o << "# HELP imgcheck_http_events_total Connections refused or cut, requests refused, by why.\n"
+       "# TYPE imgcheck_http_events_total counter\n";
+  for (const auto& [k, n] : http_events_)
+    o << "imgcheck_http_events_total{event=\"" << k << "\"} " << n << "\n";
+  if (int up = shared_store_up_; up >= 0)
+    o << "# HELP imgcheck_shared_store_up Whether Redis answered the last check (0: degraded, "
+         "verdicts from memory only).\n"
+         "# TYPE imgcheck_shared_store_up gauge\n"
+         "imgcheck_shared_store_up "
+      << up << "\n";
   return o.str();
 }
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 namespace imgcheck::serve {
 
@@ -24,6 +25,11 @@ class Metrics {
   void ScanFinished(double seconds, bool ok);
   /// An admission decision: "allow", "deny", "unknown", "error".
   void Decision(const std::string& outcome);
+  /// Something the HTTP layer did to a connection or request: "refused_total", "timeout"...
+  void HttpEvent(std::string_view event);
+  /// Whether the shared store (Redis) answered the last check; without it the server is
+  /// degraded (verdicts from memory only), not unready.
+  void SharedStoreUp(bool up) { shared_store_up_ = up; }
   int64_t scans_in_flight() const { return scans_in_flight_; }
   std::string Render() const;
 
@@ -40,6 +46,8 @@ class Metrics {
   uint64_t scan_count_ = 0;
   double scan_sum_ = 0;
   std::atomic<int64_t> scans_in_flight_{0};
+  std::map<std::string, uint64_t, std::less<>> http_events_;
+  std::atomic<int> shared_store_up_{-1};  ///< -1: no store
 };
 
 }  // namespace imgcheck::serve

@@ -84,6 +84,21 @@ class RedisStore : public SharedStore {
     return true;
   }
 
+  bool Renew(const std::string& key, std::chrono::seconds ttl) override {
+    std::string token;
+    {
+      std::lock_guard lock(mu_);
+      auto it = tokens_.find(key);
+      if (it == tokens_.end()) return false;
+      token = it->second;
+    }
+    Reply r = Command({"EVAL",
+                       "if redis.call('get', KEYS[1]) == ARGV[1] then "
+                       "return redis.call('expire', KEYS[1], ARGV[2]) else return 0 end",
+                       "1", key, token, std::to_string(ttl.count())});
+    return r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+  }
+
   void Unlock(const std::string& key) override {
     std::string token;
     {
@@ -110,9 +125,12 @@ class RedisStore : public SharedStore {
   }
 
  private:
-  // Runs one command on an idle connection (opening one when none is idle).
+  // Runs one command on an idle connection (opening one when none is idle). A pooled
+  // connection may have died with the server since its last use: one that fails is dropped and
+  // the command sent once more on a new one (every command here may be sent twice).
   Reply Command(const std::vector<std::string>& args) {
-    redisContext* c = Acquire();
+    bool pooled = false;
+    redisContext* c = Acquire(&pooled);
     std::vector<const char*> argv;
     std::vector<size_t> lens;
     for (const auto& a : args) {
@@ -124,6 +142,7 @@ class RedisStore : public SharedStore {
     if (raw == nullptr) {
       std::string why = c->errstr;
       redisFree(c);
+      if (pooled) return Command(args);
       throw util::Fatal("redis " + Where() + ": " + args[0] + ": " + why);
     }
     Release(c);
@@ -133,12 +152,13 @@ class RedisStore : public SharedStore {
     return r;
   }
 
-  redisContext* Acquire() {
+  redisContext* Acquire(bool* pooled) {
     {
       std::lock_guard lock(mu_);
       if (!idle_.empty()) {
         redisContext* c = idle_.back();
         idle_.pop_back();
+        *pooled = true;
         return c;
       }
     }

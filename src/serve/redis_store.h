@@ -20,6 +20,8 @@ class SharedStore {
   virtual void Put(const std::string& key, const std::string& value, std::chrono::seconds ttl) = 0;
   /// True when this caller now holds `key`'s lock (for `ttl` at most).
   virtual bool Lock(const std::string& key, std::chrono::seconds ttl) = 0;
+  /// Extends this caller's lock on `key` to `ttl` from now; false when it holds it no more.
+  virtual bool Renew(const std::string& key, std::chrono::seconds ttl) = 0;
   virtual void Unlock(const std::string& key) = 0;
   /// True when the store answers.
   virtual bool Ping() = 0;
@@ -28,7 +30,8 @@ class SharedStore {
 /// A store on Redis at `url` ("redis://[:PASSWORD@]HOST[:PORT][/DB]"); `password`, when not
 /// empty, is sent with AUTH instead of the URL's (--redis-password-file, so that the secret
 /// stays out of the command line). Connections are opened on demand, one per calling thread at
-/// a time (hiredis contexts are not thread-safe).
+/// a time (hiredis contexts are not thread-safe), and pooled; a pooled one that fails (Redis
+/// restarted) is replaced and the command sent again.
 util::Expected<std::unique_ptr<SharedStore>> OpenRedis(const std::string& url,
                                                        const std::string& password = "");
 

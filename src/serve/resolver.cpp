@@ -4,13 +4,14 @@
 #include <future>
 #include <map>
 #include <mutex>
-#include <thread>
 
 namespace imgcheck::serve {
 
 namespace {
 
 constexpr size_t kMaxCacheEntries = 100000;  // bounds memory against a flood of distinct names
+constexpr int kLookupThreads = 8;            // registry round trips at once, for all requests
+constexpr size_t kLookupQueue = 1024;        // lookups waiting for one; more are refused
 
 }  // namespace
 
@@ -34,7 +35,8 @@ struct Resolver::State {
 Resolver::Resolver(image::LoadOptions load, std::vector<std::string> allow,
                    std::chrono::seconds tag_ttl, ManifestResolver fetch)
     : allow_(std::move(allow)),
-      state_(std::make_shared<State>(std::move(load), tag_ttl, std::move(fetch))) {}
+      state_(std::make_shared<State>(std::move(load), tag_ttl, std::move(fetch))),
+      lookups_(kLookupThreads, kLookupQueue) {}
 
 bool Resolver::Allowed(const std::string& host) const {
   return allow_.empty() || std::find(allow_.begin(), allow_.end(), host) != allow_.end();
@@ -58,8 +60,12 @@ util::Expected<Resolved> Resolver::Resolve(const std::string& reference,
     if (auto p = state_->pending.find(key); p != state_->pending.end()) {
       answer = p->second;
     } else {
+      bool queued = lookups_.Submit([state = state_, key, reference, platform, r = *ref] {
+        Lookup(state, key, reference, platform, r);
+      });
+      if (!queued)
+        return util::MakeError("image '" + reference + "': too many registry lookups waiting");
       answer = state_->pending[key] = state_->promises[key].get_future().share();
-      std::thread(Lookup, state_, key, reference, platform, *ref).detach();
     }
   }
   if (answer.wait_until(deadline) != std::future_status::ready)

@@ -11,6 +11,7 @@
 
 #include "image/image.h"
 #include "image/registry_reference.h"
+#include "serve/pool.h"
 #include "util/error.h"
 
 namespace imgcheck::serve {
@@ -42,8 +43,10 @@ class Resolver {
   bool Allowed(const std::string& host) const;
 
  private:
-  /// What lookups share with the resolver. Each lookup runs on a detached thread holding it, so
-  /// a stalled registry holds neither a request past its deadline nor the server's shutdown.
+  /// What lookups share with the resolver. Lookups run on a pool of a few threads (shared by
+  /// every request; a request naming 2,000 tags queues 2,000 lookups, not threads), each
+  /// holding the state, so a stalled registry holds neither a request past its deadline nor
+  /// the server's shutdown.
   struct State;
   static void Lookup(std::shared_ptr<State> state, const std::string& key,
                      const std::string& reference, const std::string& platform,
@@ -51,6 +54,7 @@ class Resolver {
 
   std::vector<std::string> allow_;
   std::shared_ptr<State> state_;
+  Pool lookups_;
 };
 
 }  // namespace imgcheck::serve

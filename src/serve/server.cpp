@@ -1,6 +1,5 @@
 #include "serve/server.h"
 
-#include <httplib.h>
 #include <openssl/ssl.h>
 
 #include <atomic>
@@ -8,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "serve/events.h"
@@ -25,6 +25,7 @@ using std::chrono::milliseconds;
 
 // Time kept back from the deadline for resolving, answering and the network.
 constexpr milliseconds kMargin{300};
+constexpr milliseconds kStoreCheck{2000};  // how often the shared store's health is checked
 
 std::atomic<bool> g_stop{false};
 void OnStopSignal(int) { g_stop = true; }
@@ -43,11 +44,10 @@ std::pair<std::string, int> SplitListen(const std::string& listen) {
 }
 
 // The API server appends ?timeout=10s (the webhook's timeoutSeconds) to each call.
-milliseconds CallerTimeout(const httplib::Request& req, milliseconds fallback) {
-  if (!req.has_param("timeout")) return fallback;
-  std::string t = req.get_param_value("timeout");
+milliseconds CallerTimeout(const HttpRequest& req, milliseconds fallback) {
+  std::string t = req.Param("timeout");
   size_t digits = t.find_first_not_of("0123456789");
-  if (digits == 0 || digits == std::string::npos || digits > 6) return fallback;
+  if (t.empty() || digits == 0 || digits == std::string::npos || digits > 6) return fallback;
   long n = std::stol(t.substr(0, digits));
   std::string unit = t.substr(digits);
   if (unit == "s") return std::min(fallback, milliseconds(n * 1000));
@@ -56,30 +56,27 @@ milliseconds CallerTimeout(const httplib::Request& req, milliseconds fallback) {
   return fallback;
 }
 
-// Paths named in the metrics: the endpoints, and "other" (so that scanners of random paths
-// cannot grow the label set).
-std::string MetricPath(const std::string& path) {
-  for (const char* p : {"/v1/admission", "/v1/registry-events", "/v1/gatekeeper", "/healthz",
-                        "/readyz", "/metrics"})
-    if (path == p) return path;
-  return "other";
-}
+HttpResponse Json(std::string body) { return {200, "application/json", std::move(body)}; }
 
 class Handlers {
  public:
   Handlers(const ServerOptions& o, Verdicts& v, Resolver& r, Metrics& m)
       : options_(o), verdicts_(v), resolver_(r), metrics_(m) {}
 
-  // Resolves every image, starts the scans of the unknown ones together, then waits for them
-  // within the budget and the request's deadline.
+  // Resolves every distinct image (the lookups run together on the resolver's pool), starts
+  // the scans of the unknown ones together, then waits for them within the budget and the
+  // request's deadline.
   std::vector<ImageResult> Judge(const std::vector<ImageUse>& uses, const std::string& platform,
                                  Clock::time_point deadline) {
-    std::vector<ImageResult> out;
+    std::map<std::string, size_t> first;  // image -> its first result
+    for (const ImageUse& use : uses)
+      if (first.emplace(use.image, first.size()).second)
+        resolver_.Resolve(use.image, platform, Clock::now());  // starts the lookup, waits not
+    std::vector<ImageResult> distinct(first.size());
     auto budget_end = std::min(deadline, Clock::now() + options_.scan_budget);
-    for (const ImageUse& use : uses) {
-      ImageResult r;
-      r.use = use;
-      auto res = resolver_.Resolve(use.image, platform, deadline);
+    for (const auto& [image, i] : first) {
+      ImageResult& r = distinct[i];
+      auto res = resolver_.Resolve(image, platform, deadline);
       if (!res) {
         r.outcome.state = Outcome::State::kFailed;
         r.outcome.error = res.error().message;
@@ -87,9 +84,8 @@ class Handlers {
         r.digest = res->digest;
         r.outcome = verdicts_.Get(r.digest, res->pinned, milliseconds(0));
       }
-      out.push_back(std::move(r));
     }
-    for (ImageResult& r : out) {
+    for (ImageResult& r : distinct) {
       if (r.outcome.state == Outcome::State::kPending) {
         auto left = std::chrono::duration_cast<milliseconds>(budget_end - Clock::now());
         r.outcome = verdicts_.Wait(r.digest, std::max(milliseconds(0), left));
@@ -101,46 +97,64 @@ class Handlers {
         what = "unknown";
       metrics_.Decision(what);
     }
+    std::vector<ImageResult> out;
+    out.reserve(uses.size());
+    for (const ImageUse& use : uses) {
+      out.push_back(distinct[first[use.image]]);
+      out.back().use = use;
+    }
     return out;
   }
 
-  Clock::time_point Deadline(const httplib::Request& req) const {
+  /// An error when `uses` name more distinct images than --max-images.
+  util::Expected<void> WithinImageCap(const std::vector<ImageUse>& uses) const {
+    std::set<std::string_view> distinct;
+    for (const ImageUse& use : uses) distinct.insert(use.image);
+    if (distinct.size() <= options_.max_images) return {};
+    return util::MakeError("the request names " + std::to_string(distinct.size()) +
+                           " distinct images, more than --max-images " +
+                           std::to_string(options_.max_images));
+  }
+
+  Clock::time_point Deadline(const HttpRequest& req) const {
     return Clock::now() + CallerTimeout(req, options_.request_deadline) - kMargin;
   }
 
-  void Admission(const httplib::Request& req, httplib::Response& res) {
+  // Every body gets an AdmissionReview answer (per --on-error when it cannot be judged), never
+  // an HTTP error: the API server would apply the webhook's failurePolicy to that instead.
+  HttpResponse Admission(const HttpRequest& req) {
     auto deadline = Deadline(req);
     std::string uid;
-    auto parsed = ParseAdmissionReview(req.body, options_.platform, uid);
     AdmissionAnswer answer;
-    if (!parsed) {
-      answer = Unjudgeable(parsed.error().message, options_.decide.on_error);
-      metrics_.Decision("error");
-      Log("admission " + (uid.empty() ? "(no uid)" : uid) + ": " + parsed.error().message);
-    } else {
-      try {
+    try {
+      auto parsed = ParseAdmissionReview(req.body, options_.platform, uid);
+      util::Expected<void> capped =
+          parsed ? WithinImageCap(parsed->images) : util::Expected<void>(parsed.error());
+      if (!capped) {
+        answer = Unjudgeable(capped.error().message, options_.decide.on_error);
+        metrics_.Decision("error");
+        Log("admission " + (uid.empty() ? "(no uid)" : uid) + ": " + capped.error().message);
+      } else {
         answer = Decide(Judge(parsed->images, parsed->platform, deadline), options_.decide);
-      } catch (const std::exception& e) {  // still an AdmissionReview, per --on-error
-        answer = Unjudgeable(std::string("internal error: ") + e.what(), options_.decide.on_error);
-        Log("admission " + uid + ": internal error: " + e.what());
+        if (!answer.allowed)
+          Log("denied " + parsed->kind + " " + parsed->namespace_name + "/" + parsed->name + ": " +
+              answer.message);
       }
-      if (!answer.allowed)
-        Log("denied " + parsed->kind + " " + parsed->namespace_name + "/" + parsed->name + ": " +
-            answer.message);
+    } catch (const std::exception& e) {
+      answer = Unjudgeable(std::string("internal error: ") + e.what(), options_.decide.on_error);
+      metrics_.Decision("error");
+      Log("admission " + uid + ": internal error: " + e.what());
     }
-    res.set_content(AdmissionResponse(uid, answer), "application/json");
+    return Json(AdmissionResponse(uid, answer));
   }
 
-  void RegistryEvents(const httplib::Request& req, httplib::Response& res) {
+  HttpResponse RegistryEvents(const HttpRequest& req) {
+    auto deadline = Deadline(req);
     auto events = ParseRegistryEvents(req.body);
-    if (!events) {
-      res.status = 400;
-      res.set_content(events.error().message + "\n", "text/plain");
-      return;
-    }
+    if (!events) return {400, "text/plain", events.error().message + "\n"};
     int queued = 0, skipped = 0;
     for (const PushedManifest& p : *events) {
-      auto r = resolver_.Resolve(p.Reference(), options_.platform);
+      auto r = resolver_.Resolve(p.Reference(), options_.platform, deadline);
       if (r && verdicts_.Prefetch(r->digest, r->pinned)) {
         ++queued;
       } else {
@@ -150,22 +164,17 @@ class Handlers {
       }
     }
     nlohmann::json j = {{"queued", queued}, {"skipped", skipped}};
-    res.set_content(j.dump(), "application/json");
+    return Json(j.dump());
   }
 
-  void Gatekeeper(const httplib::Request& req, httplib::Response& res) {
+  HttpResponse Gatekeeper(const HttpRequest& req) {
     auto deadline = Deadline(req);
     auto keys = ParseProviderRequest(req.body);
-    if (!keys) {
-      res.set_content(ProviderResponse({}, options_.decide.fail_on, keys.error().message),
-                      "application/json");
-      return;
-    }
+    if (!keys) return Json(ProviderResponse({}, options_.decide.fail_on, keys.error().message));
     std::vector<ImageUse> uses;
     for (const auto& k : *keys) uses.push_back({k, "key"});
-    res.set_content(
-        ProviderResponse(Judge(uses, options_.platform, deadline), options_.decide.fail_on),
-        "application/json");
+    return Json(
+        ProviderResponse(Judge(uses, options_.platform, deadline), options_.decide.fail_on));
   }
 
  private:
@@ -180,71 +189,44 @@ class Handlers {
 int Serve(const ServerOptions& options, Verdicts& verdicts, Resolver& resolver, Metrics& metrics) {
   auto [host, port] = SplitListen(options.listen);
   CertificateFiles certs(options.tls_cert, options.tls_key, options.cert_check);
-  std::string ca_error;
-  httplib::SSLServer svr([&](SSL_CTX& ctx) {
-    SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
-    certs.Attach(&ctx);
+  HttpServer svr(options.http, [&](SSL_CTX* ctx, std::string& error) {
+    certs.Attach(ctx);
     if (options.client_ca.empty()) return true;
     STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(options.client_ca.c_str());
     if (names == nullptr ||
-        SSL_CTX_load_verify_locations(&ctx, options.client_ca.c_str(), nullptr) != 1) {
-      ca_error = "--client-ca: " + options.client_ca + " holds no PEM certificate";
+        SSL_CTX_load_verify_locations(ctx, options.client_ca.c_str(), nullptr) != 1) {
+      error = "--client-ca: " + options.client_ca + " holds no PEM certificate";
       return false;
     }
-    SSL_CTX_set_client_CA_list(&ctx, names);
-    SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+    SSL_CTX_set_client_CA_list(ctx, names);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
     return true;
   });
-  if (!svr.is_valid()) throw util::Fatal(ca_error.empty() ? "cannot set up TLS" : ca_error);
-
-  int threads = std::max(1, options.http_threads);
-  svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  auto deadline_s = std::max<time_t>(1, options.request_deadline.count() / 1000);
-  svr.set_read_timeout(deadline_s, 0);
-  svr.set_write_timeout(deadline_s, 0);
-  svr.set_keep_alive_max_count(100000);  // a TLS handshake costs more than many answers
-  // An answer goes out in several TLS records; with Nagle's algorithm the last waits for the
-  // client's delayed ACK (40 ms on Linux), which set every warm request's latency.
-  svr.set_tcp_nodelay(true);
-  svr.set_payload_max_length(options.max_body);
-  svr.set_logger([&](const httplib::Request& req, const httplib::Response& res) {
-    metrics.Request(MetricPath(req.path), res.status);
-  });
-  svr.set_exception_handler(
-      [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
-        std::string what = "unknown exception";
-        try {
-          std::rethrow_exception(ep);
-        } catch (const std::exception& e) {
-          what = e.what();
-        } catch (...) {
-        }
-        Log("internal error on " + req.path + ": " + what);
-        res.status = 500;
-        res.set_content("internal error\n", "text/plain");
-      });
+  svr.OnAnswer([&](const std::string& path, int status) { metrics.Request(path, status); });
+  svr.OnEvent([&](std::string_view e) { metrics.HttpEvent(e); });
 
   Handlers h(options, verdicts, resolver, metrics);
   std::atomic<bool> ready{false};
-  svr.Post("/v1/admission", [&](const auto& req, auto& res) { h.Admission(req, res); });
-  svr.Post("/v1/registry-events", [&](const auto& req, auto& res) { h.RegistryEvents(req, res); });
-  svr.Post("/v1/gatekeeper", [&](const auto& req, auto& res) { h.Gatekeeper(req, res); });
-  svr.Get("/healthz", [](const auto&, auto& res) { res.set_content("ok\n", "text/plain"); });
-  svr.Get("/readyz", [&](const auto&, auto& res) {
-    bool up = ready && verdicts.SharedStoreUp();
-    res.status = up ? 200 : 503;
-    res.set_content(up ? "ready\n" : "not ready\n", "text/plain");
+  svr.Route("POST", "/v1/admission", false, [&](const auto& req) { return h.Admission(req); });
+  svr.Route("POST", "/v1/registry-events", false,
+            [&](const auto& req) { return h.RegistryEvents(req); });
+  svr.Route("POST", "/v1/gatekeeper", false, [&](const auto& req) { return h.Gatekeeper(req); });
+  // Probes and metrics are answered on the I/O thread: they never wait behind reviews.
+  svr.Route("GET", "/healthz", true, [](const auto&) {
+    return HttpResponse{200, "text/plain", "ok\n"};
   });
-  svr.Get("/metrics", [&](const auto&, auto& res) {
-    res.set_content(metrics.Render(), "text/plain; version=0.0.4");
+  // Ready means "can decide": listening and not stopping. Without Redis the verdicts in memory
+  // and the scans still decide (degraded, see imgcheck_shared_store_up), and a replica taken
+  // out of the Service would turn the gate off (failurePolicy: Ignore).
+  svr.Route("GET", "/readyz", true, [&](const auto&) {
+    return ready ? HttpResponse{200, "text/plain", "ready\n"}
+                 : HttpResponse{503, "text/plain", "not ready\n"};
+  });
+  svr.Route("GET", "/metrics", true, [&](const auto&) {
+    return HttpResponse{200, "text/plain; version=0.0.4", metrics.Render()};
   });
 
-  if (port == 0) {
-    port = svr.bind_to_any_port(host);
-    if (port <= 0) throw util::Fatal("--listen: cannot bind " + options.listen);
-  } else if (!svr.bind_to_port(host, port)) {
-    throw util::Fatal("--listen: cannot bind " + options.listen);
-  }
+  port = svr.Listen(host, port);
   Log("listening on https://" + host + ":" + std::to_string(port));
   if (!options.ready_file.empty()) {
     std::string tmp = options.ready_file + ".tmp";
@@ -256,18 +238,49 @@ int Serve(const ServerOptions& options, Verdicts& verdicts, Resolver& resolver, 
   std::signal(SIGTERM, OnStopSignal);
   std::signal(SIGINT, OnStopSignal);
   std::signal(SIGPIPE, SIG_IGN);
-  std::thread stopper([&] {
-    while (!g_stop) std::this_thread::sleep_for(milliseconds(50));
+  Clock::time_point stop_at = Clock::time_point::max();
+  std::thread watcher([&] {
+    // The shared store's health, checked off the request path: a change is logged once.
+    int store = -1;
+    auto next_check = Clock::now();
+    while (!g_stop) {
+      if (Clock::now() >= next_check) {
+        bool up = verdicts.SharedStoreUp();
+        if (store != static_cast<int>(up) && verdicts.HasSharedStore()) {
+          metrics.SharedStoreUp(up);
+          if (up && store == 0) Log("the shared store answers again");
+          if (!up)
+            Log("the shared store does not answer: degraded, deciding from memory and scans");
+          store = up;
+        }
+        next_check = Clock::now() + kStoreCheck;
+      }
+      std::this_thread::sleep_for(milliseconds(50));
+    }
     ready = false;
-    svr.stop();
+    stop_at = Clock::now() + options.shutdown_grace;
+    Log("stopping: answering the requests in flight");
+    svr.Stop(stop_at - kMargin);
+    // Reviews waiting for scans get half the grace; then the scans are given up and they are
+    // answered per --on-error.
+    auto half = Clock::now() + options.shutdown_grace / 2;
+    while (svr.Busy() > 0 && Clock::now() < half) std::this_thread::sleep_for(milliseconds(20));
+    if (!verdicts.Stop(stop_at - kMargin)) {
+      Log("scans still running at the end of --shutdown-grace: abandoned");
+      std::_Exit(0);
+    }
   });
   ready = true;
-  bool ok = svr.listen_after_bind();
+  svr.Run();
   g_stop = true;
-  stopper.join();
-  verdicts.Stop();
+  watcher.join();
+  while (svr.Busy() > 0 && Clock::now() < stop_at) std::this_thread::sleep_for(milliseconds(20));
+  if (svr.Busy() > 0) {
+    Log("requests still running at the end of --shutdown-grace: abandoned");
+    std::_Exit(0);
+  }
   Log("stopped");
-  return ok ? 0 : 2;
+  return 0;
 }
 
 }  // namespace imgcheck::serve

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "serve/admission.h"
+#include "serve/http.h"
 #include "serve/metrics.h"
 #include "serve/resolver.h"
 #include "serve/verdicts.h"
@@ -15,20 +16,25 @@ namespace imgcheck::serve {
 struct ServerOptions {
   std::string listen = "0.0.0.0:8443";  ///< ADDR:PORT; port 0 picks a free one
   std::string tls_cert, tls_key;
-  std::string client_ca;      ///< when set, clients must present a certificate it signed
-  size_t max_body = 3 << 20;  ///< bytes; Kubernetes objects are at most ~1.5 MiB in etcd
+  std::string client_ca;  ///< when set, clients must present a certificate it signed
+  /// Deadlines and caps of the HTTP layer; max_body: Kubernetes objects are at most ~1.5 MiB
+  /// in etcd.
+  HttpLimits http;
   /// The longest a request may take, also bounded by the API server's own ?timeout=.
   std::chrono::milliseconds request_deadline{10000};
   std::chrono::milliseconds scan_budget{8000};  ///< the longest a request waits for a scan
   std::string platform = "linux/amd64";         ///< when the pod names none
   DecideOptions decide;
-  int http_threads = 256;  ///< connections served at once (keep-alive holds one each)
+  size_t max_images = 64;  ///< distinct images one review may name (more: --on-error)
+  /// SIGTERM: stop accepting, answer what is in flight, give up on scans, exit within this.
+  std::chrono::milliseconds shutdown_grace{10000};
   std::chrono::milliseconds cert_check{1000};
   std::string ready_file;  ///< test hook: "PORT\n" written here once listening
 };
 
-/// Serves until SIGTERM or SIGINT; returns the exit code. Throws util::Fatal when it cannot
-/// start (certificates, address).
+/// Serves until SIGTERM or SIGINT; returns the exit code (or ends the process itself, with 0,
+/// when scans or requests are still running at the end of the shutdown grace). Throws util::Fatal
+/// when it cannot start (certificates, address).
 int Serve(const ServerOptions& options, Verdicts& verdicts, Resolver& resolver, Metrics& metrics);
 
 }  // namespace imgcheck::serve

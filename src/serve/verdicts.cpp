@@ -1,10 +1,46 @@
 #include "serve/verdicts.h"
 
+#include <optional>
+
 #include "serve/log.h"
 
 namespace imgcheck::serve {
 
 using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Renews a lock every third of its lifetime until destroyed.
+class Renewal {
+ public:
+  Renewal(SharedStore& store, std::string key, std::chrono::seconds ttl)
+      : thread_([this, &store, key = std::move(key), ttl] {
+          std::unique_lock lock(mu_);
+          while (!done_cv_.wait_for(lock, ttl / 3, [&] { return done_; })) {
+            try {
+              if (!store.Renew(key, ttl)) Log("lost the shared lock " + key);
+            } catch (const util::Fatal& e) {
+              Log(e.what());
+            }
+          }
+        }) {}
+  ~Renewal() {
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    done_cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
 
 Verdicts::Verdicts(Scanner scanner, VerdictOptions options, std::unique_ptr<SharedStore> shared,
                    Metrics& metrics)
@@ -13,15 +49,22 @@ Verdicts::Verdicts(Scanner scanner, VerdictOptions options, std::unique_ptr<Shar
       seal_(options_.verdict_key),
       shared_(std::move(shared)),
       metrics_(metrics) {
-  for (int i = 0; i < std::max(1, options_.workers); ++i) threads_.emplace_back([this] { Work(); });
+  live_workers_ = std::max(1, options_.workers);
+  for (int i = 0; i < live_workers_; ++i)
+    threads_.emplace_back([this] {
+      Work();
+      std::lock_guard lock(mu_);
+      --live_workers_;
+      exited_.notify_all();
+    });
 }
 
 Verdicts::~Verdicts() { Stop(); }
 
-void Verdicts::Stop() {
+bool Verdicts::Stop(Clock::time_point by) {
   {
     std::lock_guard lock(mu_);
-    if (stopping_ && threads_.empty()) return;
+    if (stopping_ && threads_.empty()) return true;
     stopping_ = true;
     for (auto& [digest, flight] : flights_) {
       std::lock_guard fl(flight->mu);
@@ -36,8 +79,18 @@ void Verdicts::Stop() {
   }
   work_.notify_all();
   stopped_.notify_all();
-  for (auto& t : threads_) t.join();
+  bool done;
+  {
+    std::unique_lock lock(mu_);
+    auto all_out = [&] { return live_workers_ == 0; };
+    if (by == Clock::time_point::max())
+      exited_.wait(lock, all_out), done = true;
+    else
+      done = exited_.wait_until(lock, by, all_out);
+  }
+  for (auto& t : threads_) done ? t.join() : t.detach();
   threads_.clear();
+  return done;
 }
 
 std::string Verdicts::Key(const std::string& digest) const {
@@ -221,7 +274,7 @@ Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) 
   bool locked = false;
   if (shared_) {
     std::string lock_key = Key(digest) + ":lock";
-    auto give_up = Clock::now() + options_.lock_ttl + options_.lock_ttl;
+    auto give_up = Clock::now() + options_.lock_wait;
     for (;;) {
       if (auto v = FromStore(digest)) {
         metrics_.CacheHit("redis");
@@ -250,10 +303,16 @@ Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) 
   metrics_.ScanStarted();
   auto start = Clock::now();
   std::optional<Verdict> v;
-  try {
-    v = scanner_(reference);
-  } catch (const std::exception& e) {
-    out.error = e.what();
+  {
+    // The lock is short-lived and renewed while the scan runs: it lasts as long as the scan
+    // (which --deadline bounds) and lapses within lock_ttl when this process dies.
+    std::optional<Renewal> renewal;
+    if (locked) renewal.emplace(*shared_, Key(digest) + ":lock", options_.lock_ttl);
+    try {
+      v = scanner_(reference);
+    } catch (const std::exception& e) {
+      out.error = e.what();
+    }
   }
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   metrics_.ScanFinished(seconds, out.error.empty());

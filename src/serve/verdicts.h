@@ -35,9 +35,12 @@ struct VerdictOptions {
   size_t queue_limit = 256;      ///< scans waiting for a worker; more are refused
   size_t cache_entries = 10000;  ///< in-process LRU size
   std::chrono::seconds store_ttl{std::chrono::hours(24 * 30)};  ///< verdict lifetime in the store
-  std::chrono::seconds lock_ttl{std::chrono::minutes(30)};      ///< a scan's lock in the store
-  std::chrono::seconds failure_ttl{30};  ///< a failed scan is not retried sooner
-  std::chrono::milliseconds poll{100};   ///< waiting on another replica's scan
+  /// A scan's lock in the store, renewed every third of it while the scan runs: another
+  /// replica takes over this long after the scanning one died.
+  std::chrono::seconds lock_ttl{10};
+  std::chrono::seconds lock_wait{std::chrono::hours(1)};  ///< waiting on a live replica's scan
+  std::chrono::seconds failure_ttl{30};                   ///< a failed scan is not retried sooner
+  std::chrono::milliseconds poll{100};                    ///< waiting on another replica's scan
   /// --verdict-key-file's key: verdicts in the shared store are sealed with it, and one that is
   /// not sealed with it is ignored (VerdictSeal). Empty: stored and trusted unsigned.
   std::string verdict_key;
@@ -72,8 +75,12 @@ class Verdicts {
   /// it was found ("memory", "redis").
   std::shared_ptr<const Verdict> Lookup(const std::string& digest, std::string* tier = nullptr);
   /// Stops the workers; queued scans are dropped, running ones finish.
-  void Stop();
+  void Stop() { Stop(std::chrono::steady_clock::time_point::max()); }
+  /// The same, waiting for running scans until `by` only: false when some still run then (their
+  /// threads are left to the process's exit, which must follow).
+  bool Stop(std::chrono::steady_clock::time_point by);
   bool SharedStoreUp();
+  bool HasSharedStore() const { return shared_ != nullptr; }
 
  private:
   struct Flight {
@@ -109,6 +116,8 @@ class Verdicts {
   std::map<std::string, std::pair<std::chrono::steady_clock::time_point, std::string>> failed_;
   std::deque<std::pair<std::string, std::string>> queue_;  ///< digest, reference
   std::vector<std::thread> threads_;
+  int live_workers_ = 0;            ///< under mu_
+  std::condition_variable exited_;  ///< a worker returned
 };
 
 }  // namespace imgcheck::serve

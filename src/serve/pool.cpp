@@ -1,0 +1,64 @@
+#include "serve/pool.h"
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "serve/log.h"
+
+namespace imgcheck::serve {
+
+struct Pool::State {
+  std::mutex mu;
+  std::condition_variable work;
+  std::deque<std::function<void()>> queue;
+  size_t limit = 0, running = 0;
+  bool stopping = false;
+};
+
+Pool::Pool(int threads, size_t queue_limit) : state_(std::make_shared<State>()) {
+  state_->limit = queue_limit;
+  for (int i = 0; i < std::max(1, threads); ++i)
+    std::thread([s = state_] {
+      std::unique_lock lock(s->mu);
+      for (;;) {
+        s->work.wait(lock, [&] { return s->stopping || !s->queue.empty(); });
+        if (s->stopping) return;
+        std::function<void()> job = std::move(s->queue.front());
+        s->queue.pop_front();
+        ++s->running;
+        lock.unlock();
+        try {
+          job();
+        } catch (const std::exception& e) {  // a job answers its own errors; this is a bug
+          Log(std::string("internal error in a pool job: ") + e.what());
+        }
+        job = nullptr;
+        lock.lock();
+        --s->running;
+      }
+    }).detach();
+}
+
+Pool::~Pool() {
+  std::lock_guard lock(state_->mu);
+  state_->stopping = true;
+  state_->queue.clear();
+  state_->work.notify_all();
+}
+
+bool Pool::Submit(std::function<void()> job) {
+  std::lock_guard lock(state_->mu);
+  if (state_->stopping || state_->queue.size() >= state_->limit) return false;
+  state_->queue.push_back(std::move(job));
+  state_->work.notify_one();
+  return true;
+}
+
+size_t Pool::Busy() const {
+  std::lock_guard lock(state_->mu);
+  return state_->queue.size() + state_->running;
+}
+
+}  // namespace imgcheck::serve
