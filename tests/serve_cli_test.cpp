@@ -97,6 +97,7 @@ class Process {
     return status_ = -1;
   }
   bool Running() { return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0; }
+  void Signal(int sig) { kill(pid_, sig); }
   std::string Log() const { return ReadFile(log_); }
 
  private:
@@ -248,6 +249,7 @@ class Server {
     return 0;
   }
   int Stop() { return process_->Stop(); }
+  void Signal(int sig) { process_->Signal(sig); }
   std::string Log() const { return process_->Log(); }
 
  private:
@@ -577,4 +579,45 @@ TEST_CASE("serve: two servers share verdicts and one scan through real Redis",
             .output.find(":lock") == std::string::npos);  // the lock was released
   CHECK(a.Stop() == 0);
   CHECK(b.Stop() == 0);
+}
+
+TEST_CASE("serve: SIGHUP reloads the rule data `rules update` installed, as a new policy",
+          "[serve]") {
+  if (!Need({"openssl"})) return;
+  TempDir work;
+  Certificates certs(work / "certs");
+  fs::path cache = work / "rules-cache";
+  Server s(work / "s", certs, {"--rules-cache", cache.string()});
+  s.Signal(SIGHUP);  // the same data: reloaded all the same, under the same identity
+  REQUIRE(Eventually([&] { return s.Log().find("SIGHUP: policy reloaded") != std::string::npos; }));
+  std::string first = s.Log();
+
+  // Newer data, published into a layout and installed into the server's cache.
+  fs::path newer = work / "newer";
+  fs::create_directories(newer);
+  for (const auto& e : fs::directory_iterator(SourceDir() / "rules"))
+    if (e.path().extension() == ".json") fs::copy_file(e.path(), newer / e.path().filename());
+  json v = json::parse(ReadFile(newer / "version.json"));
+  v["date"] = "2999-01-01";
+  WriteFile(newer / "version.json", v.dump());
+  std::string layout = "oci:" + (work / "layout").string() + ":1";
+  REQUIRE(Run(ImgcheckCommand("rules push " + Quote(newer) + " " + layout)).status == 0);
+  REQUIRE(
+      Run(ImgcheckCommand("rules update " + layout + " --rules-cache " + Quote(cache))).status ==
+      0);
+  s.Signal(SIGHUP);
+  REQUIRE(Eventually([&] {
+    return s.Log().find("policy reloaded (rules data 2999-01-01+") != std::string::npos;
+  }));
+  std::string log = s.Log();
+  auto identity = [](const std::string& text, size_t from) {
+    size_t at = text.find("identity ", from);
+    return at == std::string::npos ? std::string() : text.substr(at + 9, 16);
+  };
+  std::string before = identity(first, first.find("SIGHUP"));
+  std::string after = identity(log, log.find("rules data 2999-01-01+"));
+  CHECK(before.size() == 16);
+  CHECK(after.size() == 16);
+  CHECK(before != after);
+  CHECK(s.Stop() == 0);
 }

@@ -152,6 +152,7 @@ Policy LoadPolicy(const RuleArgs& args) {
 
   util::Sha256 h;
   h.Update("imgcheck " IMGCHECK_VERSION "\n");
+  h.Update("rules " + p.knowledge.version().str() + "\n");
   HashTree(RulesDir(), h);
   for (const auto& d : args.rules_dirs) HashTree(d, h);
   std::string rest = config_text + "\n" + args.fail_on + "\n" + args.driver + "\n" + args.gpu +
@@ -184,6 +185,7 @@ report::Report ScanReport(const ImageArgs& args, const Policy& policy, const Ext
   rep.diagnostics.insert(rep.diagnostics.end(), cat.diagnostics.begin(), cat.diagnostics.end());
   rep.knowledge = &policy.knowledge;
   rep.tool_version = IMGCHECK_VERSION;
+  rep.rules_version = policy.knowledge.version().str();
   if (finish) finish(input, rep);
   return rep;
 }

@@ -30,6 +30,12 @@ Runner DefineHelp(CLI::App& sub) {
 Runner DefineVersion(CLI::App&) {
   return []() -> int {
     std::cout << "imgcheck " IMGCHECK_VERSION "\n";
+    // The data too: a binary judges by whatever rules/ (or update) it finds.
+    try {
+      std::cout << "rules " << LoadKnowledge({}).version().str() << "\n";
+    } catch (const util::Fatal& e) {
+      std::cout << "rules: unreadable (" << e.what() << ")\n";
+    }
     return 0;
   };
 }

@@ -1,6 +1,12 @@
 // `imgcheck serve`: the scan behind an HTTPS admission hook (src/serve), with scan's registry,
 // cache and rule options. The policy is loaded once; its identity keys every verdict.
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "cli/analysis.h"
 #include "cli/commands.h"
@@ -31,8 +37,79 @@ serve::Fallback ParseFallback(const std::string& flag, const std::string& value)
   throw util::Fatal(flag + ": '" + value + "' is not allow or deny");
 }
 
+// The policy in use, replaced whole by a reload; scans hold the one they started with.
+class PolicyHolder {
+ public:
+  explicit PolicyHolder(Policy p) : p_(std::make_shared<const Policy>(std::move(p))) {}
+  std::shared_ptr<const Policy> Get() const {
+    std::lock_guard lock(mu_);
+    return p_;
+  }
+  void Set(std::shared_ptr<const Policy> p) {
+    std::lock_guard lock(mu_);
+    p_ = std::move(p);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const Policy> p_;
+};
+
+std::string ShortIdentity(const Policy& p) {
+  return p.identity.substr(p.identity.find(':') + 1, 16);
+}
+
+// SIGHUP reloads the rule data (after `imgcheck rules update`) and the config: a new policy
+// identity, so no verdict of the old one is reused. A policy that fails to load is logged and
+// the old one stays. SIGHUP is blocked before any thread starts and taken here with
+// sigtimedwait, so no other thread sees it.
+class Reloader {
+ public:
+  Reloader(const RuleArgs& args, PolicyHolder& policy, serve::Verdicts& verdicts)
+      : thread_([this, &args, &policy, &verdicts] {
+          sigset_t hup;
+          sigemptyset(&hup);
+          sigaddset(&hup, SIGHUP);
+          timespec tick{0, 200 * 1000 * 1000};
+          while (!stop_) {
+            if (sigtimedwait(&hup, nullptr, &tick) != SIGHUP) continue;
+            try {
+              auto next = std::make_shared<const Policy>(LoadPolicy(args));
+              std::string id = ShortIdentity(*next);
+              policy.Set(next);
+              verdicts.SetIdentity(id);
+              serve::Log("SIGHUP: policy reloaded (rules data " + next->knowledge.version().str() +
+                         ", identity " + id + ")");
+            } catch (const std::exception& e) {
+              serve::Log(std::string("SIGHUP: reload failed, the policy stays: ") + e.what());
+            }
+          }
+        }) {}
+  ~Reloader() {
+    stop_ = true;
+    thread_.join();
+  }
+  Reloader(const Reloader&) = delete;
+  Reloader& operator=(const Reloader&) = delete;
+
+  /// Blocks SIGHUP in the calling thread and every thread it starts later.
+  static void BlockHangup() {
+    sigset_t hup;
+    sigemptyset(&hup);
+    sigaddset(&hup, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &hup, nullptr);
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
 int Serve(ServeArgs& args) {
-  Policy policy = LoadPolicy(args.rules);
+  Reloader::BlockHangup();
+  PolicyHolder holder(LoadPolicy(args.rules));
+  std::shared_ptr<const Policy> initial = holder.Get();  // the startup settings come from it
+  const Policy& policy = *initial;
   serve::ServerOptions& o = args.server;
   o.decide.fail_on = policy.fail_on;
   o.decide.on_unknown = ParseFallback("--on-unknown", args.on_unknown);
@@ -54,16 +131,18 @@ int Serve(ServeArgs& args) {
 
   args.image.quiet = true;  // no progress line from a server
   serve::VerdictOptions vo;
-  vo.identity = policy.identity.substr(policy.identity.find(':') + 1, 16);
+  vo.identity = ShortIdentity(policy);
   vo.workers = args.workers;
   vo.cache_entries = args.cache_entries;
   serve::Metrics metrics;
-  serve::Scanner scanner = [&args, &policy](const std::string& reference) {
+  serve::Scanner scanner = [&args, &holder](const std::string& reference) {
     ImageArgs a = args.image;
     a.reference = reference;
-    return report::RenderJson(ScanReport(a, policy));
+    std::shared_ptr<const Policy> p = holder.Get();
+    return report::RenderJson(ScanReport(a, *p));
   };
   serve::Verdicts verdicts(scanner, vo, std::move(shared), metrics);
+  Reloader reloader(args.rules, holder, verdicts);
   serve::Resolver resolver(ToLoadOptions(args.image, policy.knowledge.libraries()),
                            args.allow_registry, std::chrono::seconds(args.resolve_ttl));
   return serve::Serve(o, verdicts, resolver, metrics);

@@ -10,6 +10,7 @@
 
 #include "catalog/catalog.h"
 #include "report/escape.h"
+#include "rules/update.h"
 #include "util/error.h"
 #include "util/text.h"
 
@@ -147,9 +148,30 @@ image::LoadOptions ToLoadOptions(const ImageArgs& args, const catalog::LibraryRu
   return o;
 }
 
+namespace {
+std::string& RulesCacheOption() {
+  static std::string dir;
+  return dir;
+}
+}  // namespace
+
+const std::string& RulesCache() { return RulesCacheOption(); }
+
 std::string RulesDir() {
   if (const char* env = std::getenv("IMGCHECK_RULES_DIR"); env != nullptr && *env != '\0')
     return env;
+  std::string note;
+  std::string dir =
+      rules::ChooseRulesDir(rules::RulesCacheDir(RulesCache()), BundledRulesDir(), &note);
+  static std::string said;  // once per process, though every reload asks again
+  if (!note.empty() && note != said) {
+    std::cerr << "imgcheck: note: " << note << "; using the bundled data\n";
+    said = note;
+  }
+  return dir;
+}
+
+std::string BundledRulesDir() {
   std::error_code ec;
   std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {
@@ -163,6 +185,11 @@ void AddRulesArg(CLI::App& sub, std::vector<std::string>& rules_dirs) {
   // One directory per --rules, so that the image reference after it stays the image.
   sub.add_option("--rules", rules_dirs, "directory of rule files that add to or override rules/")
       ->check(CLI::ExistingDirectory)
+      ->allow_extra_args(false);
+  sub.add_option_function<std::string>(
+         "--rules-cache", [](const std::string& d) { RulesCacheOption() = d; },
+         "where `imgcheck rules update` installs rule data (default "
+         "$XDG_DATA_HOME/imgcheck/rules)")
       ->allow_extra_args(false);
 }
 

@@ -72,8 +72,14 @@ Runner DefineServe(CLI::App& sub);
 
 /// Where the built-in rule data lives: $IMGCHECK_RULES_DIR, else ../share/imgcheck/rules beside
 /// the executable (an installed copy), else the source tree's rules/ the build was made from.
+std::string BundledRulesDir();
+/// The rule data in use: $IMGCHECK_RULES_DIR when set; else the data `imgcheck rules update`
+/// installed in the rules cache when it is newer and of this binary's schema (a note on stderr
+/// says when installed data is passed over), else BundledRulesDir().
 std::string RulesDir();
-/// Adds --rules DIR (repeatable) to `sub`.
+/// --rules-cache DIR ("" : the default, $XDG_DATA_HOME/imgcheck/rules).
+const std::string& RulesCache();
+/// Adds --rules DIR (repeatable) and --rules-cache DIR to `sub`.
 void AddRulesArg(CLI::App& sub, std::vector<std::string>& rules_dirs);
 /// The rule data every subcommand uses, each file read once: RulesDir(), then `rules_dirs`.
 rules::Knowledge LoadKnowledge(const std::vector<std::string>& rules_dirs);

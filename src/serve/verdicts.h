@@ -69,6 +69,9 @@ class Verdicts {
   /// Stops the workers; queued scans are dropped, running ones finish.
   void Stop();
   bool SharedStoreUp();
+  /// A new policy (serve reloads its rule data on SIGHUP): later verdicts are keyed by
+  /// `identity`, and those kept in memory, judged by the old policy, are forgotten.
+  void SetIdentity(const std::string& identity);
 
  private:
   struct Flight {
@@ -89,7 +92,8 @@ class Verdicts {
   std::shared_ptr<const Verdict> FromStore(const std::string& digest);
 
   Scanner scanner_;
-  VerdictOptions options_;
+  VerdictOptions options_;  ///< identity under identity_mu_
+  mutable std::mutex identity_mu_;
   std::unique_ptr<SharedStore> shared_;
   Metrics& metrics_;
 
