@@ -12,6 +12,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// stderr alone of `args` (Run captures both streams): the error line.
+CommandResult Stderr(const std::string& args) {
+  return Run("{ " + ImgcheckCommand(args) + " 2>&1 >/dev/null; }");
+}
+
 size_t Lines(const std::string& s) {
   return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
 }
@@ -62,15 +67,14 @@ TEST_CASE("rules data: pushed, updated from an OCI layout, listed, refused when 
     std::string bytes = ReadFile(blob);
     bytes[bytes.size() / 2] ^= 1;
     WriteFile(blob, bytes);
-    CommandResult refused = Run(ImgcheckCommand("rules update oci:" + Quote(layout) + ":1" +
-                                                cache_flag + " 2>&1 >/dev/null"));
+    CommandResult refused = Stderr("rules update oci:" + Quote(layout) + ":1" + cache_flag);
     CHECK(refused.status == 2);
     CHECK(Lines(refused.output) == 1);
     CHECK_THAT(refused.output, Catch::Contains("does not match its digest"));
   }
   SECTION("a reference that is not rules data: exit 2, one line") {
-    CommandResult refused = Run(ImgcheckCommand("rules update oci:" + Quote(tmp / "nothing") +
-                                                ":1" + cache_flag + " 2>&1 >/dev/null"));
+    CommandResult refused =
+        Stderr("rules update oci:" + Quote(tmp / "nothing") + ":1" + cache_flag);
     CHECK(refused.status == 2);
     CHECK(Lines(refused.output) == 1);
   }
