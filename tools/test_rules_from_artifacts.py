@@ -154,8 +154,19 @@ class TablesTest(unittest.TestCase):
         self.pypi.add("tensorflow", "2.2.0", "tensorflow-2.2.0-cp38-cp38-manylinux2010_x86_64.whl", {
             "tensorflow/python/platform/build_info.py": BUILD_INFO_OLD,
             "tensorflow-2.2.0.dist-info/METADATA": ""})
-        documented = {"2.2": {"cudnn": "7.6"}}
+        # 2.0's GPU build is the tensorflow-gpu wheel, its package tensorflow_core.
+        self.pypi.add("tensorflow", "2.0.0", "tensorflow-2.0.0-cp37-cp37m-manylinux2010_x86_64.whl",
+                      {"tensorflow-2.0.0.dist-info/METADATA": ""})
+        self.pypi.add("tensorflow-gpu", "2.0.0",
+                      "tensorflow_gpu-2.0.0-cp37-cp37m-manylinux2010_x86_64.whl", {
+                          "tensorflow_core/python/platform/build_info.py":
+                              BUILD_INFO_OLD.replace("'10.1'", "'10'"),
+                          "tensorflow_gpu-2.0.0.dist-info/METADATA": ""})
+        documented = {"2.2": {"cudnn": "7.6", "cuda": "10.1"}, "2.0": {"cudnn": "7.4", "cuda": "10.0"}}
         rows = {r["tensorflow"]: r for r in gen.tensorflow_rows(self.pypi, documented)}
+        # build_info names only CUDA 10: the documented minor of the same major is kept.
+        self.assertEqual((rows["2.0.0"]["cuda"], rows["2.0.0"]["cudnn"]), ("10.0", "7.4"))
+        self.assertEqual(rows["2.0.0"]["package"], "tensorflow-gpu")
         self.assertEqual((rows["2.19.0"]["cuda"], rows["2.19.0"]["cudnn"]), ("12.5.1", "9.3.0.75"))
         self.assertEqual((rows["2.2.0"]["cuda"], rows["2.2.0"]["cudnn"]), ("10.1", "7.6"))
         self.assertIn("tested build configurations", rows["2.2.0"]["source"])
