@@ -8,6 +8,7 @@
 #include "rules/knowledge.h"
 #include "rules/scan.h"
 #include "rules/update.h"
+#include "scan/policy.h"
 #include "util/error.h"
 
 namespace imgcheck::cli {
@@ -24,7 +25,7 @@ struct RulesArgs {
 };
 
 int List(const RulesArgs& args) {
-  rules::Knowledge k = LoadKnowledge(args.rules_dirs);
+  rules::Knowledge k = scan::LoadKnowledge(args.rules_dirs);
   auto implemented = rules::ImplementedRules();
   if (args.json) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
@@ -45,13 +46,13 @@ int List(const RulesArgs& args) {
          << rules::SeverityName(r.severity) << " " << r.summary
          << (r.needs_target.empty() ? "" : " [needs --" + r.needs_target + "]") << "\n";
   text << "\nrules data " << k.version().str() << " (schema " << k.version().schema << ") from "
-       << RulesDir() << "\n";
+       << scan::RulesDir() << "\n";
   std::cout << report::VisibleLines(text.str());
   return 0;
 }
 
 int Explain(const RulesArgs& args) {
-  rules::Knowledge k = LoadKnowledge(args.rules_dirs);
+  rules::Knowledge k = scan::LoadKnowledge(args.rules_dirs);
   const rules::RuleInfo* r = k.Rule(args.id);
   if (!r) {
     std::string hint = k.SuggestRule(args.id);
@@ -79,12 +80,12 @@ int Update(const RulesArgs& args) {
   std::string ref = args.reference.empty() ? rules::kDefaultRulesReference : args.reference;
   image::Artifact a =
       image::PullArtifact(ref, rules::kRulesArtifact, rules::kMaxRulesLayer, args.registry);
-  std::string cache = rules::RulesCacheDir(RulesCache());
+  std::string cache = rules::RulesCacheDir(scan::RulesCache());
   rules::DataVersion v = rules::InstallRules(a, cache);
   std::cout << "installed rules data " << v.str() << " from " << a.describe << " ("
             << a.manifest_digest << ") into " << cache << "\n";
   std::string note;
-  rules::ChooseRulesDir(cache, BundledRulesDir(), &note);
+  rules::ChooseRulesDir(cache, scan::BundledRulesDir(), &note);
   if (!note.empty()) std::cout << "note: " << note << "; the bundled data stays in use\n";
   return 0;
 }

@@ -8,8 +8,9 @@
 #include <mutex>
 #include <thread>
 
-#include "cli/analysis.h"
 #include "cli/commands.h"
+#include "cli/rule_args.h"
+#include "scan/scan.h"
 #include "serve/log.h"
 #include "serve/server.h"
 #include "util/error.h"
@@ -20,7 +21,7 @@ namespace {
 
 struct ServeArgs {
   ImageArgs image;  ///< registry and cache options; `reference` unused
-  RuleArgs rules;
+  scan::PolicyArgs rules;
   serve::ServerOptions server;
   std::vector<std::string> allow_registry;
   std::string redis;
@@ -40,24 +41,20 @@ serve::Fallback ParseFallback(const std::string& flag, const std::string& value)
 // The policy in use, replaced whole by a reload; scans hold the one they started with.
 class PolicyHolder {
  public:
-  explicit PolicyHolder(Policy p) : p_(std::make_shared<const Policy>(std::move(p))) {}
-  std::shared_ptr<const Policy> Get() const {
+  explicit PolicyHolder(scan::Policy p) : p_(std::make_shared<const scan::Policy>(std::move(p))) {}
+  std::shared_ptr<const scan::Policy> Get() const {
     std::lock_guard lock(mu_);
     return p_;
   }
-  void Set(std::shared_ptr<const Policy> p) {
+  void Set(std::shared_ptr<const scan::Policy> p) {
     std::lock_guard lock(mu_);
     p_ = std::move(p);
   }
 
  private:
   mutable std::mutex mu_;
-  std::shared_ptr<const Policy> p_;
+  std::shared_ptr<const scan::Policy> p_;
 };
-
-std::string ShortIdentity(const Policy& p) {
-  return p.identity.substr(p.identity.find(':') + 1, 16);
-}
 
 // SIGHUP reloads the rule data (after `imgcheck rules update`) and the config: a new policy
 // identity, so no verdict of the old one is reused. A policy that fails to load is logged and
@@ -65,7 +62,7 @@ std::string ShortIdentity(const Policy& p) {
 // sigtimedwait, so no other thread sees it.
 class Reloader {
  public:
-  Reloader(const RuleArgs& args, PolicyHolder& policy, serve::Verdicts& verdicts)
+  Reloader(const scan::PolicyArgs& args, PolicyHolder& policy, serve::Verdicts& verdicts)
       : thread_([this, &args, &policy, &verdicts] {
           sigset_t hup;
           sigemptyset(&hup);
@@ -74,8 +71,8 @@ class Reloader {
           while (!stop_) {
             if (sigtimedwait(&hup, nullptr, &tick) != SIGHUP) continue;
             try {
-              auto next = std::make_shared<const Policy>(LoadPolicy(args));
-              std::string id = ShortIdentity(*next);
+              auto next = std::make_shared<const scan::Policy>(scan::LoadPolicy(args));
+              std::string id = next->ShortIdentity();
               policy.Set(next);
               verdicts.SetIdentity(id);
               serve::Log("SIGHUP: policy reloaded (rules data " + next->knowledge.version().str() +
@@ -107,9 +104,9 @@ class Reloader {
 
 int Serve(ServeArgs& args) {
   Reloader::BlockHangup();
-  PolicyHolder holder(LoadPolicy(args.rules));
-  std::shared_ptr<const Policy> initial = holder.Get();  // the startup settings come from it
-  const Policy& policy = *initial;
+  PolicyHolder holder(scan::LoadPolicy(args.rules));
+  std::shared_ptr<const scan::Policy> initial = holder.Get();  // the startup settings
+  const scan::Policy& policy = *initial;
   serve::ServerOptions& o = args.server;
   o.decide.fail_on = policy.fail_on;
   o.decide.on_unknown = ParseFallback("--on-unknown", args.on_unknown);
@@ -131,20 +128,22 @@ int Serve(ServeArgs& args) {
 
   args.image.quiet = true;  // no progress line from a server
   serve::VerdictOptions vo;
-  vo.identity = ShortIdentity(policy);
+  vo.identity = policy.ShortIdentity();
   vo.workers = args.workers;
   vo.cache_entries = args.cache_entries;
   serve::Metrics metrics;
   serve::Scanner scanner = [&args, &holder](const std::string& reference) {
-    ImageArgs a = args.image;
-    a.reference = reference;
-    std::shared_ptr<const Policy> p = holder.Get();
-    return report::RenderJson(ScanReport(a, *p));
+    ImageArgs image = args.image;
+    image.reference = reference;
+    std::shared_ptr<const scan::Policy> p = holder.Get();  // kept for the whole scan
+    scan::Request request = ScanRequest(image, p->knowledge, scan::Depth::kFindings);
+    request.policy = p.get();
+    return serve::VerdictOf(scan::Run(request)->report);
   };
   serve::Verdicts verdicts(scanner, vo, std::move(shared), metrics);
   Reloader reloader(args.rules, holder, verdicts);
-  serve::Resolver resolver(ToLoadOptions(args.image, policy.knowledge.libraries()),
-                           args.allow_registry, std::chrono::seconds(args.resolve_ttl));
+  serve::Resolver resolver(ToLoadOptions(args.image), args.allow_registry,
+                           std::chrono::seconds(args.resolve_ttl));
   return serve::Serve(o, verdicts, resolver, metrics);
 }
 
