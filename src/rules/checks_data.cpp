@@ -20,23 +20,23 @@ size_t Precision(std::string_view what) {
 
 void Report(Context& ctx, std::string_view what, const std::string& label, const Version& version,
             const std::string& path, std::string_view fallback) {
-  auto known = ctx.k.NewestKnown(what);
+  auto known = ctx.knowledge.NewestKnown(what);
   size_t n = Precision(what);
   if (!known || version.Prefix(n) <= known->version.Prefix(n)) return;
   Finding f = ctx.Make(
       "IC080",
       label + " " + version.str() + " is newer than the newest release the rule data knows (" +
-          known->version.str() + ", rules data " + ctx.k.version().str() + "): its checks used " +
-          std::string(fallback.empty() ? known->row : fallback) +
+          known->version.str() + ", rules data " + ctx.knowledge.version().str() +
+          "): its checks used " + std::string(fallback.empty() ? known->row : fallback) +
           "; run `imgcheck rules update` for newer data",
       {path});
   f.evidence.push_back({"newest known", known->version.str() + ": " + known->row});
-  f.evidence.push_back({"rules data", ctx.k.version().str()});
+  f.evidence.push_back({"rules data", ctx.knowledge.version().str()});
   ctx.findings.push_back(std::move(f));
 }
 
 void CheckDataOutdated(Context& ctx) {
-  for (const Component* fw : ctx.cat.Find(ComponentKind::kFramework)) {
+  for (const Component* fw : ctx.catalog.Find(ComponentKind::kFramework)) {
     auto version = ctx.FrameworkVersion(*fw);
     if (fw->deleted || !version) continue;
     std::string key = AcceptanceKey(*fw);
@@ -48,12 +48,12 @@ void CheckDataOutdated(Context& ctx) {
       Report(ctx, fw->name, fw->name, *version, fw->path, "");
     }
   }
-  for (const Component* c : ctx.cat.Family("cudart"))
+  for (const Component* c : ctx.catalog.Family("cudart"))
     if (auto v = ctx.VersionOf(c); v && c->name == "libcudart" && !c->deleted)
       Report(ctx, "cuda", "the CUDA runtime", *v, c->path, "");
-  for (const Component* c : ctx.cat.Family("cudnn"))
+  for (const Component* c : ctx.catalog.Family("cudnn"))
     if (auto v = ctx.VersionOf(c, 3); v && c->name == "libcudnn" && !c->deleted) {
-      const CudnnReleaseRow* row = ctx.k.CudnnRelease(*v);
+      const CudnnReleaseRow* row = ctx.knowledge.CudnnRelease(*v);
       Report(ctx, "cudnn", "cuDNN", *v, c->path,
              row ? "cudnn_releases row " + row->from.str() + ".." + row->to.str() + " (" +
                        row->source + ")"
