@@ -107,6 +107,7 @@ class Process {
     waitpid(pid_, nullptr, 0);
     pid_ = -1;
   }
+  void Signal(int sig) { kill(pid_, sig); }
   std::string Log() const { return ReadFile(log_); }
 
  private:
@@ -260,6 +261,7 @@ class Server {
   int Stop() { return process_->Stop(); }
   void Kill() { process_->Kill(); }
   pid_t pid() const { return process_->pid(); }
+  void Signal(int sig) { process_->Signal(sig); }
   std::string Log() const { return process_->Log(); }
 
  private:
@@ -997,4 +999,45 @@ TEST_CASE("serve: Redis down is degraded, not unready, and a dead replica's lock
   auto killed = Clock::now();
   CHECK(Eventually([&] { return b.Metric("imgcheck_scans_in_flight") == 1; }, 20s));
   CHECK(Clock::now() - killed < 15s);
+}
+
+TEST_CASE("serve: SIGHUP reloads the rule data `rules update` installed, as a new policy",
+          "[serve]") {
+  if (!Need({"openssl"})) return;
+  TempDir work;
+  Certificates certs(work / "certs");
+  fs::path cache = work / "rules-cache";
+  Server s(work / "s", certs, {"--rules-cache", cache.string()});
+  s.Signal(SIGHUP);  // the same data: reloaded all the same, under the same identity
+  REQUIRE(Eventually([&] { return s.Log().find("SIGHUP: policy reloaded") != std::string::npos; }));
+  std::string first = s.Log();
+
+  // Newer data, published into a layout and installed into the server's cache.
+  fs::path newer = work / "newer";
+  fs::create_directories(newer);
+  for (const auto& e : fs::directory_iterator(SourceDir() / "rules"))
+    if (e.path().extension() == ".json") fs::copy_file(e.path(), newer / e.path().filename());
+  json v = json::parse(ReadFile(newer / "version.json"));
+  v["date"] = "2999-01-01";
+  WriteFile(newer / "version.json", v.dump());
+  std::string layout = "oci:" + (work / "layout").string() + ":1";
+  REQUIRE(Run(ImgcheckCommand("rules push " + Quote(newer) + " " + layout)).status == 0);
+  REQUIRE(
+      Run(ImgcheckCommand("rules update " + layout + " --rules-cache " + Quote(cache))).status ==
+      0);
+  s.Signal(SIGHUP);
+  REQUIRE(Eventually([&] {
+    return s.Log().find("policy reloaded (rules data 2999-01-01+") != std::string::npos;
+  }));
+  std::string log = s.Log();
+  auto identity = [](const std::string& text, size_t from) {
+    size_t at = text.find("identity ", from);
+    return at == std::string::npos ? std::string() : text.substr(at + 9, 16);
+  };
+  std::string before = identity(first, first.find("SIGHUP"));
+  std::string after = identity(log, log.find("rules data 2999-01-01+"));
+  CHECK(before.size() == 16);
+  CHECK(after.size() == 16);
+  CHECK(before != after);
+  CHECK(s.Stop() == 0);
 }

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "scan/policy.h"
 #include "util/error.h"
 #include "util/text.h"
 
@@ -30,6 +31,12 @@ Runner DefineHelp(CLI::App& sub) {
 Runner DefineVersion(CLI::App&) {
   return []() -> int {
     std::cout << "imgcheck " IMGCHECK_VERSION "\n";
+    // The data too: a binary judges by whatever rules/ (or update) it finds.
+    try {
+      std::cout << "rules " << scan::LoadKnowledge({}).version().str() << "\n";
+    } catch (const util::Fatal& e) {
+      std::cout << "rules: unreadable (" << e.what() << ")\n";
+    }
     return 0;
   };
 }

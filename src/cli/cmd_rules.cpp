@@ -7,6 +7,8 @@
 #include "report/escape.h"
 #include "rules/knowledge.h"
 #include "rules/scan.h"
+#include "rules/update.h"
+#include "scan/policy.h"
 #include "util/error.h"
 
 namespace imgcheck::cli {
@@ -17,6 +19,9 @@ struct RulesArgs {
   std::vector<std::string> rules_dirs;
   std::string id;
   bool json = false;
+  std::string reference;  ///< update: from where; push: to where
+  std::string dir;        ///< push: the data to publish
+  image::RegistryOptions registry;
 };
 
 int List(const RulesArgs& args) {
@@ -40,6 +45,8 @@ int List(const RulesArgs& args) {
     text << std::setw(6) << r.id << " " << std::setw(30) << r.name << " " << std::setw(8)
          << rules::SeverityName(r.severity) << " " << r.summary
          << (r.needs_target.empty() ? "" : " [needs --" + r.needs_target + "]") << "\n";
+  text << "\nrules data " << k.version().str() << " (schema " << k.version().schema << ") from "
+       << scan::RulesDir() << "\n";
   std::cout << report::VisibleLines(text.str());
   return 0;
 }
@@ -67,6 +74,32 @@ int Explain(const RulesArgs& args) {
   return 0;
 }
 
+// `rules update [REF]`: pulls, verifies and installs the published data; the data in use
+// changes only when all of it is there and valid.
+int Update(const RulesArgs& args) {
+  std::string ref = args.reference.empty() ? rules::kDefaultRulesReference : args.reference;
+  image::Artifact a =
+      image::PullArtifact(ref, rules::kRulesArtifact, rules::kMaxRulesLayer, args.registry);
+  std::string cache = rules::RulesCacheDir(scan::RulesCache());
+  rules::DataVersion v = rules::InstallRules(a, cache);
+  std::cout << "installed rules data " << v.str() << " from " << a.describe << " ("
+            << a.manifest_digest << ") into " << cache << "\n";
+  std::string note;
+  rules::ChooseRulesDir(cache, scan::BundledRulesDir(), &note);
+  if (!note.empty()) std::cout << "note: " << note << "; the bundled data stays in use\n";
+  return 0;
+}
+
+// `rules push DIR REF`: publishes DIR (a whole, valid data set) as the rules artifact.
+int Push(const RulesArgs& args) {
+  rules::PackedRules p = rules::PackRules(args.dir);
+  std::string digest =
+      image::PushArtifact(args.reference, rules::kRulesArtifact, p.config, p.layer, args.registry);
+  std::cout << "pushed rules data " << p.version.str() << " to " << args.reference << " (" << digest
+            << ")\n";
+  return 0;
+}
+
 }  // namespace
 
 Runner DefineRules(CLI::App& sub) {
@@ -85,7 +118,35 @@ Runner DefineRules(CLI::App& sub) {
   explain->add_option("id", args->id, "rule ID or name (IC001, cudnn-version-mismatch)")
       ->required();
   explain->callback([mode] { *mode = "explain"; });
-  return [args, mode]() -> int { return *mode == "explain" ? Explain(*args) : List(*args); };
+  CLI::App* update = sub.add_subcommand(
+      "update", "install the newest published rules data (an OCI artifact) without a rebuild");
+  update
+      ->add_option("reference", args->reference,
+                   std::string("where from: a registry reference or oci:PATH[:REF] (default ") +
+                       rules::kDefaultRulesReference + ")")
+      ->capture_default_str();
+  update->callback([mode] { *mode = "update"; });
+  CLI::App* push = sub.add_subcommand("push", "publish a rules directory as an OCI artifact");
+  push->add_option("dir", args->dir, "the rules directory (with version.json)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  push->add_option("reference", args->reference, "a registry reference or oci:PATH[:REF]")
+      ->required();
+  push->callback([mode] { *mode = "push"; });
+  for (CLI::App* c : {update, push}) {
+    c->add_option("--creds", args->registry.creds, "USER:PASS for the registry");
+    c->add_flag("--tls-verify", args->registry.tls_verify,
+                "check the registry's TLS certificate (--tls-verify=false to skip)");
+    c->add_option("--cert-dir", args->registry.cert_dir,
+                  "directory of *.crt CAs and a client pair");
+    c->add_option("--ca-cert", args->registry.ca_cert, "a CA certificate bundle to trust");
+  }
+  return [args, mode]() -> int {
+    if (*mode == "explain") return Explain(*args);
+    if (*mode == "update") return Update(*args);
+    if (*mode == "push") return Push(*args);
+    return List(*args);
+  };
 }
 
 }  // namespace imgcheck::cli

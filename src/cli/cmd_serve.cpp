@@ -1,6 +1,12 @@
 // `imgcheck serve`: the scan behind an HTTPS admission hook (src/serve), with scan's registry,
 // cache and rule options. The policy is loaded once; its identity keys every verdict.
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "cli/commands.h"
 #include "cli/rule_args.h"
@@ -53,8 +59,75 @@ void BindServeCreds(std::vector<std::string>& creds, const std::vector<std::stri
   }
 }
 
+// The policy in use, replaced whole by a reload; scans hold the one they started with.
+class PolicyHolder {
+ public:
+  explicit PolicyHolder(scan::Policy p) : p_(std::make_shared<const scan::Policy>(std::move(p))) {}
+  std::shared_ptr<const scan::Policy> Get() const {
+    std::lock_guard lock(mu_);
+    return p_;
+  }
+  void Set(std::shared_ptr<const scan::Policy> p) {
+    std::lock_guard lock(mu_);
+    p_ = std::move(p);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const scan::Policy> p_;
+};
+
+// SIGHUP reloads the rule data (after `imgcheck rules update`) and the config: a new policy
+// identity, so no verdict of the old one is reused. A policy that fails to load is logged and
+// the old one stays. SIGHUP is blocked before any thread starts and taken here with
+// sigtimedwait, so no other thread sees it.
+class Reloader {
+ public:
+  Reloader(const scan::PolicyArgs& args, PolicyHolder& policy, serve::Verdicts& verdicts)
+      : thread_([this, &args, &policy, &verdicts] {
+          sigset_t hup;
+          sigemptyset(&hup);
+          sigaddset(&hup, SIGHUP);
+          timespec tick{0, 200 * 1000 * 1000};
+          while (!stop_) {
+            if (sigtimedwait(&hup, nullptr, &tick) != SIGHUP) continue;
+            try {
+              auto next = std::make_shared<const scan::Policy>(scan::LoadPolicy(args));
+              std::string id = next->ShortIdentity();
+              policy.Set(next);
+              verdicts.SetIdentity(id);
+              serve::Log("SIGHUP: policy reloaded (rules data " + next->knowledge.version().str() +
+                         ", identity " + id + ")");
+            } catch (const std::exception& e) {
+              serve::Log(std::string("SIGHUP: reload failed, the policy stays: ") + e.what());
+            }
+          }
+        }) {}
+  ~Reloader() {
+    stop_ = true;
+    thread_.join();
+  }
+  Reloader(const Reloader&) = delete;
+  Reloader& operator=(const Reloader&) = delete;
+
+  /// Blocks SIGHUP in the calling thread and every thread it starts later.
+  static void BlockHangup() {
+    sigset_t hup;
+    sigemptyset(&hup);
+    sigaddset(&hup, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &hup, nullptr);
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
 int Serve(ServeArgs& args) {
-  scan::Policy policy = scan::LoadPolicy(args.rules);
+  Reloader::BlockHangup();
+  PolicyHolder holder(scan::LoadPolicy(args.rules));
+  std::shared_ptr<const scan::Policy> initial = holder.Get();  // the startup settings
+  const scan::Policy& policy = *initial;
   serve::ServerOptions& o = args.server;
   o.decide.fail_on = policy.fail_on;
   o.decide.on_unknown = ParseFallback("--on-unknown", args.on_unknown);
@@ -112,14 +185,16 @@ int Serve(ServeArgs& args) {
   vo.workers = args.workers;
   vo.cache_entries = args.cache_entries;
   serve::Metrics metrics;
-  serve::Scanner scanner = [&args, &policy](const std::string& reference) {
+  serve::Scanner scanner = [&args, &holder](const std::string& reference) {
     ImageArgs image = args.image;
     image.reference = reference;
-    scan::Request request = ScanRequest(image, policy.knowledge, scan::Depth::kFindings);
-    request.policy = &policy;
+    std::shared_ptr<const scan::Policy> p = holder.Get();  // kept for the whole scan
+    scan::Request request = ScanRequest(image, p->knowledge, scan::Depth::kFindings);
+    request.policy = p.get();
     return serve::VerdictOf(scan::Run(request)->report);
   };
   serve::Verdicts verdicts(scanner, vo, std::move(shared), metrics);
+  Reloader reloader(args.rules, holder, verdicts);
   serve::Resolver resolver(ToLoadOptions(args.image), args.allow_registry,
                            std::chrono::seconds(args.resolve_ttl));
   return serve::Serve(o, verdicts, resolver, metrics);

@@ -173,6 +173,11 @@ void AddRulesArg(CLI::App& sub, std::vector<std::string>& rules_dirs) {
   sub.add_option("--rules", rules_dirs, "directory of rule files that add to or override rules/")
       ->check(CLI::ExistingDirectory)
       ->allow_extra_args(false);
+  sub.add_option_function<std::string>(
+         "--rules-cache", [](const std::string& d) { scan::SetRulesCache(d); },
+         "where `imgcheck rules update` installs rule data (default "
+         "$XDG_DATA_HOME/imgcheck/rules)")
+      ->allow_extra_args(false);
 }
 
 namespace {

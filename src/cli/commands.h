@@ -77,7 +77,7 @@ Runner DefineVersion(CLI::App& sub);
 std::string SuggestCommand(std::string_view word);
 Runner DefineServe(CLI::App& sub);
 
-/// Adds --rules DIR (repeatable) to `sub`.
+/// Adds --rules DIR (repeatable) and --rules-cache DIR (scan::SetRulesCache) to `sub`.
 void AddRulesArg(CLI::App& sub, std::vector<std::string>& rules_dirs);
 
 /// Prints "imgcheck: MESSAGE" on stderr as exactly one line (report::LogLine): how every

@@ -256,13 +256,13 @@ class Client {
   /// origin of `url`. Throws util::Fatal when retries run out or a redirect is refused.
   std::unique_ptr<HttpExchange> Send(const std::string& method, const std::string& url,
                                      const std::vector<std::string>& headers,
-                                     Fetch fetch = Fetch::kApi,
-                                     const std::string& token_auth = "") {
+                                     Fetch fetch = Fetch::kApi, const std::string& token_auth = "",
+                                     const std::string& body = {}) {
     const std::string start_origin = fetch == Fetch::kToken ? UrlOrigin(url) : origin_;
     std::string current = url;
     int tries = 0, redirects = 0, auth_rounds = 0;
     for (;;) {
-      HttpRequest req{method, current, headers};
+      HttpRequest req{method, current, headers, body};
       bool own_origin = UrlOrigin(current) == start_origin;
       std::string sent_auth;
       if (fetch != Fetch::kToken && own_origin) {
@@ -412,9 +412,9 @@ class Client {
   void Ping() {
     origin_url_ = "https://" + host_;
     if (!tls_.verify || IsLocalHost(host_)) {
-      HttpExchange https({"GET", origin_url_ + "/v2/", {}}, tls_, "", bounds_);
+      HttpExchange https({"GET", origin_url_ + "/v2/", {}, {}}, tls_, "", bounds_);
       if (!https.WaitHeaders() && https.error() != TransportError::kConnect) {
-        HttpExchange http({"GET", "http://" + host_ + "/v2/", {}}, tls_, "", bounds_);
+        HttpExchange http({"GET", "http://" + host_ + "/v2/", {}, {}}, tls_, "", bounds_);
         if (http.WaitHeaders() && (http.status() == 200 || http.status() == 401)) {
           origin_url_ = "http://" + host_;
         }
@@ -717,6 +717,35 @@ class RegistrySource : public Source {
 };
 
 }  // namespace
+
+std::string PushToRegistry(const std::string& reference, const std::vector<std::string>& blobs,
+                           const std::string& manifest, std::string_view media_type,
+                           const RegistryOptions& options) {
+  util::Expected<Reference> ref = ParseReference(reference);
+  if (!ref) throw util::Fatal(ref.error().message);
+  if (!ref->digest.empty()) throw util::Fatal("push to a tag, not a digest: " + reference);
+  Client client(std::move(ref.value()), options);
+  for (const std::string& blob : blobs) {
+    std::string digest = util::Sha256Digest(blob);
+    auto head = client.Send("HEAD", client.RepoUrl("blobs/" + digest), {});
+    if (head->status() == 200) continue;  // already there (content-addressed)
+    // A monolithic upload: POST opens the session, PUT with ?digest= closes it with the bytes.
+    auto post = client.Send("POST", client.RepoUrl("blobs/uploads/"), {}, Fetch::kApi, "", "");
+    if (post->status() != 202) client.Fail("a blob upload", *post);
+    std::string location = ResolveUrl(post->url(), post->Header("location"));
+    if (location.empty()) throw util::Fatal(client.ref().domain + " gave no upload location");
+    location += std::string(location.find('?') == std::string::npos ? "?" : "&") +
+                "digest=" + UrlEscape(digest);
+    auto put = client.Send("PUT", location, {"Content-Type: application/octet-stream"},
+                           Fetch::kApi, "", blob);
+    if (put->status() != 201) client.Fail("the upload of blob " + digest, *put);
+  }
+  std::string tag = client.ref().ManifestRef();
+  auto put = client.Send("PUT", client.RepoUrl("manifests/" + tag),
+                         {"Content-Type: " + std::string(media_type)}, Fetch::kApi, "", manifest);
+  if (put->status() != 201) client.Fail("the manifest " + client.ref().String(), *put);
+  return util::Sha256Digest(manifest);
+}
 
 std::unique_ptr<Source> OpenRegistry(const std::string& reference, const RegistryOptions& options) {
   util::Expected<Reference> ref = ParseReference(reference);

@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "image/registry_auth.h"
@@ -40,5 +41,12 @@ struct RegistryOptions {
 /// A source for `reference` ("nvidia/cuda:12.1.1-runtime-ubuntu22.04", "host:5000/x@sha256:...").
 /// Throws util::Fatal with a message the user can act on.
 std::unique_ptr<Source> OpenRegistry(const std::string& reference, const RegistryOptions& options);
+
+/// Pushes to a registry (image::PushArtifact's registry half): uploads each of `blobs` the registry
+/// does not have yet, then `manifest` (of `media_type`) under the reference's tag. Returns the
+/// manifest digest.
+std::string PushToRegistry(const std::string& reference, const std::vector<std::string>& blobs,
+                           const std::string& manifest, std::string_view media_type,
+                           const RegistryOptions& options);
 
 }  // namespace imgcheck::image

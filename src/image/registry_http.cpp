@@ -133,6 +133,12 @@ HttpExchange::HttpExchange(const HttpRequest& request, const TlsOptions& tls,
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &State::OnBody);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, s_.get());
   if (request.method == "HEAD") curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+  if (request.method == "POST" || request.method == "PUT") {
+    // POSTFIELDS with a size sends the bytes as they are (no chunking, no form encoding).
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+    curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, request.body.data());
+    if (request.method == "PUT") curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "PUT");
+  }
   if (!tls.verify) {
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);

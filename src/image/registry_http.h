@@ -21,9 +21,10 @@ struct TlsOptions {
 };
 
 struct HttpRequest {
-  std::string method = "GET";  ///< "GET" or "HEAD"
+  std::string method = "GET";  ///< "GET", "HEAD", or "POST" / "PUT" (with `body`)
   std::string url;
   std::vector<std::string> headers;  ///< "Name: value"
+  std::string body;                  ///< sent with POST and PUT (a copy is kept while sending)
 };
 
 /// Time bounds of one exchange (util::Limits::read_timeout_s and deadline_s).

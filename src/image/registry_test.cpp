@@ -25,6 +25,7 @@
 #include <set>
 #include <thread>
 
+#include "image/artifact.h"
 #include "image/image.h"
 #include "image/registry_auth.h"
 #include "image/registry_http.h"
@@ -444,16 +445,22 @@ class Registry {
   pid_t pid_ = -1;
 };
 
-// A two-layer image whose first layer is large and incompressible enough to be cut mid-blob.
-ImageRecipe TestRecipe(const std::string& marker = "one") {
-  std::string noise(600 * 1024, '\0');
+// `n` incompressible bytes (xorshift), so a blob holding them can be cut mid-way.
+std::string Noise(size_t n) {
+  std::string out(n, '\0');
   uint64_t x = 0x9e3779b97f4a7c15ull;
-  for (char& c : noise) {
+  for (char& c : out) {
     x ^= x << 13;
     x ^= x >> 7;
     x ^= x << 17;
     c = static_cast<char>(x);
   }
+  return out;
+}
+
+// A two-layer image whose first layer is large and incompressible enough to be cut mid-blob.
+ImageRecipe TestRecipe(const std::string& marker = "one") {
+  std::string noise = Noise(600 * 1024);
   ImageRecipe r;
   r.env = {"PATH=/usr/bin", "MARKER=" + marker};
   LayerRecipe first, second;
@@ -704,8 +711,9 @@ TEST_CASE("a blob tampered on the registry's disk is delivered as stored, and Lo
 // A proxy in front of the registry that misbehaves on purpose.
 
 struct ProxyRules {
-  size_t cut_first_blob_after = 0;  ///< close the first blob answer after this many body bytes
-  int manifest_errors = 0;          ///< answer this many manifest requests with `error_status`
+  size_t cut_first_blob_after = 0;    ///< close the first blob answer after this many body bytes
+  bool blobs_gone_after_cut = false;  ///< then close every later blob answer before its body
+  int manifest_errors = 0;            ///< answer this many manifest requests with `error_status`
   std::string error_status = "429 Too Many Requests";
   std::string retry_after = "1";
   bool schema1 = false;                    ///< answer manifest requests with a schema 1 manifest
@@ -920,6 +928,8 @@ class Proxy {
     if (blob && rules_.cut_first_blob_after > 0 && !cut_done_.exchange(true)) {
       size_t body = resp.find("\r\n\r\n") + 4;
       resp.resize(std::min(resp.size(), body + rules_.cut_first_blob_after));
+    } else if (blob && rules_.blobs_gone_after_cut && cut_done_) {
+      resp.resize(resp.find("\r\n\r\n") + 4);  // the headers, then the connection drops
     }
     SendAll(fd, resp);
   }
@@ -1256,5 +1266,69 @@ TEST_CASE("a credential is offered only to the registry it names", "[registry]")
   CHECK_THROWS_WITH(FindCredential("ghcr.io", {{}, (env.home / "none.json").string()}),
                     Catch::StartsWith("cannot read --authfile"));
 }
+
+// Artifacts (imgcheck's rule data): pushed with imgcheck's own PUT client, read back by skopeo.
+
+constexpr ArtifactTypes kTestArtifact{"application/vnd.example.test.v1",
+                                      "application/vnd.example.test.config.v1+json",
+                                      "application/vnd.example.test.layer.v1.tar+gzip"};
+
+TEST_CASE("artifacts pushed to a registry are what skopeo reads, and pulls verify them",
+          "[registry][docker-registry][artifact]") {
+  if (!HaveRegistryTools()) return;
+  Registry reg({});
+  TempDir work;
+  std::string config = R"({"schema":1,"date":"2026-11-23"})";
+  std::string layer = PackFiles({{"a.json", "{}"}, {"noise.json", Noise(200000)}});
+  std::string ref = reg.host() + "/imgcheck/rules:1";
+  std::string digest = PushArtifact(ref, kTestArtifact, config, layer);
+  CHECK(PushArtifact("docker://" + ref, kTestArtifact, config, layer) == digest);  // blobs kept
+
+  // skopeo, the independent reader: the manifest by digest, and every blob into a layout.
+  CommandResult raw = Run("skopeo inspect --raw --tls-verify=false docker://" + ref + " > " +
+                          (work / "manifest").string());
+  INFO(raw.output);
+  REQUIRE(raw.status == 0);
+  CHECK(util::Sha256Digest(ReadFile(work / "manifest")) == digest);
+  auto manifest = nlohmann::json::parse(ReadFile(work / "manifest"));
+  CHECK(manifest["artifactType"] == kTestArtifact.artifact);
+  CHECK(manifest["config"]["mediaType"] == kTestArtifact.config);
+  fs::path copy = work / "copy";
+  CommandResult cp = Run("skopeo --insecure-policy copy -q --src-tls-verify=false docker://" + ref +
+                         " oci:" + copy.string() + ":1 2>&1");
+  INFO(cp.output);
+  REQUIRE(cp.status == 0);
+  CHECK(ReadFile(BlobPath(copy, util::Sha256Digest(layer))) == layer);
+  CHECK(ReadFile(BlobPath(copy, util::Sha256Digest(config))) == config);
+
+  Artifact a = PullArtifact(ref, kTestArtifact, 1 << 20);
+  CHECK(a.manifest_digest == digest);
+  CHECK(a.layer == layer);
+  CHECK(PullArtifact("oci:" + copy.string() + ":1", kTestArtifact, 1 << 20).layer == layer);
+
+  SECTION("a tampered blob is refused") {
+    fs::path data = reg.BlobFile(util::Sha256Digest(layer));
+    std::string bytes = ReadFile(data);
+    bytes[bytes.size() / 3] ^= 0x55;
+    WriteFile(data, bytes);
+    CHECK_THROWS_WITH(PullArtifact(ref, kTestArtifact, 1 << 20),
+                      Catch::Contains("does not match its digest"));
+  }
+  SECTION("a download that breaks and cannot resume is refused, in one line") {
+    ProxyRules rules;
+    rules.cut_first_blob_after = 50000;
+    rules.blobs_gone_after_cut = true;
+    Proxy proxy(reg.port(), rules);
+    Waits waits;
+    try {
+      PullArtifact(proxy.host() + "/imgcheck/rules:1", kTestArtifact, 1 << 20, waits.Options());
+      FAIL("no error");
+    } catch (const util::Fatal& e) {
+      CHECK(std::string(e.what()).find('\n') == std::string::npos);
+      CHECK_FALSE(waits.ms().empty());  // it did try again
+    }
+  }
+}
+
 }  // namespace
 }  // namespace imgcheck::image

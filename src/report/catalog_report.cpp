@@ -285,7 +285,7 @@ std::string RenderCatalogJson(const catalog::Catalog& cat, const ImageInfo& imag
 }
 
 std::string RenderCatalogCycloneDx(const catalog::Catalog& cat, const ImageInfo& image,
-                                   std::string_view tool_version) {
+                                   std::string_view tool_version, std::string_view rules_version) {
   ordered_json bom;
   bom["bomFormat"] = "CycloneDX";
   bom["specVersion"] = "1.5";
@@ -293,6 +293,9 @@ std::string RenderCatalogCycloneDx(const catalog::Catalog& cat, const ImageInfo&
   ordered_json metadata;
   metadata["tools"] = {
       {"components", {{{"type", "application"}, {"name", "imgcheck"}, {"version", tool_version}}}}};
+  // The rule data that classified the components (libraries.json families, framework files).
+  if (!rules_version.empty())
+    metadata["properties"] = {{{"name", "imgcheck:rules-version"}, {"value", rules_version}}};
   ordered_json subject{{"type", "container"}, {"name", image.reference}};
   if (!image.manifest_digest.empty()) subject["version"] = image.manifest_digest;
   metadata["component"] = std::move(subject);
@@ -332,14 +335,14 @@ std::string RenderCatalogCycloneDx(const catalog::Catalog& cat, const ImageInfo&
 }
 
 std::string RenderCatalog(const catalog::Catalog& cat, const ImageInfo& image, CatalogFormat format,
-                          std::string_view tool_version) {
+                          std::string_view tool_version, std::string_view rules_version) {
   switch (format) {
     case CatalogFormat::kTable:
       return RenderCatalogTable(cat, image);
     case CatalogFormat::kJson:
       return RenderCatalogJson(cat, image);
     case CatalogFormat::kCycloneDx:
-      return RenderCatalogCycloneDx(cat, image, tool_version);
+      return RenderCatalogCycloneDx(cat, image, tool_version, rules_version);
   }
   return {};
 }

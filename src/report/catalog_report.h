@@ -30,11 +30,13 @@ std::string RenderCatalogTable(const catalog::Catalog& cat, const ImageInfo& ima
 /// layer {index, digest, created_by}; the image configuration; diagnostics.
 std::string RenderCatalogJson(const catalog::Catalog& cat, const ImageInfo& image);
 /// CycloneDX 1.5 JSON: present components with type, name, version, purl where one is obvious
-/// (pkg:pypi, pkg:deb, pkg:conda) and imgcheck:* properties for path, layer and version source.
+/// (pkg:pypi, pkg:deb, pkg:conda) and imgcheck:* properties for path, layer and version source;
+/// the metadata names the tool and (property imgcheck:rules-version) the rule data's version.
 std::string RenderCatalogCycloneDx(const catalog::Catalog& cat, const ImageInfo& image,
-                                   std::string_view tool_version);
+                                   std::string_view tool_version,
+                                   std::string_view rules_version = {});
 
 std::string RenderCatalog(const catalog::Catalog& cat, const ImageInfo& image, CatalogFormat format,
-                          std::string_view tool_version);
+                          std::string_view tool_version, std::string_view rules_version = {});
 
 }  // namespace imgcheck::report

@@ -106,8 +106,10 @@ TEST_CASE("catalog JSON: name, version, sources, path, layer provenance", "[repo
 
 TEST_CASE("catalog CycloneDX 1.5: present components, purls, properties", "[report][catalog]") {
   nlohmann::json bom =
-      nlohmann::json::parse(RenderCatalogCycloneDx(SmallCatalog(), Info(), "0.1.0"));
+      nlohmann::json::parse(RenderCatalogCycloneDx(SmallCatalog(), Info(), "0.1.0", "2026+ab"));
   CHECK(bom["bomFormat"] == "CycloneDX");
+  CHECK(bom["metadata"]["properties"][0]["name"] == "imgcheck:rules-version");
+  CHECK(bom["metadata"]["properties"][0]["value"] == "2026+ab");
   CHECK(bom["specVersion"] == "1.5");
   CHECK(bom["metadata"]["component"]["type"] == "container");
   REQUIRE(bom["components"].size() == 3);  // the deleted library is not in the image

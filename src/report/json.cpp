@@ -41,7 +41,9 @@ nlohmann::ordered_json FindingJson(const rules::Finding& f, bool dockerfile) {
 std::string RenderJson(const Report& report) {
   nlohmann::ordered_json j;
   j["schema"] = "imgcheck-report/1";
-  j["tool"] = {{"name", "imgcheck"}, {"version", report.tool_version}};
+  j["tool"] = {{"name", "imgcheck"},
+               {"version", report.tool_version},
+               {"rules_version", report.rules_version}};
   j["image"] = {{"reference", report.image.reference},
                 {"transport", report.image.transport},
                 {"manifest_digest", report.image.manifest_digest},

@@ -46,6 +46,7 @@ struct Report {
   bool cuda_stack = true;                       ///< false: nothing to check (no CUDA at all)
   const rules::Knowledge* knowledge = nullptr;  ///< the rule table (SARIF rules, JUnit cases)
   std::string tool_version;
+  std::string rules_version;  ///< rules::DataVersion::str() of the data the findings used
   rules::FailOn fail_on{rules::Severity::kError};  ///< the gate: JUnit fails only what fails it
   std::vector<rules::NotRun> not_run;              ///< rules that could not run (JUnit skipped)
   bool dockerfile = false;  ///< --dockerfile was given: findings carry Dockerfile lines

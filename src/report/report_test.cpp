@@ -48,6 +48,7 @@ report::Report Fixed() {
              "linux/amd64"};
   r.knowledge = &SmallTable();
   r.tool_version = "0.1.0";
+  r.rules_version = "2026-11-23+0123456789ab";
   rules::Finding a;
   a.rule = "IC001";
   a.name = "cudnn-version-mismatch";
@@ -111,6 +112,7 @@ TEST_CASE("golden: json") {
   Golden("report.json", out);
   auto j = nlohmann::json::parse(out);
   CHECK(j["image"]["reference"] == "oci:/tmp/seed:latest");
+  CHECK(j["tool"]["rules_version"] == "2026-11-23+0123456789ab");
   CHECK(j["findings"][0]["layer"]["index"] == 2);
   CHECK(j["findings"][1]["layer"].is_null());
 }
@@ -122,6 +124,9 @@ TEST_CASE("golden: sarif") {
   CHECK(j["version"] == "2.1.0");
   const auto& run = j["runs"][0];
   CHECK(run["tool"]["driver"]["rules"].size() == 3);
+  // The rule data that judged the results, as a tool component of its own.
+  CHECK(run["tool"]["extensions"][0]["name"] == "imgcheck-rules");
+  CHECK(run["tool"]["extensions"][0]["version"] == "2026-11-23+0123456789ab");
   CHECK(run["results"][0]["ruleId"] == "IC001");
   // Without --dockerfile no file of the repository is to blame: the path inside the image, as
   // a logical location and relative to the image's root (GitHub requires a physical location).

@@ -126,6 +126,8 @@ std::string RenderSarif(const Report& report) {
   driver["informationUri"] = kInformationUri;
   driver["rules"] = nlohmann::ordered_json::array();
   for (const auto* r : used) driver["rules"].push_back(RuleJson(*r));
+  // The rule data is a tool component of its own (SARIF 2.1.0 section 3.19.3, extensions).
+  nlohmann::ordered_json data{{"name", "imgcheck-rules"}, {"version", report.rules_version}};
 
   nlohmann::ordered_json results = nlohmann::ordered_json::array();
   for (size_t i = 0; i < all.size(); ++i) {
@@ -158,7 +160,7 @@ std::string RenderSarif(const Report& report) {
     results.push_back(std::move(res));
   }
   nlohmann::ordered_json run;
-  run["tool"] = {{"driver", driver}};
+  run["tool"] = {{"driver", driver}, {"extensions", nlohmann::ordered_json::array({data})}};
   run["originalUriBaseIds"] = {
       {kImageRoot,
        {{"description", {{"text", "the root file system of " + report.image.reference}}}}}};

@@ -47,7 +47,9 @@ void Dist(FakeImage& f, const std::string& name, const std::string& version,
 }
 
 struct TorchStack {
-  std::string cuda = "12.1";  // torch/version.py's build CUDA
+  std::string version = "2.3.0";
+  std::string cuda = "12.1";        // torch/version.py's build CUDA
+  std::string cudart = "12.1.105";  // the nvidia-cuda-runtime-cu12 wheel
   std::string cudnn_pkg = "nvidia-cudnn-cu12";
 };
 
@@ -55,19 +57,20 @@ struct TorchStack {
 // nvidia-* wheels (cuDNN 8.9.2.26, CUDA runtime 12.1.105), which torch's METADATA pins.
 FakeImage Torch(const TorchStack& s = {}) {
   FakeImage f = WithLibs({});
-  f.File(kSite + "torch/version.py", "__version__ = '2.3.0+cu121'\ndebug = False\ncuda = '" +
-                                         s.cuda + "'\ngit_version = '0000'\nhip = None\n");
+  f.File(kSite + "torch/version.py", "__version__ = '" + s.version +
+                                         "+cu121'\ndebug = False\ncuda = '" + s.cuda +
+                                         "'\ngit_version = '0000'\nhip = None\n");
   elf::fixture::ElfSpec torch;
   torch.soname = "libtorch_cuda.so";
   torch.needed = {"libcudnn.so.8", "libcudart.so.12"};
   torch.runpath = "$ORIGIN/../../nvidia/cudnn/lib:$ORIGIN/../../nvidia/cuda_runtime/lib";
   f.File(kSite + "torch/lib/libtorch_cuda.so", elf::fixture::BuildElf(torch));
-  Dist(f, "torch", "2.3.0", {s.cudnn_pkg + "==8.9.2.26", "nvidia-cuda-runtime-cu12==12.1.105"},
+  Dist(f, "torch", s.version, {s.cudnn_pkg + "==8.9.2.26", "nvidia-cuda-runtime-cu12==" + s.cudart},
        {"torch/version.py", "torch/lib/libtorch_cuda.so"});
   f.File(kSite + "nvidia/cudnn/lib/libcudnn.so.8", So("libcudnn.so.8"));
   Dist(f, s.cudnn_pkg, "8.9.2.26", {}, {"nvidia/cudnn/lib/libcudnn.so.8"});
   f.File(kSite + "nvidia/cuda_runtime/lib/libcudart.so.12", So("libcudart.so.12"));
-  Dist(f, "nvidia-cuda-runtime-cu12", "12.1.105", {}, {"nvidia/cuda_runtime/lib/libcudart.so.12"});
+  Dist(f, "nvidia-cuda-runtime-cu12", s.cudart, {}, {"nvidia/cuda_runtime/lib/libcudart.so.12"});
   return f;
 }
 
@@ -534,4 +537,40 @@ TEST_CASE("IC013: a symbol version the loaded library does not define", "[checks
   CHECK(Paths(Scan(ok), "IC013").empty());
 }
 
+}  // namespace imgcheck::rules
+
+namespace imgcheck::rules {
+namespace {
+
+TEST_CASE("IC080: a release newer than the data knows names the row its checks fell back to",
+          "[checks]") {
+  static const Knowledge k = Knowledge::Load({IMGCHECK_RULES_DIR});
+  FakeImage known = Torch();
+  CHECK(Paths(Scan(known), "IC080").empty());
+
+  // One minor past the newest torch row, and a CUDA runtime one minor past the newest toolkit.
+  Version newest = k.NewestKnown("torch")->version;
+  Version torch = *Version::Parse(std::to_string(newest.major()) + "." +
+                                  std::to_string(newest.at(1) + 1) + ".0");
+  Version cuda = k.NewestKnown("cuda")->version;
+  std::string cudart = std::to_string(cuda.major()) + "." + std::to_string(cuda.at(1) + 1) + ".0";
+  FakeImage newer = Torch({.version = torch.str(), .cudart = cudart});
+  auto found = Scan(newer);
+  CHECK(Paths(found, "IC080") ==
+        std::vector<std::string>{kSite + "nvidia/cuda_runtime/lib/libcudart.so.12",
+                                 kSite + "torch/version.py"});
+  for (const Finding& f : found["IC080"]) {
+    CHECK(f.severity == Severity::kInfo);
+    CHECK_THAT(f.message,
+               Catch::Contains("imgcheck rules update") && Catch::Contains(k.version().str()));
+  }
+  CHECK_THAT(found["IC080"][0].message,
+             Catch::Contains("the CUDA runtime " + cudart) &&
+                 Catch::Contains("cuda_minor_compat row CUDA " + std::to_string(cuda.major())));
+  CHECK_THAT(found["IC080"][1].message, Catch::Contains("torch " + torch.str()) &&
+                                            Catch::Contains("own build file and pip pins") &&
+                                            Catch::Contains(k.NewestKnown("torch")->version.str()));
+}
+
+}  // namespace
 }  // namespace imgcheck::rules

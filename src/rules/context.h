@@ -114,5 +114,6 @@ struct Check {
 std::vector<Check> CudnnChecks();
 std::vector<Check> LoaderChecks();
 std::vector<Check> DriverChecks();
+std::vector<Check> DataChecks();
 
 }  // namespace imgcheck::rules

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <set>
 
+#include "util/sha256.h"
 #include "util/text.h"
 
 namespace imgcheck::rules {
@@ -78,7 +80,34 @@ void LoadRules(const std::vector<DataFile>& files, std::vector<RuleInfo>& out) {
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
 }
 
+bool IsDate(std::string_view s) {
+  return s.size() == 10 && s[4] == '-' && s[7] == '-' &&
+         std::all_of(s.begin(), s.end(), [](char c) { return c == '-' || (c >= '0' && c <= '9'); });
+}
+
+// version.json's date and schema (the last file of that name), and the digest of every file.
+DataVersion ReadVersion(const std::vector<DataFile>& files) {
+  DataVersion v;
+  util::Sha256 h;
+  for (const DataFile& f : files) {
+    h.Update(f.name + "\n" + f.json.dump() + "\n");
+    if (f.name != "version.json") continue;
+    const nlohmann::json& j = f.json;
+    if (!j.is_object() || !j.contains("date") || !j["date"].is_string() ||
+        !IsDate(j["date"].get<std::string>()))
+      throw util::Fatal(f.Where("/date", "version.json needs \"date\": \"YYYY-MM-DD\""));
+    if (!j.contains("schema") || !j["schema"].is_number_integer())
+      throw util::Fatal(f.Where("/schema", "version.json needs an integer \"schema\""));
+    v.date = j["date"].get<std::string>();
+    v.schema = j["schema"].get<int>();
+  }
+  v.digest = h.HexDigest();
+  return v;
+}
+
 }  // namespace
+
+std::string DataVersion::str() const { return date + "+" + digest.substr(0, 12); }
 
 std::string_view SeverityName(Severity severity) {
   switch (severity) {
@@ -114,9 +143,12 @@ Knowledge Knowledge::FromFiles(std::vector<DataFile> files) {
   LoadRules(f, k.rules_);
   if (k.rules_.empty())
     throw util::Fatal("no rule catalogue: the rules directory has no rules.json");
+  k.version_ = ReadVersion(f);
   for (const Row& r : TableRows(f, "cuda_driver"))
     k.drivers_.push_back({VersionField(r, "cuda"), VersionField(r, "min_driver"),
                           r.String("release", false), r.String("source")});
+  for (const Row& r : TableRows(f, "cuda_releases"))
+    k.cuda_releases_.push_back(VersionField(r, "cuda"));
   for (const Row& r : TableRows(f, "cuda_minor_compat"))
     k.minor_compat_.push_back(
         {r.Int("cuda_major"), VersionField(r, "min_driver"), r.String("source")});
@@ -315,6 +347,56 @@ const SmFloorRow* Knowledge::SmFloor(std::string_view framework, const Version& 
   for (const auto& r : sm_floor_)
     if (r.framework == framework && cudnn >= r.cudnn_from) return &r;
   return nullptr;
+}
+
+std::optional<Knowledge::KnownRelease> Knowledge::NewestKnown(std::string_view what) const {
+  std::optional<KnownRelease> best;
+  auto offer = [&best](const Version& v, const std::function<std::string()>& row) {
+    if (v.size() > 0 && (!best || v > best->version)) best = KnownRelease{v, row()};
+  };
+  if (what == "torch") {
+    for (const auto& r : torch_)
+      offer(r.torch, [&r] {
+        return "torch_builds row torch " + r.torch.str() + " / CUDA " + r.cuda.str() + " (" +
+               r.source + ")";
+      });
+  } else if (what == "tensorflow") {
+    for (const auto& r : tensorflow_)
+      offer(r.tensorflow, [&r] {
+        return "tensorflow_builds row tensorflow " + r.tensorflow.str() + " (" + r.source + ")";
+      });
+  } else if (what == "cuda") {
+    // A newer release is judged by its major's minor-version compatibility row, else by the
+    // toolkit table's nearest release.
+    auto judged_by = [this](const Version& cuda) {
+      if (const MinorCompatRow* compat = MinorCompat(cuda.major()))
+        return "cuda_minor_compat row CUDA " + std::to_string(compat->cuda_major) +
+               " (driver >= " + compat->min_driver.str() + "; " + compat->source + ")";
+      return "cuda_driver rows of CUDA " + cuda.Prefix(2).str();
+    };
+    for (const auto& r : drivers_) offer(r.cuda, [&r, &judged_by] { return judged_by(r.cuda); });
+    for (const auto& v : cuda_releases_) offer(v, [&v, &judged_by] { return judged_by(v); });
+  } else if (what == "cudnn") {
+    auto named = [](const Version& v, const std::string& table, const std::string& source) {
+      return [v, table, source] { return table + " names cuDNN " + v.str() + " (" + source + ")"; };
+    };
+    for (const auto& r : torch_) offer(r.cudnn, named(r.cudnn, "torch_builds", r.source));
+    for (const auto& r : tensorflow_) offer(r.cudnn, named(r.cudnn, "tensorflow_builds", r.source));
+    for (const auto& r : jax_) offer(r.built_cudnn, named(r.built_cudnn, "jax_plugins", r.source));
+  } else {
+    const JaxPluginRow* fallback = nullptr;
+    for (const auto& r : jax_)
+      if (r.plugin == what && r.from.size() == 0 && !fallback) fallback = &r;
+    for (const auto& r : jax_)
+      if (r.plugin == what && r.to.size() > 0)
+        offer(r.to, [fallback, &r] {
+          const JaxPluginRow& row = fallback ? *fallback : r;
+          return "jax_plugins " + std::string(fallback ? "fallback row" : "row") + " of " +
+                 row.plugin + " (built with cuDNN " + row.built_cudnn.str() + "; " + row.source +
+                 ")";
+        });
+  }
+  return best;
 }
 
 std::optional<int> Knowledge::GpuSm(std::string_view gpu) const {

@@ -125,6 +125,25 @@ struct SublibrarySet {
   std::vector<std::string> libraries;
 };  ///< base names
 
+/// The schema of rules/ this binary reads (version.json's `schema`). Data of another schema
+/// (an update published for a newer imgcheck) is not used.
+inline constexpr int kRulesSchema = 1;
+
+/// Which data a result was judged by: the date of the newest fact (version.json's `date`,
+/// written by tools/rules_from_artifacts.py or with a hand-edited fact) and a SHA-256 over the
+/// content of every file in use (name and canonical JSON, in load order), so two copies of the
+/// same data have the same version whatever their whitespace or location.
+struct DataVersion {
+  std::string date;    ///< YYYY-MM-DD; "" when no version.json says
+  int schema = 0;      ///< 0 when no version.json says
+  std::string digest;  ///< hex SHA-256 of the content
+  /// "2026-11-25+1a2b3c4d5e6f" (the digest's first 12 hex digits), or "+1a2b..." without date.
+  std::string str() const;
+  /// True when this data is newer than `other`: a later date, or the same date and another
+  /// digest never counts as newer (an update must move the date).
+  bool NewerThan(const DataVersion& other) const { return date > other.date; }
+};
+
 class Knowledge {
  public:
   /// Loads and validates the files of `dirs` (the built-in rules dir first, then --rules
@@ -135,6 +154,8 @@ class Knowledge {
   static Knowledge FromFiles(std::vector<DataFile> files);
 
   const std::vector<DataFile>& files() const { return files_; }
+  /// The version of the data in use (every file, --rules dirs included).
+  const DataVersion& version() const { return version_; }
   /// The library classification the catalog uses (libraries.json).
   const catalog::LibraryRules& libraries() const { return libraries_; }
   /// The dlopen lists of dlopen.json.
@@ -173,6 +194,17 @@ class Knowledge {
   const AcceptanceRow* Acceptance(std::string_view framework, const Version& version) const;
   const SmFloorRow* SmFloor(std::string_view framework, const Version& cudnn) const;
 
+  /// The newest release of `what` the data has a row for, with that row in words ("torch_builds
+  /// row torch 2.15 / CUDA 13.2 (source)"): "torch", "tensorflow", a jax plugin
+  /// ("jax-cuda12-plugin": the newest `to`, and the plugin's fallback row), "cuda" (cuda_driver and
+  /// cuda_releases), "cudnn" (the newest cuDNN any framework table names). Nullopt when no row
+  /// names one.
+  struct KnownRelease {
+    Version version;
+    std::string row;
+  };
+  std::optional<KnownRelease> NewestKnown(std::string_view what) const;
+
   /// "sm_86", "86", "8.6" or a GPU name ("NVIDIA A100-SXM4-80GB") -> SM; nullopt if unknown.
   std::optional<int> GpuSm(std::string_view gpu) const;
   /// "Ampere" for 86; "" when unknown.
@@ -180,12 +212,14 @@ class Knowledge {
 
  private:
   std::vector<DataFile> files_;
+  DataVersion version_;
   catalog::LibraryRules libraries_;
   std::vector<loader::DlopenRule> dlopen_;
   std::vector<PreloadRow> preload_;
   std::vector<OptionalRow> optional_;
   std::vector<RuleInfo> rules_;
   std::vector<DriverRow> drivers_;
+  std::vector<Version> cuda_releases_;  ///< cuda.json cuda_releases (the cuda-toolkit wheels)
   std::vector<MinorCompatRow> minor_compat_;
   std::vector<CudaSmRow> cuda_sm_;
   std::vector<std::string> mounts_;

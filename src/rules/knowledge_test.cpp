@@ -46,7 +46,7 @@ TEST_CASE("the rule table and the checks agree") {
   const std::vector<std::string> contract = {"IC001", "IC002", "IC003", "IC004", "IC010", "IC011",
                                              "IC012", "IC013", "IC014", "IC015", "IC020", "IC021",
                                              "IC022", "IC030", "IC031", "IC040", "IC041", "IC050",
-                                             "IC051", "IC060", "IC061"};
+                                             "IC051", "IC060", "IC061", "IC080"};
   // rules.json holds the scan's rules; other files (probe.json) may add their own.
   for (const auto& id : contract) CHECK(std::count(table.begin(), table.end(), id) == 1);
   CHECK(ImplementedRules() == contract);
@@ -94,7 +94,8 @@ TEST_CASE("framework tables: TensorFlow tested builds, PyTorch matrix, acceptanc
   REQUIRE(tf12);
   CHECK(tf12->cudnn.str() == "5.1");
   CHECK(tf12->cuda.str() == "8");
-  CHECK(k.TensorflowBuild(*Version::Parse("2.15.0"))->cudnn.str() == "8.9");
+  // 2.15's wheel pins nvidia-cudnn-cu12==8.9.4.25 in its and-cuda extra (read from the wheel).
+  CHECK(k.TensorflowBuild(*Version::Parse("2.15.0"))->cudnn.str() == "8.9.4.25");
   CHECK(k.TorchBuild(*Version::Parse("2.7.0+cu126"), *Version::Parse("12.6"))->cudnn.str() ==
         "9.5.1.17");
   CHECK_FALSE(k.Acceptance("tensorflow", *Version::Parse("1.2.0"))->minor_at_least);
@@ -177,4 +178,54 @@ TEST_CASE(
   Knowledge k = Knowledge::Load({IMGCHECK_RULES_DIR, dir.path().string()});
   CHECK(k.GpuSm("Future GPU 9000") == 130);
   CHECK(k.GpuSm("A100") == 80);  // built-in rows still there
+}
+
+TEST_CASE("the data's version: version.json's date and a digest of the content") {
+  const DataVersion& v = Builtin().version();
+  CHECK(v.schema == kRulesSchema);
+  REQUIRE(v.date.size() == 10);
+  CHECK(v.digest.size() == 64);
+  CHECK(v.str() == v.date + "+" + v.digest.substr(0, 12));
+
+  // The same content, written otherwise (whitespace, another directory), has the same version;
+  // one changed fact gives another digest.
+  TempDir a, b, c;
+  for (const auto& e : std::filesystem::directory_iterator(IMGCHECK_RULES_DIR)) {
+    std::string name = e.path().filename().string();
+    if (e.path().extension() != ".json") continue;
+    nlohmann::json j = nlohmann::json::parse(imgcheck::testing::ReadFile(e.path()));
+    WriteFile(a.path() / name, j.dump());
+    if (name == "gpus.json") j["gpu_names"]["rows"][0]["sm"] = 99;
+    WriteFile(b.path() / name, j.dump(4));
+  }
+  CHECK(Knowledge::Load({a.path().string()}).version().str() == v.str());
+  DataVersion changed = Knowledge::Load({b.path().string()}).version();
+  CHECK(changed.date == v.date);
+  CHECK(changed.digest != v.digest);
+
+  // An update must move the date to count as newer.
+  DataVersion later = v;
+  later.date = "2999-01-01";
+  CHECK(later.NewerThan(v));
+  CHECK_FALSE(changed.NewerThan(v));
+
+  WriteFile(c.path() / "version.json", R"({"schema": 1, "date": "yesterday"})");
+  CHECK_THAT(FatalMessage({IMGCHECK_RULES_DIR, c.path().string()}),
+             Catch::Contains("version.json:1:") && Catch::Contains("YYYY-MM-DD"));
+}
+
+TEST_CASE("the newest release each table knows, and the row it is") {
+  auto torch = Builtin().NewestKnown("torch");
+  REQUIRE(torch);
+  CHECK(torch->version >= *Version::Parse("2.15"));
+  CHECK_THAT(torch->row, Catch::StartsWith("torch_builds row torch " + torch->version.str()));
+  auto cuda = Builtin().NewestKnown("cuda");
+  REQUIRE(cuda);
+  CHECK_THAT(cuda->row, Catch::StartsWith("cuda_minor_compat row CUDA " +
+                                          std::to_string(cuda->version.major())));
+  auto jax = Builtin().NewestKnown("jax-cuda12-plugin");
+  REQUIRE(jax);
+  CHECK_THAT(jax->row, Catch::StartsWith("jax_plugins fallback row of jax-cuda12-plugin"));
+  CHECK(Builtin().NewestKnown("cudnn"));
+  CHECK_FALSE(Builtin().NewestKnown("no-such-framework"));
 }

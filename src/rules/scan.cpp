@@ -9,7 +9,7 @@ namespace imgcheck::rules {
 
 std::vector<std::string> ImplementedRules() {
   std::vector<std::string> ids;
-  for (const auto& list : {CudnnChecks(), LoaderChecks(), DriverChecks()})
+  for (const auto& list : {CudnnChecks(), LoaderChecks(), DriverChecks(), DataChecks()})
     for (const auto& c : list) ids.emplace_back(c.rule);
   std::sort(ids.begin(), ids.end());
   return ids;
@@ -18,7 +18,7 @@ std::vector<std::string> ImplementedRules() {
 std::vector<Finding> RunChecks(const ScanInput& input) {
   Context ctx(input);
   std::vector<Check> all;
-  for (auto list : {CudnnChecks(), LoaderChecks(), DriverChecks()})
+  for (auto list : {CudnnChecks(), LoaderChecks(), DriverChecks(), DataChecks()})
     all.insert(all.end(), list.begin(), list.end());
   std::sort(all.begin(), all.end(), [](const Check& a, const Check& b) { return a.rule < b.rule; });
   for (const auto& c : all) c.run(ctx);

@@ -4,7 +4,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 
+#include "rules/update.h"
 #include "util/error.h"
 #include "util/file.h"
 #include "util/path.h"
@@ -13,9 +15,17 @@
 
 namespace imgcheck::scan {
 
-std::string RulesDir() {
-  if (const char* env = std::getenv("IMGCHECK_RULES_DIR"); env != nullptr && *env != '\0')
-    return env;
+namespace {
+std::string& RulesCacheOption() {
+  static std::string dir;
+  return dir;
+}
+}  // namespace
+
+void SetRulesCache(const std::string& dir) { RulesCacheOption() = dir; }
+const std::string& RulesCache() { return RulesCacheOption(); }
+
+std::string BundledRulesDir() {
   std::error_code ec;
   std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {
@@ -23,6 +33,20 @@ std::string RulesDir() {
     if (std::filesystem::is_directory(installed, ec)) return installed.lexically_normal().string();
   }
   return IMGCHECK_RULES_DIR;
+}
+
+std::string RulesDir() {
+  if (const char* env = std::getenv("IMGCHECK_RULES_DIR"); env != nullptr && *env != '\0')
+    return env;
+  std::string note;
+  std::string dir =
+      rules::ChooseRulesDir(rules::RulesCacheDir(RulesCache()), BundledRulesDir(), &note);
+  static std::string said;  // once per process, though every reload asks again
+  if (!note.empty() && note != said) {
+    std::cerr << "imgcheck: note: " << note << "; using the bundled data\n";
+    said = note;
+  }
+  return dir;
 }
 
 rules::Knowledge LoadKnowledge(const std::vector<std::string>& rules_dirs) {
@@ -124,6 +148,7 @@ void HashTree(const std::string& dir, util::Sha256& h) {
 std::string Identity(const PolicyArgs& args, const Policy& p, const std::string& config_text) {
   util::Sha256 h;
   h.Update("imgcheck " IMGCHECK_VERSION "\n");
+  h.Update("rules " + p.knowledge.version().str() + "\n");
   HashTree(RulesDir(), h);
   for (const auto& d : args.rules_dirs) HashTree(d, h);
   std::string rest = config_text + "\n" + args.fail_on + "\n" + args.driver + "\n" + args.gpu +

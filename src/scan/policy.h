@@ -11,9 +11,17 @@
 
 namespace imgcheck::scan {
 
-/// Where the built-in rule data lives: $IMGCHECK_RULES_DIR, else ../share/imgcheck/rules beside
-/// the executable (an installed copy), else the source tree's rules/ the build was made from.
+/// Where the built-in rule data lives: ../share/imgcheck/rules beside the executable (an
+/// installed copy), else the source tree's rules/ the build was made from.
+std::string BundledRulesDir();
+/// The rule data in use: $IMGCHECK_RULES_DIR when set; else the data `imgcheck rules update`
+/// installed in the rules cache when it is newer and of this binary's schema (a note on stderr
+/// says when installed data is passed over), else BundledRulesDir().
 std::string RulesDir();
+/// --rules-cache DIR: where updates are installed and looked for ("": the default,
+/// $XDG_DATA_HOME/imgcheck/rules; rules::RulesCacheDir).
+void SetRulesCache(const std::string& dir);
+const std::string& RulesCache();
 /// The rule data every caller uses, each file read once: RulesDir(), then `rules_dirs`.
 rules::Knowledge LoadKnowledge(const std::vector<std::string>& rules_dirs);
 
@@ -33,7 +41,8 @@ struct Policy {
   rules::Config config;
   rules::FailOn fail_on{rules::Severity::kError};
   rules::Target target;
-  /// "sha256:" and the digest of the tool version, the rule data, the config and the target:
+  /// "sha256:" and the digest of the tool version, the rule data and its version
+  /// (rules::DataVersion), the config and the target:
   /// verdicts computed under another identity are stale.
   std::string identity;
   /// The identity as verdict keys carry it: its first 16 hex digits.

@@ -71,6 +71,7 @@ void Judge(const Request& request, const ProbeStep::Outcome* probe, Result& r) {
                          r.catalog.diagnostics.end());
   rep.knowledge = &policy.knowledge;
   rep.tool_version = IMGCHECK_VERSION;
+  rep.rules_version = policy.knowledge.version().str();
   rep.not_run = rules::RulesNotRun(
       r.input.target, policy.knowledge, rules::ImplementedRules(),
       probe ? probe->note : "checked only by the GPU probe (imgcheck scan --probe)");

@@ -94,7 +94,19 @@ bool Verdicts::Stop(Clock::time_point by) {
 }
 
 std::string Verdicts::Key(const std::string& digest) const {
+  std::lock_guard lock(identity_mu_);
   return "imgcheck:verdict:" + options_.identity + ":" + digest;
+}
+
+void Verdicts::SetIdentity(const std::string& identity) {
+  {
+    std::lock_guard lock(identity_mu_);
+    options_.identity = identity;
+  }
+  std::lock_guard lock(mu_);
+  lru_.clear();
+  index_.clear();
+  failed_.clear();
 }
 
 std::shared_ptr<const Verdict> Verdicts::FromMemory(const std::string& digest) {

@@ -81,6 +81,9 @@ class Verdicts {
   bool Stop(std::chrono::steady_clock::time_point by);
   bool SharedStoreUp();
   bool HasSharedStore() const { return shared_ != nullptr; }
+  /// A new policy (serve reloads its rule data on SIGHUP): later verdicts are keyed by
+  /// `identity`, and those kept in memory, judged by the old policy, are forgotten.
+  void SetIdentity(const std::string& identity);
 
  private:
   struct Flight {
@@ -101,7 +104,8 @@ class Verdicts {
   std::shared_ptr<const Verdict> FromStore(const std::string& digest);
 
   Scanner scanner_;
-  VerdictOptions options_;
+  VerdictOptions options_;  ///< identity under identity_mu_
+  mutable std::mutex identity_mu_;
   VerdictSeal seal_;
   std::unique_ptr<SharedStore> shared_;
   Metrics& metrics_;

@@ -194,3 +194,34 @@ Expected<RegularFile> OpenRegular(const std::filesystem::path& path, int* error_
 }
 
 }  // namespace imgcheck::util
+
+namespace imgcheck::util {
+
+void WriteFileAtomic(const std::filesystem::path& path, std::string_view bytes) {
+  auto fail = [&path](int err) {
+    throw Fatal("cannot write " + path.string() + ": " + std::strerror(err));
+  };
+  std::error_code ec;
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
+  if (ec) fail(ec.value());
+  std::string tmp = path.string() + ".tmp." + std::to_string(getpid());
+  UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));
+  if (fd.get() < 0) fail(errno);
+  for (size_t done = 0; done < bytes.size();) {
+    ssize_t n = write(fd.get(), bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = errno;
+      unlink(tmp.c_str());
+      fail(err);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (fsync(fd.get()) != 0 || rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    unlink(tmp.c_str());
+    fail(err);
+  }
+}
+
+}  // namespace imgcheck::util

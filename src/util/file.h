@@ -17,6 +17,11 @@ namespace imgcheck::util {
 Expected<std::string> ReadFile(const std::filesystem::path& path,
                                size_t max_bytes = std::numeric_limits<size_t>::max());
 
+/// Writes `bytes` to `path` through a temporary file in the same directory (fsync'd, then
+/// renamed over `path`), so readers see the old file or the new one, never a part. Creates
+/// missing parent directories. util::Fatal ("cannot write PATH: REASON") on failure.
+void WriteFileAtomic(const std::filesystem::path& path, std::string_view bytes);
+
 /// A file descriptor, closed when the object dies.
 class UniqueFd {
  public:
