@@ -8,6 +8,7 @@
 #include "util/error.h"
 #include "util/file.h"
 #include "util/path.h"
+#include "util/profile.h"
 #include "util/sha256.h"
 #include "util/text.h"
 
@@ -107,7 +108,11 @@ void Analyze(const ImageArgs& args, image::Image& image, catalog::Catalog& catal
              rules::ScanInput& input) {
   const rules::Knowledge& k = *input.knowledge;
   image = image::Load(args.reference, ToLoadOptions(args, k.libraries()));
-  catalog = catalog::Build(image, k.libraries(), args.limits);
+  {
+    util::ProfileSpan span(util::Stage::kCatalog);
+    catalog = catalog::Build(image, k.libraries(), args.limits);
+  }
+  util::ProfileSpan span(util::Stage::kLoader);
   input.image = &image;
   input.catalog = &catalog;
   util::Expected<loader::Options> options = rules::LoaderOptions(image, catalog, k.dlopen());
@@ -174,7 +179,10 @@ report::Report ScanReport(const ImageArgs& args, const Policy& policy, const Ext
 
   report::Report rep;
   rep.image = {img.reference, img.transport, img.manifest_digest, img.config_digest, args.platform};
-  rep.findings = rules::RunChecks(input);
+  {
+    util::ProfileSpan span(util::Stage::kRules);
+    rep.findings = rules::RunChecks(input);
+  }
   if (extra) extra(input, rep);
   rep.suppressed = rules::ApplyConfig(policy.config, rep.findings);
   rep.fail_on = policy.fail_on;

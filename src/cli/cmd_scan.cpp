@@ -21,6 +21,7 @@
 #include "util/error.h"
 #include "util/file.h"
 #include "util/path.h"
+#include "util/profile.h"
 
 namespace imgcheck::cli {
 
@@ -123,6 +124,7 @@ int Scan(const ScanArgs& args) {
     report::RenderOptions ro;
     ro.color = o.file.empty() && o.format == report::Format::kText && isatty(STDOUT_FILENO) &&
                std::getenv("NO_COLOR") == nullptr;
+    util::ProfileSpan span(util::Stage::kReport);
     std::string text = report::Render(rep, o.format, ro);
     if (o.file.empty()) {
       std::cout << text << std::flush;

@@ -11,6 +11,7 @@
 #include "catalog/catalog.h"
 #include "report/escape.h"
 #include "util/error.h"
+#include "util/profile.h"
 #include "util/text.h"
 
 namespace imgcheck::cli {
@@ -58,6 +59,8 @@ void AddPullArgs(CLI::App& sub, ImageArgs& args) {
                  "bound of the layer cache in MiB; least recently used layers are pruned")
       ->capture_default_str();
   sub.add_flag("-q,--quiet", args.quiet, "no progress line on stderr");
+  sub.add_flag("--profile", args.profile,
+               "print on stderr where the time went, stage by stage (bench/README.md)");
   AddLimitArgs(sub, args.limits);
 }
 
@@ -140,10 +143,12 @@ image::LoadOptions ToLoadOptions(const ImageArgs& args, const catalog::LibraryRu
   o.cache_dir = args.cache_dir;
   o.cache_max_bytes = std::min<uint64_t>(args.cache_max_mb, uint64_t{1} << 40) << 20;
   o.progress = !args.quiet;
+  if (args.profile) util::EnableProfile();
   o.limits = args.limits;
   // Every subcommand captures what the catalog needs, so cached layers serve them all alike.
   o.capture = catalog::CapturePolicy(libraries);
   o.capture_id = catalog::CapturePolicyId(libraries);
+  o.digests = catalog::DigestRule(libraries);
   return o;
 }
 
@@ -260,7 +265,9 @@ int Main(int argc, char** argv) {
     return 2;
   }
   try {
-    return run();
+    int status = run();
+    std::cerr << util::ProfileText();
+    return status;
   } catch (const util::Fatal& e) {
     PrintError(e.what());
     return 2;
