@@ -63,7 +63,12 @@ class Pipeline {
     job.digests = again ? *again : Plan();
     bool cacheable = options_.cache != nullptr && !job.key.diff_id.empty();
     if (cacheable && again == nullptr) {
-      if (std::optional<LayerContents> hit = options_.cache->Lookup(job.key, job.index)) {
+      std::optional<LayerContents> hit;
+      {
+        util::ProfileSpan span(util::Stage::kCache);
+        hit = options_.cache->Lookup(job.key, job.index);
+      }
+      if (hit) {
         if (options_.check_cached) options_.check_cached(job, *hit);
         progress_.FinishLayer(job.index, job.stored_size);
         return std::move(*hit);
@@ -81,8 +86,9 @@ class Pipeline {
     }
     progress_.FinishLayer(job.index);
     if (cacheable) {
-      // A reading that missed a wanted digest is never used; one with more digests than a
-      // later scan wants serves it too.
+      // A reading that missed a digest wanted here is replaced by the one read again, whose
+      // digests serve any later scan that wants these or fewer.
+      util::ProfileSpan span(util::Stage::kCache);
       options_.cache->Store(job.key, contents, job.index);
       stored_.store(true, std::memory_order_relaxed);
     }

@@ -16,6 +16,7 @@ enum class Stage {
   kInflate,   ///< of which: decompressing (gzip, zstd) into the tar stream, blob read included
   kHashWait,  ///< of which: waiting for a SHA-256 thread to be done with a buffer
   kCapture,   ///< of which: the capturers (ELF parts, prefixes, MD5s) fed the files' bytes
+  kCache,     ///< looking up and storing readings in the layer cache (thread time)
   kMerge,     ///< merging the layers' readings into the tree, in order
   kCatalog,   ///< catalog::Build
   kLoader,    ///< the loader's link maps of every consumer
