@@ -1054,6 +1054,24 @@ TEST_CASE("an image without a CUDA stack says so, --fail-on-empty fails it", "[s
   CHECK(stack.status == 0);
 }
 
+TEST_CASE("--profile prints each stage's time on stderr, and the report stays as it was",
+          "[scan]") {
+  TempDir dir;
+  WriteOciLayout(dir / "layout", Seed(true));
+  std::string scan =
+      "'" + Imgcheck() + "' scan --quiet --no-cache --format json oci:" + (dir / "layout").string();
+  // The reports go to files: what Run() captures is stderr alone.
+  auto plain = Run(scan + " --output '" + (dir / "plain.json").string() + "'");
+  auto profiled = Run(scan + " --profile --output '" + (dir / "profiled.json").string() + "'");
+  CHECK(profiled.status == plain.status);
+  CHECK(ReadFile(dir / "profiled.json") == ReadFile(dir / "plain.json"));
+  CHECK(plain.output.empty());
+  INFO(profiled.output);
+  for (std::string stage : {"read layers", "inflate+blob", "hash wait", "capture", "merge",
+                            "catalog", "loader", "rules", "report", "wall"})
+    CHECK(profiled.output.find("  " + stage + " ") != std::string::npos);
+}
+
 TEST_CASE("a legacy docker save archive is named by its config digest", "[scan]") {
   TempDir dir;
   WrittenImage w =

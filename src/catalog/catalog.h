@@ -213,6 +213,10 @@ image::CapturePolicy CapturePolicy(const LibraryRules& rules);
 /// Identity of CapturePolicy(rules) for the layer cache (LoadOptions::capture_id): changes
 /// whenever what the policy keeps changes, with the code or with the rule data.
 std::string CapturePolicyId(const LibraryRules& rules);
+/// Whose MD5 the readings take (LoadOptions::digests): a family library outside a Python
+/// environment (pip's are checked by their RECORD's size) that a lower layer's dpkg md5sums
+/// states, for IC015. Thread-safe.
+image::DigestRule DigestRule(const LibraryRules& rules);
 
 /// Catalogues the merged tree of `image`, classified by `rules` (rules/libraries.json).
 /// Problems inside the image become diagnostics. A file that would make the catalog exceed

@@ -1,11 +1,13 @@
 // End to end: images written by the fixture writer, read by image::Load with the catalog's
 // capture policy, then catalogued (`imgcheck catalog` itself: tests/catalog_cli_test.cpp).
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "catalog/catalog.h"
 #include "catalog/test_rules.h"
 #include "image_writer.h"
 #include "support.h"
+#include "util/sha256.h"
 
 namespace imgcheck::catalog {
 namespace {
@@ -102,6 +104,65 @@ TEST_CASE("an OCI image loaded with the capture policy is catalogued per layer",
   REQUIRE(cat.config.ld_so_conf.dirs.size() == 1);
   CHECK(cat.config.ld_so_conf.dirs[0].dir == "/usr/local/nvidia/lib64");
   CHECK(cat.config.os_release.at("ID") == "ubuntu");
+}
+
+TEST_CASE("digests: a library a later layer writes over a dpkg one, and nothing else",
+          "[catalog][load][digest]") {
+  using namespace imgcheck::testing;
+  TempDir dir;
+  const std::string lib = "usr/lib/x86_64-linux-gnu/";
+  const std::string graph(5000, 'g'), adv(5000, 'a'), cublas(5000, 'b');
+  ImageRecipe r;
+  LayerRecipe base;
+  base.created_by = "RUN apt-get install -y libcudnn9-cuda-12";
+  // usrmerge: the md5sums names adv under /lib, which is a link to usr/lib.
+  base.entries = {
+      Dir("usr"),
+      Dir("usr/lib"),
+      Symlink("lib", "usr/lib"),
+      File(lib + "libcudnn_graph.so.9.1.0", graph),
+      File(lib + "libcudnn_adv.so.9.1.0", adv),
+      File(lib + "libcublas.so.12.1.3.1", cublas),
+      File("var/lib/dpkg/status",
+           "Package: libcudnn9-cuda-12\nStatus: install ok installed\nVersion: 9.1.0.70-1\n"),
+      File("var/lib/dpkg/info/libcudnn9-cuda-12.md5sums",
+           util::Md5Hex(graph) + "  " + lib + "libcudnn_graph.so.9.1.0\n" + util::Md5Hex(adv) +
+               "  lib/x86_64-linux-gnu/libcudnn_adv.so.9.1.0\n"),
+  };
+  LayerRecipe top;
+  top.created_by = "COPY cudnn/ /usr/lib/x86_64-linux-gnu/";
+  top.entries = {File(lib + "libcudnn_graph.so.9.1.0", graph + "x"),
+                 File(lib + "libcudnn_adv.so.9.1.0", adv + "x"),
+                 File(lib + "libcudnn_ops.so.9.1.0", std::string(5000, 'o'))};
+  r.layers = {base, top};
+  WriteOciLayout(dir / "layout", r);
+  std::string ref = "oci:" + (dir / "layout").string() + ":latest";
+  for (int jobs : {1, 2}) {
+    INFO("jobs " << jobs);
+    image::LoadOptions options;
+    options.capture = CapturePolicy(BuiltInRules());
+    options.digests = DigestRule(BuiltInRules());
+    options.jobs = jobs;
+    image::Image img = image::Load(ref, options);
+    auto md5 = [&](const std::string& path) {
+      const image::Node* n = img.tree.Find("/" + lib + path);
+      REQUIRE(n);
+      REQUIRE(n->content);
+      return n->content->md5();
+    };
+    // Written over what the md5sums below state: digested.
+    CHECK(md5("libcudnn_graph.so.9.1.0") == util::Md5Hex(graph + "x"));
+    CHECK(md5("libcudnn_adv.so.9.1.0") == util::Md5Hex(adv + "x"));
+    // A library no md5sums below states, and one its own package's layer installed: not.
+    CHECK(md5("libcudnn_ops.so.9.1.0").empty());
+    CHECK(md5("libcublas.so.12.1.3.1").empty());
+    Catalog cat = Build(img, BuiltInRules());
+    std::vector<std::string> replaced;
+    for (const ReplacedFile& f : cat.replaced) replaced.push_back(f.path);
+    std::sort(replaced.begin(), replaced.end());
+    CHECK(replaced == std::vector<std::string>{"/" + lib + "libcudnn_adv.so.9.1.0",
+                                               "/" + lib + "libcudnn_graph.so.9.1.0"});
+  }
 }
 
 }  // namespace imgcheck::catalog

@@ -207,6 +207,18 @@ std::string NormalizeDistName(std::string_view name) {
   return out;
 }
 
+std::vector<Md5sumsLibrary> ParseMd5sumsLibraries(std::string_view text) {
+  std::vector<Md5sumsLibrary> out;
+  for (const std::string& line : util::Split(text, '\n')) {
+    if (line.size() < 35 || line.compare(32, 2, "  ") != 0 ||
+        line.find(".so", 34) == std::string::npos ||
+        !std::all_of(line.begin(), line.begin() + 32, [](char c) { return std::isxdigit(c); }))
+      continue;
+    out.push_back({line.substr(0, 32), "/" + line.substr(34)});
+  }
+  return out;
+}
+
 std::vector<DpkgPackage> ParseDpkgStatus(std::string_view text) {
   std::vector<DpkgPackage> out;
   DpkgPackage current;

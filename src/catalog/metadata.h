@@ -31,6 +31,14 @@ struct DpkgPackage {
 /// /var/lib/dpkg/status (or a status.d file): one record per paragraph.
 std::vector<DpkgPackage> ParseDpkgStatus(std::string_view text);
 
+/// One library line of a dpkg md5sums file ("<32 hex>  usr/lib/x/libfoo.so.1").
+struct Md5sumsLibrary {
+  std::string md5;   ///< as stated, 32 hex digits
+  std::string path;  ///< absolute: "/usr/lib/x/libfoo.so.1"
+};
+/// The lines of an md5sums text that name a library (".so" in the path); others are skipped.
+std::vector<Md5sumsLibrary> ParseMd5sumsLibraries(std::string_view text);
+
 /// METADATA / PKG-INFO header fields (up to the first blank line).
 struct DistMetadata {
   std::string name, version;

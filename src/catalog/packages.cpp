@@ -83,13 +83,8 @@ void Builder::CheckMd5sums(const std::string& path, const DpkgPackage& package) 
   std::optional<std::string_view> text = Records(path, *node);
   if (!text) return;
   PackageRef owner{PackageManager::kDpkg, package.name, package.version, path, node->layer};
-  for (const std::string& line : util::Split(*text, '\n')) {
-    // "<32 hex>  usr/lib/x86_64-linux-gnu/libcudnn_graph.so.9.1.0"; only libraries matter.
-    if (line.size() < 35 || line.compare(32, 2, "  ") != 0 ||
-        line.find(".so", 34) == std::string::npos ||
-        !std::all_of(line.begin(), line.begin() + 32, [](char c) { return std::isxdigit(c); }))
-      continue;
-    std::optional<image::Tree::Resolved> r = tree_.Resolve("/" + line.substr(34));
+  for (const Md5sumsLibrary& line : ParseMd5sumsLibraries(*text)) {
+    std::optional<image::Tree::Resolved> r = tree_.Resolve(line.path);
     // Only a later layer's file counts: dpkg wrote both in one layer (a same-layer change is
     // the package's own maintainer scripts' business).
     if (!r || !r->node || r->node->type != NodeType::kRegular || r->node->layer <= node->layer ||
@@ -100,9 +95,8 @@ void Builder::CheckMd5sums(const std::string& path, const DpkgPackage& package) 
     if (md5.empty() && content.complete())
       if (std::optional<std::string_view> bytes = content.View(0, content.size()))
         md5 = util::Md5Hex(*bytes);
-    std::string stated = line.substr(0, 32);
-    if (!md5.empty() && md5 != stated)
-      cat_.replaced.push_back({r->path, owner, stated, "MD5 " + md5, r->node->layer});
+    if (!md5.empty() && md5 != line.md5)
+      cat_.replaced.push_back({r->path, owner, line.md5, "MD5 " + md5, r->node->layer});
   }
 }
 

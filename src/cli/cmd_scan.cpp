@@ -15,6 +15,7 @@
 #include "rules/config.h"
 #include "scan/scan.h"
 #include "util/error.h"
+#include "util/profile.h"
 
 namespace imgcheck::cli {
 
@@ -73,6 +74,7 @@ int Scan(const ScanArgs& args) {
     report::RenderOptions ro;
     ro.color = o.file.empty() && o.format == report::Format::kText && isatty(STDOUT_FILENO) &&
                std::getenv("NO_COLOR") == nullptr;
+    util::ProfileSpan span(util::Stage::kReport);
     std::string text = report::Render(rep, o.format, ro);
     if (o.file.empty()) {
       std::cout << text << std::flush;

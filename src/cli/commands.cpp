@@ -10,6 +10,7 @@
 
 #include "report/escape.h"
 #include "util/error.h"
+#include "util/profile.h"
 #include "util/text.h"
 
 namespace imgcheck::cli {
@@ -68,6 +69,8 @@ void AddPullArgs(CLI::App& sub, ImageArgs& args) {
                  "bound of the layer cache in MiB; least recently used layers are pruned")
       ->capture_default_str();
   sub.add_flag("-q,--quiet", args.quiet, "no progress line on stderr");
+  sub.add_flag("--profile", args.profile,
+               "print on stderr where the time went, stage by stage (bench/README.md)");
   AddLimitArgs(sub, args.limits);
 }
 
@@ -154,6 +157,7 @@ image::LoadOptions ToLoadOptions(const ImageArgs& args) {
   o.cache_dir = args.cache_dir;
   o.cache_max_bytes = std::min<uint64_t>(args.cache_max_mb, uint64_t{1} << 40) << 20;
   o.progress = !args.quiet;
+  if (args.profile) util::EnableProfile();
   o.limits = args.limits;
   return o;
 }
@@ -267,7 +271,9 @@ int Main(int argc, char** argv) {
     return 2;
   }
   try {
-    return run();
+    int status = run();
+    std::cerr << util::ProfileText();
+    return status;
   } catch (const util::Fatal& e) {
     PrintError(e.what());
     return 2;

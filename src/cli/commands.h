@@ -44,6 +44,7 @@ struct ImageArgs {
   bool no_cache = false;   ///< --no-cache: neither read nor write the layer cache
   uint64_t cache_max_mb = 1024;  ///< --cache-max-size, in MiB
   bool quiet = false;            ///< --quiet: no progress line
+  bool profile = false;          ///< --profile: per-stage timings on stderr (util/profile.h)
   util::Limits limits;           ///< --max-*, --read-timeout, --deadline
 };
 void AddImageArgs(CLI::App& sub, ImageArgs& args);

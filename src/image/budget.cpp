@@ -29,4 +29,12 @@ void ImageBudget::Charge(const LayerContents& contents) {
   }
 }
 
+void ImageBudget::Refund(const LayerContents& contents) {
+  for (const LayerEntry& e : contents.entries) {
+    files_.fetch_sub(1, std::memory_order_relaxed);
+    name_bytes_.fetch_sub(e.path.size() + e.link_target.size(), std::memory_order_relaxed);
+    if (e.content) captured_.fetch_sub(e.content->captured_bytes(), std::memory_order_relaxed);
+  }
+}
+
 }  // namespace imgcheck::image

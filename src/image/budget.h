@@ -27,6 +27,8 @@ class ImageBudget {
   void ChargeCaptured(uint64_t bytes);
   /// A whole layer read elsewhere (the layer cache): its entries and captured bytes.
   void Charge(const LayerContents& contents);
+  /// Gives back what a reading that is dropped (and read again) was charged. Thread-safe.
+  void Refund(const LayerContents& contents);
 
  private:
   util::Limits limits_;

@@ -191,7 +191,7 @@ class DaemonStore : public FileStore {
 }  // namespace
 
 std::unique_ptr<FileStore> OpenDaemonStore(std::string_view name, const CapturePolicy& capture,
-                                           const util::Limits& limits) {
+                                           const util::Limits& limits, const DigestPlan& digests) {
   ImageBudget budget(limits);  // the export's layers are read here, as they stream past
   DaemonEndpoint d = DaemonFromEnv(std::getenv("DOCKER_HOST"));
   std::string what = "docker-daemon:" + std::string(name);
@@ -251,7 +251,7 @@ std::unique_ptr<FileStore> OpenDaemonStore(std::string_view name, const CaptureP
       PrereadLayer& pre = store->layers_[*member];
       HashingReader stored(data);
       try {
-        pre.contents = ReadLayer(stored, -1, capture, budget);
+        pre.contents = ReadLayer(stored, -1, capture, budget, digests);
       } catch (const util::Fatal& err) {
         pre.error = err.what();
       }

@@ -29,10 +29,11 @@ std::string DaemonExportPath(std::string_view name);
 
 /// The docker-archive the daemon exports for `name`, read once as it streams (no bytes touch
 /// the disk): manifests, configs and other small members are kept in memory; each layer blob is
-/// read with `capture` as it passes (FileStore::Preread), to be verified by the pipeline against
-/// the manifest and config that arrive after it. util::Fatal when the daemon cannot be reached
-/// or refuses.
+/// read with `capture` (and `digests`) as it passes (FileStore::Preread), to be verified by the
+/// pipeline against the manifest and config that arrive after it. util::Fatal when the daemon
+/// cannot be reached or refuses.
 std::unique_ptr<FileStore> OpenDaemonStore(std::string_view name, const CapturePolicy& capture,
-                                           const util::Limits& limits = {});
+                                           const util::Limits& limits = {},
+                                           const DigestPlan& digests = {});
 
 }  // namespace imgcheck::image

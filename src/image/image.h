@@ -56,8 +56,9 @@ struct Image {
 struct LoadOptions {
   std::string platform = "linux/amd64";  ///< os/arch[/variant], for indexes
   CapturePolicy capture;                 ///< what to keep of file contents; may be empty
-  RegistryOptions registry;              ///< for registry references
-  util::Limits limits;                   ///< bounds on what the image may make imgcheck do
+  DigestRule digests;        ///< whose MD5 the readings take (capture.h); empty: nobody's
+  RegistryOptions registry;  ///< for registry references
+  util::Limits limits;       ///< bounds on what the image may make imgcheck do
   // Speed (read_layers.h, layer_cache.h). The defaults suit a library caller: one thread, no
   // cache on disk, nothing on stderr; the command line asks for more.
   int jobs = 1;            ///< layers read at once

@@ -16,6 +16,7 @@
 #include "image/stream.h"
 #include "util/file.h"
 #include "util/path.h"
+#include "util/profile.h"
 
 namespace imgcheck::image {
 
@@ -92,6 +93,7 @@ void CaptureData(struct archive* a, Capturer& capturer, ArchiveInput& st) {
       throw util::Fatal(std::string("corrupt tar: ") + archive_error_string(a));
     }
     uint64_t at = static_cast<uint64_t>(offset);
+    util::ProfileSpan span(util::Stage::kCapture);
     if (at > fed && !capturer.Skip(at - fed)) return;
     if (!capturer.Feed(std::string_view(static_cast<const char*>(block), len))) return;
     fed = at + len;
@@ -158,7 +160,7 @@ std::string FeedSparse(int fd, uint64_t size, Capturer& c, char* buf) {
 }  // namespace
 
 LayerContents ReadLayer(HashingReader& blob, int layer, const CapturePolicy& capture,
-                        ImageBudget& budget) {
+                        ImageBudget& budget, const DigestPlan& digests) {
   LayerContents out;
   Decompressor plain(blob, budget.limits().zstd_window);
   // An uncompressed blob is the tar itself (docker save's layers): its digest is the diff_id.
@@ -220,8 +222,10 @@ LayerContents ReadLayer(HashingReader& blob, int layer, const CapturePolicy& cap
       if (!ClassifyWhiteout(e, layer, out.diagnostics)) continue;
       if (e.kind == EntryKind::kFile) {
         e.size = static_cast<uint64_t>(std::max<la_int64_t>(0, archive_entry_size(ae)));
+        e.digest_wanted = digests.Wants(e.path);
         if (capture) {
           if (std::unique_ptr<Capturer> c = capture(e.path, e.size, e.mode)) {
+            if (e.digest_wanted) c = CaptureWithMd5(std::move(c));
             CaptureData(a.get(), *c, st);
             e.content = Finish(*c, e.size, budget);
           }

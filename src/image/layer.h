@@ -37,6 +37,10 @@ struct LayerEntry {
   uint64_t size = 0;        ///< regular files
   std::string link_target;  ///< symlink: as stored; hard link: the normalised linked path
   std::shared_ptr<const util::SparseFile> content;  ///< what the capture policy kept, if any
+  /// A regular file its reading's DigestPlan wanted: content (when kept) has its MD5, unless
+  /// the file is sparse or ended short. A reading whose plan missed a path the layers below
+  /// state is read again (read_layers.h).
+  bool digest_wanted = false;
 };
 
 /// A layer's entries in tar order, with the problems found reading them.
@@ -65,8 +69,9 @@ struct PrereadLayer {
 /// util::Fatal (message without location; the caller adds it) on corrupt compression or a
 /// corrupt tar, and when the image's `budget` is exceeded (entries, names, captured bytes, the
 /// zstd window).
+/// The files `digests` wants get their MD5 taken (and digest_wanted set).
 LayerContents ReadLayer(HashingReader& blob, int layer, const CapturePolicy& capture,
-                        ImageBudget& budget);
+                        ImageBudget& budget, const DigestPlan& digests = {});
 
 /// An unpacked root file system on the host as a single layer (the dir: transport). Symlinks
 /// are recorded, never followed; nothing outside `root` is read; holes of sparse files are

@@ -30,6 +30,7 @@ constexpr int64_t kAbandonedTempSeconds = 3600;
 // The least bytes an entry or a diagnostic takes in the payload: bounds a count before reserve().
 constexpr size_t kMinEntryBytes = 1 + 4 + 8 + 4 + 4 + 1;
 constexpr size_t kMinDiagnosticBytes = 4 + 1 + 4;
+constexpr uint8_t kHasContent = 1, kDigestWanted = 2;  // an entry's flags byte
 
 // Whether `c` is the reading of exactly the blob and tar `key` names.
 bool Matches(const LayerKey& key, const LayerContents& c) {
@@ -108,9 +109,10 @@ bool ParsePayload(util::Reader& r, int layer, LayerContents& c) {
     e.mode = *mode;
     e.size = *esize;
     if (!GetString(r, e.path) || !GetString(r, e.link_target)) return false;
-    std::optional<uint8_t> has_content = r.Read<uint8_t>();
-    if (!has_content || *has_content > 1) return false;
-    if (*has_content == 0) continue;
+    std::optional<uint8_t> flags = r.Read<uint8_t>();
+    if (!flags || (*flags & ~(kHasContent | kDigestWanted)) != 0) return false;
+    e.digest_wanted = (*flags & kDigestWanted) != 0;
+    if ((*flags & kHasContent) == 0) continue;
     std::optional<uint64_t> file_size = r.Read<uint64_t>();
     std::optional<uint32_t> nextents = r.Read<uint32_t>();
     if (!file_size || !nextents) return false;
@@ -206,7 +208,7 @@ std::string SerializeLayer(const LayerContents& c, int layer) {
     w.Put<uint64_t>(e.size);
     w.PutString(e.path);
     w.PutString(e.link_target);
-    w.Put<uint8_t>(e.content ? 1 : 0);
+    w.Put<uint8_t>((e.content ? kHasContent : 0) | (e.digest_wanted ? kDigestWanted : 0));
     if (!e.content) continue;
     w.Put<uint64_t>(e.content->size());
     w.Put(static_cast<uint32_t>(e.content->extents().size()));

@@ -11,6 +11,8 @@
 #include "image/image.h"
 #include "image_writer.h"
 #include "support.h"
+#include "util/path.h"
+#include "util/sha256.h"
 
 namespace imgcheck::image {
 namespace {
@@ -49,7 +51,11 @@ LayerContents Sample() {
   sparse.Add((1 << 20) - 10, std::string(10, '\0'));
   sparse.set_md5("0123456789abcdef0123456789abcdef");
   so.content = std::make_shared<const util::SparseFile>(sparse);
+  so.digest_wanted = true;
   c.entries.push_back(so);
+  LayerEntry wanted_uncaptured = Entry("/usr/lib/libtiny.so", EntryKind::kFile, 0644, 10);
+  wanted_uncaptured.digest_wanted = true;  // wanted, but the policy kept nothing
+  c.entries.push_back(wanted_uncaptured);
   LayerEntry meta = Entry("/etc/os-release", EntryKind::kFile, 0644, 5);
   meta.content = std::make_shared<const util::SparseFile>(util::SparseFile::Whole("ID=x\n"));
   c.entries.push_back(meta);
@@ -96,6 +102,7 @@ void RequireSame(const LayerContents& a, const LayerContents& b) {
     CHECK(a.entries[i].mode == b.entries[i].mode);
     CHECK(a.entries[i].size == b.entries[i].size);
     CHECK(a.entries[i].link_target == b.entries[i].link_target);
+    CHECK(a.entries[i].digest_wanted == b.entries[i].digest_wanted);
     RequireSameContent(a.entries[i].content, b.entries[i].content);
   }
   REQUIRE(a.diagnostics.size() == b.diagnostics.size());
@@ -485,6 +492,99 @@ TEST_CASE("legacy docker-archive layers, which have no digest, are cached by dif
   std::string fake_ref = "docker-archive:" + (tmp / "b.tar").string();
   CHECK_THROWS_AS(Load(fake_ref, Options(tmp / "cache", false, 1)), util::Fatal);
   RequireSameImage(plain, Load(fake_ref, Options(tmp / "cache", true, 1)));
+}
+
+// Digests (DigestRule): a test rule where a file named "stated" lists the paths whose MD5 the
+// layers above it must take, like a dpkg md5sums.
+DigestRule StatedFiles(std::atomic<int>* calls = nullptr) {
+  DigestRule rule;
+  rule.stated = [calls](const LayerContents& layer, const Tree&) {
+    if (calls) ++*calls;
+    std::vector<std::string> paths;
+    for (const LayerEntry& e : layer.entries)
+      if (util::BaseName(e.path) == "stated" && e.content)
+        for (const std::string& p : util::Split(*e.content->ViewFrom(0), '\n'))
+          if (!p.empty()) paths.push_back(p);
+    return paths;
+  };
+  return rule;
+}
+
+// Three layers: the base installs a and b and states them; the next writes over a, deletes b,
+// adds c (unstated) and states c; the top writes over c and over a again, and makes /opt
+// opaque.
+testing::ImageRecipe DigestRecipe() {
+  using namespace testing;
+  const std::string a(3000, 'a'), b(3000, 'b');
+  ImageRecipe r;
+  r.layers.push_back(
+      MakeLayer({File("usr/lib/a.so", a), File("usr/lib/b.so", b), File("opt/x", "x"),
+                 File("var/stated", "/usr/lib/a.so\n/usr/lib/b.so\n")},
+                Compression::kGzip, "install a b"));
+  r.layers.push_back(MakeLayer(
+      {File("usr/lib/a.so", a + "2"), Whiteout("usr/lib/b.so"),
+       File("usr/lib/c.so", std::string(3000, 'c')), File("var/lib/stated", "/usr/lib/c.so\n")},
+      Compression::kZstd, "over a, rm b, add c"));
+  r.layers.push_back(MakeLayer(
+      {File("usr/lib/c.so", "c3"), File("usr/lib/a.so", a), Opaque("opt"), File("opt/y", "y")},
+      Compression::kGzip, "over c and a"));
+  return r;
+}
+
+TEST_CASE("digests: only files that layers below state, the same for any --jobs and cached",
+          "[layer_cache][load][digest]") {
+  TempDir tmp;
+  testing::WrittenImage written = testing::WriteOciLayout(tmp / "layout", DigestRecipe());
+  std::string ref = "oci:" + (tmp / "layout").string() + ":latest";
+  auto load = [&](bool use_cache, int jobs) {
+    LoadOptions o = Options(tmp / "cache", use_cache, jobs);
+    o.digests = StatedFiles();
+    return Load(ref, o);
+  };
+  Image one = load(false, 1);
+  auto md5 = [](const Image& img, const std::string& path) {
+    const Node* n = img.tree.Find(path);
+    REQUIRE(n);
+    REQUIRE(n->content);
+    return n->content->md5();
+  };
+  // a, written over by the top layer, stated by the base: digested.
+  CHECK(md5(one, "/usr/lib/a.so") == util::Md5Hex(std::string(3000, 'a')));
+  // c, written over by the top layer, stated by the middle one: digested.
+  CHECK(md5(one, "/usr/lib/c.so") == util::Md5Hex("c3"));
+  // The files of the layer that states them are not.
+  CHECK(md5(one, "/var/stated").empty());
+  Image base_only = [&] {
+    LoadOptions o = Options(tmp / "cache", false, 1);
+    o.digests = StatedFiles();
+    o.read_layer = [](int layer) { return layer == 0; };
+    return Load(ref, o);
+  }();
+  CHECK(md5(base_only, "/usr/lib/a.so").empty());
+  CHECK(md5(base_only, "/usr/lib/b.so").empty());
+
+  for (int jobs : {2, 3}) {
+    INFO("jobs " << jobs);
+    for (int i = 0; i < 3; ++i) RequireSameImage(one, load(false, jobs));
+  }
+  RequireSameImage(one, load(true, 3));  // cold: stores the readings
+  RequireSameImage(one, load(true, 1));  // warm
+  RequireSameImage(one, load(true, 2));
+
+  SECTION("a cached reading taken without the digest a scan now wants is read again") {
+    // The top layer alone first: nothing below states anything, so nothing is digested.
+    testing::ImageRecipe top_only;
+    top_only.layers = {DigestRecipe().layers[2]};
+    REQUIRE(testing::WriteOciLayout(tmp / "top", top_only).layers[0].digest ==
+            written.layers[2].digest);
+    LoadOptions o = Options(tmp / "cache2", true, 1);
+    o.digests = StatedFiles();
+    Image alone = Load("oci:" + (tmp / "top").string(), o);
+    CHECK(md5(alone, "/usr/lib/a.so").empty());
+    o.jobs = 2;
+    RequireSameImage(one, Load(ref, o));
+    RequireSameImage(one, Load(ref, o));
+  }
 }
 
 TEST_CASE("a capture policy without an identity is never cached", "[layer_cache][load]") {

@@ -13,6 +13,7 @@
 #include "image/stream.h"
 #include "image/transports.h"
 #include "util/error.h"
+#include "util/profile.h"
 #include "util/sha256.h"
 
 namespace imgcheck::image {
@@ -115,15 +116,15 @@ std::string LayerWhat(const Source& src, const Descriptor& d, int index) {
 }
 
 LayerContents ReadVerified(Source& src, const Descriptor& d, const std::string& diff_id, int index,
-                           const LoadOptions& options, ImageBudget& budget,
-                           const TrackBlob& track) {
+                           const LoadOptions& options, const DigestPlan& digests,
+                           ImageBudget& budget, const TrackBlob& track) {
   std::string what = LayerWhat(src, d, index);
   if (const PrereadLayer* pre = src.Preread(d)) return CheckPreread(*pre, d, diff_id, index, what);
   std::unique_ptr<BlobReader> blob = track(OpenChecked(src, d, what));
   HashingReader stored(*blob);
   LayerContents contents;
   try {
-    contents = ReadLayer(stored, index, options.capture, budget);
+    contents = ReadLayer(stored, index, options.capture, budget, digests);
   } catch (const Oversized&) {
     throw;
   } catch (const util::Fatal& e) {
@@ -213,7 +214,8 @@ void LoadFromSource(Source& src, const std::string& transport, const LoadOptions
     if (!options.read_layer || options.read_layer(layer.index))
       jobs.push_back({layer.index,
                       {layer.digest, cache_diff_id, options.capture ? options.capture_id : ""},
-                      static_cast<uint64_t>(std::max<int64_t>(0, m.layers[i].size))});
+                      static_cast<uint64_t>(std::max<int64_t>(0, m.layers[i].size)),
+                      {}});
     img.layers.push_back(std::move(layer));
   }
   // Layers are read on up to options.jobs threads (or found in the cache), merged in order here.
@@ -234,13 +236,20 @@ void LoadFromSource(Source& src, const std::string& transport, const LoadOptions
     }
     if (size) CheckSize(ld, *size, lwhat);
   };
+  if (options.digests.stated) {
+    speed.stated = [&](const LayerJob&, const LayerContents& c) {
+      return options.digests.stated(c, img.tree);
+    };
+    speed.dropped = [&](const LayerContents& c) { budget.Refund(c); };
+  }
   ReadLayers(
       jobs, speed,
       [&](const LayerJob& j, const TrackBlob& track) {
-        return ReadVerified(src, m.layers[j.index], pc.diff_ids[j.index], j.index, options, budget,
-                            track);
+        return ReadVerified(src, m.layers[j.index], pc.diff_ids[j.index], j.index, options,
+                            j.digests, budget, track);
       },
       [&](const LayerJob& j, LayerContents& contents) {
+        util::ProfileSpan span(util::Stage::kMerge);
         Layer& layer = img.layers[j.index];
         layer.compressed_size = contents.compressed_size;
         layer.size = contents.size;
@@ -346,9 +355,11 @@ Image LoadDir(std::string_view rest, const LoadOptions& options) {
 
 Image LoadDockerDaemon(std::string_view rest, const LoadOptions& options) {
   // The export is a docker-archive (legacy, or OCI form from Docker 25 on).
-  return FromSource(OpenDockerArchive(OpenDaemonStore(rest, options.capture, options.limits), "",
-                                      "docker-daemon:" + std::string(rest)),
-                    "docker-archive", options);
+  return FromSource(
+      OpenDockerArchive(OpenDaemonStore(rest, options.capture, options.limits,
+                                        DigestPlan{nullptr, options.digests.candidate}),
+                        "", "docker-daemon:" + std::string(rest)),
+      "docker-archive", options);
 }
 
 // No maintained C or C++ reader of containers/storage exists (Debian ships only the Go library

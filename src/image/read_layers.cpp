@@ -11,6 +11,7 @@
 
 #include "image/progress.h"
 #include "util/error.h"
+#include "util/profile.h"
 
 namespace imgcheck::image {
 
@@ -25,6 +26,7 @@ class TrackedReader : public BlobReader {
       : in_(std::move(in)), progress_(progress), cancelled_(std::move(cancelled)) {}
   size_t Read(char* buf, size_t n) override {
     if (cancelled_()) throw util::Fatal("stopped: a lower layer failed");
+    util::ProfileSpan span(util::Stage::kBlobRead);
     size_t got = in_->Read(buf, n);
     progress_.Advance(got);
     return got;
@@ -54,12 +56,19 @@ class Pipeline {
                      [&](size_t a, size_t b) { return jobs[a].stored_size > jobs[b].stored_size; });
   }
 
-  // One layer's reading: from the cache, or read (and then stored). Thread-safe.
-  LayerContents Produce(size_t i) {
-    const LayerJob& job = jobs_[i];
+  // One layer's reading: from the cache, or read (and then stored). Thread-safe. `again`: a
+  // reading with this plan, not the cached one.
+  LayerContents Produce(size_t i, const DigestPlan* again = nullptr) {
+    LayerJob job = jobs_[i];
+    job.digests = again ? *again : Plan();
     bool cacheable = options_.cache != nullptr && !job.key.diff_id.empty();
-    if (cacheable) {
-      if (std::optional<LayerContents> hit = options_.cache->Lookup(job.key, job.index)) {
+    if (cacheable && again == nullptr) {
+      std::optional<LayerContents> hit;
+      {
+        util::ProfileSpan span(util::Stage::kCache);
+        hit = options_.cache->Lookup(job.key, job.index);
+      }
+      if (hit) {
         if (options_.check_cached) options_.check_cached(job, *hit);
         progress_.FinishLayer(job.index, job.stored_size);
         return std::move(*hit);
@@ -70,9 +79,16 @@ class Pipeline {
       return std::make_unique<TrackedReader>(std::move(in), progress_,
                                              [this, i] { return Cancelled(i); });
     };
-    LayerContents contents = read_(job, track);
+    LayerContents contents;
+    {
+      util::ProfileSpan span(util::Stage::kRead);
+      contents = read_(job, track);
+    }
     progress_.FinishLayer(job.index);
     if (cacheable) {
+      // A reading that missed a digest wanted here is replaced by the one read again, whose
+      // digests serve any later scan that wants these or fewer.
+      util::ProfileSpan span(util::Stage::kCache);
       options_.cache->Store(job.key, contents, job.index);
       stored_.store(true, std::memory_order_relaxed);
     }
@@ -113,6 +129,28 @@ class Pipeline {
     return std::move(slot.contents);
   }
 
+  // Merges layer i's reading, read again first when its plan missed a digest now wanted; then
+  // learns what it states. On the calling thread, in order.
+  void Merge(size_t i, LayerContents contents,
+             const std::function<void(const LayerJob&, LayerContents&)>& merge) {
+    if (options_.stated) {
+      DigestPlan plan = Plan();
+      if (!Covers(contents, plan)) {
+        if (options_.dropped) options_.dropped(contents);
+        contents = Produce(i, &plan);
+      }
+    }
+    merge(jobs_[i], contents);
+    if (!options_.stated) return;
+    std::vector<std::string> stated = options_.stated(jobs_[i], contents);
+    std::lock_guard lock(mu_);
+    if (!stated.empty()) {
+      auto more = std::make_shared<PathSet>(stated_ ? *stated_ : PathSet{});
+      more->insert(std::make_move_iterator(stated.begin()), std::make_move_iterator(stated.end()));
+      stated_ = std::move(more);
+    }
+  }
+
   void Abort() {
     std::lock_guard lock(mu_);
     aborted_ = true;
@@ -137,6 +175,20 @@ class Pipeline {
     return total;
   }
 
+  // The paths stated by the layers merged so far.
+  DigestPlan Plan() {
+    std::lock_guard lock(mu_);
+    return DigestPlan{stated_, nullptr};
+  }
+
+  // Whether every file of `c` that `plan` wants was read with its digest wanted.
+  static bool Covers(const LayerContents& c, const DigestPlan& plan) {
+    if (!plan.paths) return true;
+    for (const LayerEntry& e : c.entries)
+      if (e.kind == EntryKind::kFile && !e.digest_wanted && plan.Wants(e.path)) return false;
+    return true;
+  }
+
   // Only layers above the lowest failure are abandoned: those below still run to the end, so
   // the failure reported is always the lowest one, whatever the threads' timing.
   bool Cancelled(size_t i) {
@@ -152,8 +204,9 @@ class Pipeline {
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Slot> slots_;
-  std::vector<size_t> order_;  // the order in which workers start layers
-  size_t next_ = 0;            // position in order_ of the next layer to start
+  std::shared_ptr<const PathSet> stated_;  // what the merged layers state (DigestPlan::paths)
+  std::vector<size_t> order_;              // the order in which workers start layers
+  size_t next_ = 0;                        // position in order_ of the next layer to start
   size_t first_failure_ = kNoFailure;
   bool aborted_ = false;
 };
@@ -202,16 +255,10 @@ void ReadLayers(const std::vector<LayerJob>& jobs, const ReadLayersOptions& opti
   Pipeline p(jobs, options, read);
   size_t threads = std::min(p.Width(), jobs.size());
   if (threads <= 1) {
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      LayerContents contents = p.Produce(i);
-      merge(jobs[i], contents);
-    }
+    for (size_t i = 0; i < jobs.size(); ++i) p.Merge(i, p.Produce(i), merge);
   } else {
     Workers workers(p, threads);
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      LayerContents contents = p.Take(i);
-      merge(jobs[i], contents);
-    }
+    for (size_t i = 0; i < jobs.size(); ++i) p.Merge(i, p.Take(i), merge);
     workers.Finished();
   }
   p.progress().Clear();

@@ -20,6 +20,8 @@ struct LayerJob {
   int index = 0;             ///< the layer's index in the image (diagnostics carry it)
   LayerKey key;              ///< its cache key; an empty diff_id means "never cached"
   uint64_t stored_size = 0;  ///< the blob's size, for the progress line; 0 when unknown
+  /// Set by ReadLayers for the `read` callback: the files whose MD5 this reading is to take.
+  DigestPlan digests;
 };
 
 struct ReadLayersOptions {
@@ -29,6 +31,11 @@ struct ReadLayersOptions {
   /// Called (on a worker thread) before a cached reading is used; throws util::Fatal to fail
   /// the layer. Null: none.
   std::function<void(const LayerJob&, const LayerContents&)> check_cached;
+  /// Called on the calling thread after each `merge`: the paths the layer's records state,
+  /// whose digest is wanted from the layers above (DigestRule::stated). Null: no digests.
+  std::function<std::vector<std::string>(const LayerJob&, const LayerContents&)> stated;
+  /// Called for a reading dropped to be read again (to give back its budget). Null: none.
+  std::function<void(const LayerContents&)> dropped;
 };
 
 /// The layer cache `options` ask for: use_cache, in cache_dir (else DefaultCacheDir()), bounded
@@ -51,6 +58,12 @@ using TrackBlob = std::function<std::unique_ptr<BlobReader>(std::unique_ptr<Blob
 /// turn to be merged holds only what the merged tree will hold anyway (entries and captured
 /// parts). `read` runs on worker threads and must be thread-safe. The first failure in job
 /// order is rethrown once every thread has stopped; layers above a failure are not started.
+///
+/// Digests (with `stated`): a layer is read with the plan of the paths the layers merged so
+/// far state. With one job that is every layer below it; a layer read in parallel with those
+/// below (or found in the cache) may have missed some, and is then read again, on the calling
+/// thread, with the whole plan: rare, as it takes a later layer writing over a library a
+/// package installed (IC015's case). So the merged result is the same whatever `jobs` is.
 void ReadLayers(const std::vector<LayerJob>& jobs, const ReadLayersOptions& options,
                 const std::function<LayerContents(const LayerJob&, const TrackBlob&)>& read,
                 const std::function<void(const LayerJob&, LayerContents&)>& merge);

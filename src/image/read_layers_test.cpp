@@ -44,7 +44,7 @@ std::string Hex(int i, char fill) {
 std::vector<LayerJob> Jobs(int n) {
   std::vector<LayerJob> jobs;
   for (int i = 0; i < n; ++i)
-    jobs.push_back({i, {"sha256:" + Hex(i, 'a'), "sha256:" + Hex(i, 'b'), "test"}, 10000});
+    jobs.push_back({i, {"sha256:" + Hex(i, 'a'), "sha256:" + Hex(i, 'b'), "test"}, 10000, {}});
   return jobs;
 }
 
@@ -217,6 +217,50 @@ TEST_CASE("cached layers are not read again, uncacheable ones always are", "[rea
   });
   CHECK(reads == 5);
   CHECK(first == second);
+}
+
+// Layer i holds the file /f and states /f for the layers above; each reading records the plan
+// it was given.
+TEST_CASE("a layer is read with the digests the layers below state, again when it missed some",
+          "[read_layers][digest]") {
+  for (int jobs : {1, 2}) {
+    INFO("jobs " << jobs);
+    ReadLayersOptions o;
+    o.jobs = jobs;
+    o.stated = [](const LayerJob&, const LayerContents&) { return std::vector<std::string>{"/f"}; };
+    int dropped = 0;
+    o.dropped = [&](const LayerContents&) { ++dropped; };
+    std::vector<LayerJob> layers = Jobs(2);
+    layers[1].stored_size = 20000;  // started first: with 2 jobs, before layer 0 is merged
+    std::mutex mu;
+    std::vector<std::pair<int, bool>> reads;  // layer, whether its plan wanted /f
+    auto read = [&](const LayerJob& j, const TrackBlob& track) {
+      {
+        std::lock_guard lock(mu);
+        reads.emplace_back(j.index, j.digests.Wants("/f"));
+      }
+      LayerContents c = Reading(j, track, j.index == 0 ? 200 : 0);
+      c.entries[0].path = "/f";
+      c.entries[0].digest_wanted = j.digests.Wants("/f");
+      return c;
+    };
+    std::vector<bool> merged_wanted;
+    ReadLayers(layers, o, read, [&](const LayerJob&, LayerContents& c) {
+      merged_wanted.push_back(c.entries[0].digest_wanted);
+    });
+    // Whatever the jobs, what is merged is the same: the base's own file not digested, the
+    // file above it digested.
+    CHECK(merged_wanted == std::vector<bool>{false, true});
+    if (jobs == 1) {
+      CHECK(reads == std::vector<std::pair<int, bool>>{{0, false}, {1, true}});
+      CHECK(dropped == 0);
+    } else {
+      // Layer 1 started with nothing stated yet, and was read again once layer 0 stated /f.
+      CHECK(reads.size() == 3);
+      CHECK(reads.back() == std::pair<int, bool>{1, true});
+      CHECK(dropped == 1);
+    }
+  }
 }
 
 std::string ReadAll(int fd) {

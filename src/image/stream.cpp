@@ -8,6 +8,7 @@
 
 #include "util/error.h"
 #include "util/limits.h"
+#include "util/profile.h"
 
 namespace imgcheck::image {
 
@@ -27,7 +28,10 @@ std::string_view HashingReader::Next() {
   if (eof_) return {};
   int k = next_;
   next_ = (next_ + 1) % kSlots;
-  if (sha_) sha_->Wait(tickets_[k]);  // the hasher is done with this slot (the consumer long since)
+  if (sha_) {  // the hasher is done with this slot (the consumer long since)
+    util::ProfileSpan span(util::Stage::kHashWait);
+    sha_->Wait(tickets_[k]);
+  }
   char* buf = slots_[k].get();
   size_t len = 0;
   while (len < kChunk) {
@@ -48,6 +52,7 @@ std::string HashingReader::Finish() {
   if (!finished_) {
     while (!Next().empty()) {
     }
+    util::ProfileSpan span(util::Stage::kHashWait);
     if (sha_) digest_ = "sha256:" + sha_->HexDigest();
     finished_ = true;
   }
@@ -163,6 +168,7 @@ bool Decompressor::Grow() {
 
 size_t Decompressor::Read(char* buf, size_t n) {
   if (n == 0) return 0;
+  util::ProfileSpan span(util::Stage::kInflate);
   switch (compression_) {
     case Compression::kGzip:
       return ReadGzip(buf, n);

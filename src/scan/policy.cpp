@@ -10,6 +10,7 @@
 #include "util/error.h"
 #include "util/file.h"
 #include "util/path.h"
+#include "util/profile.h"
 #include "util/sha256.h"
 #include "util/text.h"
 

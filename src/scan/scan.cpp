@@ -8,6 +8,7 @@
 #include "rules/target.h"
 #include "scan/dockerfile.h"
 #include "util/error.h"
+#include "util/profile.h"
 
 namespace imgcheck::scan {
 
@@ -92,19 +93,29 @@ std::unique_ptr<Result> Run(const Request& request) {
   // Every caller captures what the catalog needs, so cached layers serve them all alike.
   r->load.capture = catalog::CapturePolicy(knowledge.libraries());
   r->load.capture_id = catalog::CapturePolicyId(knowledge.libraries());
+  r->load.digests = catalog::DigestRule(knowledge.libraries());
   r->image = image::Load(request.reference, r->load);
   if (request.depth == Depth::kImage) return r;
-  r->catalog = catalog::Build(r->image, knowledge.libraries(), r->load.limits);
+  {
+    util::ProfileSpan span(util::Stage::kCatalog);
+    r->catalog = catalog::Build(r->image, knowledge.libraries(), r->load.limits);
+  }
   r->input.image = &r->image;
   r->input.catalog = &r->catalog;
   r->input.knowledge = &knowledge;
   if (request.policy) r->input.target = request.policy->target;
   if (request.depth == Depth::kCatalog) return r;
 
-  LoadLinkMaps(request, *r);
+  {
+    util::ProfileSpan span(util::Stage::kLoader);
+    LoadLinkMaps(request, *r);
+  }
   std::optional<ProbeStep::Outcome> probe;
   if (request.probe) probe = request.probe->Run(*r);
-  if (request.depth == Depth::kFindings) Judge(request, probe ? &*probe : nullptr, *r);
+  if (request.depth == Depth::kFindings) {
+    util::ProfileSpan span(util::Stage::kRules);
+    Judge(request, probe ? &*probe : nullptr, *r);
+  }
   return r;
 }
 
