@@ -109,5 +109,7 @@ struct Check {
 std::vector<Check> CudnnChecks();
 std::vector<Check> LoaderChecks();
 std::vector<Check> DriverChecks();
+/// IC013's symbol binding (checks_symbols.cpp): each consumer's link map bound as glibc does.
+void CheckUnboundSymbols(Context& ctx);
 
 }  // namespace imgcheck::rules
