@@ -339,7 +339,7 @@ image::CapturePolicy CapturePolicy(const LibraryRules& rules) {
 
 std::string CapturePolicyId(const LibraryRules& rules) {
   // Bump the number when the code's table of catalogued files changes.
-  return "catalog-capture-4:" + rules.CaptureDigest();
+  return "catalog-capture-5:" + rules.CaptureDigest();
 }
 
 Catalog Build(const image::Image& image, const LibraryRules& rules, const util::Limits& limits) {

@@ -28,6 +28,40 @@ bool VersionsEverything(std::string_view name) {
                      [&](std::string_view p) { return name.starts_with(p); });
 }
 
+// Names the C++ runtime (libstdc++, libgcc_s) defines: an object that does not link it itself
+// references them unversioned (libtorch.so gets std:: from libtorch_cpu.so's libstdc++).
+bool CxxRuntimeSymbol(std::string_view name) {
+  static constexpr std::array<std::string_view, 27> kPrefixes = {"_ZNSt",
+                                                                 "_ZNKSt",
+                                                                 "_ZSt",
+                                                                 "_ZNSs",
+                                                                 "_ZNKSs",
+                                                                 "_ZNSb",
+                                                                 "_ZNKSb",
+                                                                 "_ZNSi",
+                                                                 "_ZNSo",
+                                                                 "_ZNSd",
+                                                                 "_ZNSa",
+                                                                 "_ZTISt",
+                                                                 "_ZTSSt",
+                                                                 "_ZTVSt",
+                                                                 "_ZTTSt",
+                                                                 "_ZTINSt",
+                                                                 "_ZTIN10__cxxabiv",
+                                                                 "_ZTVN10__cxxabiv",
+                                                                 "_Znw",
+                                                                 "_Zna",
+                                                                 "_Zdl",
+                                                                 "_Zda",
+                                                                 "__cxa_",
+                                                                 "__gxx_",
+                                                                 "_Unwind_",
+                                                                 "_ITM_",
+                                                                 "_ZGTt"};
+  return std::any_of(kPrefixes.begin(), kPrefixes.end(),
+                     [&](std::string_view p) { return name.starts_with(p); });
+}
+
 bool PythonSymbol(std::string_view name) {
   return name.starts_with("Py") || name.starts_with("_Py");
 }
@@ -102,12 +136,14 @@ std::vector<Unbound> Bind(const LoadGraph& graph, const BindScope& scope, Symbol
   if (n == 0) return out;
   // Each object's DT_NEEDED that resolved, as graph indices; whether one did not resolve.
   std::vector<std::vector<int>> deps(static_cast<size_t>(n));
-  std::vector<bool> unresolved(static_cast<size_t>(n), false);
+  std::vector<bool> unresolved(static_cast<size_t>(n), false),
+      runtime(static_cast<size_t>(n), false);
   for (int i = 0; i < n; ++i) {
     for (const Resolution& r : objects[static_cast<size_t>(i)].resolutions) {
       if (r.kind != Kind::kNeeded) continue;
       if (!r.found()) {
-        if (!VersionsEverything(util::BaseName(r.name))) unresolved[static_cast<size_t>(i)] = true;
+        (VersionsEverything(util::BaseName(r.name)) ? runtime
+                                                    : unresolved)[static_cast<size_t>(i)] = true;
         continue;
       }
       if (int d = graph.Find(r.real_path); d >= 0) deps[static_cast<size_t>(i)].push_back(d);
@@ -146,7 +182,11 @@ std::vector<Unbound> Bind(const LoadGraph& graph, const BindScope& scope, Symbol
   struct Scope {
     std::vector<std::string_view> paths;
     bool complete = true;  ///< every DT_NEEDED in it resolved (runtime libraries aside)
-    bool known = true;     ///< every symbol table in it read whole
+    /// A glibc or GCC runtime library in it does not resolve (an image of wheels alone): the
+    /// names it would define, seen in versioned references of the scope, hashed and sorted.
+    bool runtime_missing = false;
+    std::vector<uint64_t> runtime_names;
+    bool known = true;  ///< every symbol table in it read whole
     uint64_t fingerprint = 0;
   };
   std::vector<Scope> scopes(closures.size());
@@ -160,13 +200,21 @@ std::vector<Unbound> Bind(const LoadGraph& graph, const BindScope& scope, Symbol
     };
     for (const std::string& p : scope.global) add(p);
     for (int o : global) add(objects[static_cast<size_t>(o)].real_path);
-    for (int o : closures[g]) {
-      add(objects[static_cast<size_t>(o)].real_path);
+    std::vector<int> members = closures[g];
+    members.insert(members.end(), global.begin(), global.end());
+    for (int o : closures[g]) add(objects[static_cast<size_t>(o)].real_path);
+    for (int o : members) {
       if (unresolved[static_cast<size_t>(o)]) s.complete = false;
+      if (runtime[static_cast<size_t>(o)]) s.runtime_missing = true;
     }
-    for (int o : global)
-      if (unresolved[static_cast<size_t>(o)]) s.complete = false;
-    uint64_t f = (scope.python_symbols ? 1 : 0) | (s.complete ? 2 : 0);
+    if (s.runtime_missing)
+      for (int o : members)
+        if (const elf::ElfInfo* e = objects[static_cast<size_t>(o)].elf)
+          for (const elf::Symbol& sym : e->imported)
+            if (!sym.version.empty()) s.runtime_names.push_back(SymbolHash(sym.name));
+    std::sort(s.runtime_names.begin(), s.runtime_names.end());
+    uint64_t f =
+        (scope.python_symbols ? 1 : 0) | (s.complete ? 2 : 0) | (s.runtime_missing ? 4 : 0);
     for (std::string_view p : in) f = Mix(f * kFnvPrime, p) ^ 0x5a;  // sorted: order-free
     s.fingerprint = f;
   }
@@ -188,6 +236,12 @@ std::vector<Unbound> Bind(const LoadGraph& graph, const BindScope& scope, Symbol
         const elf::Symbol& sym = o.elf->imported[ref.symbol];
         if (sym.version.empty() &&
             (!s.complete || (scope.python_symbols && PythonSymbol(sym.name))))
+          continue;
+        // A runtime library the image lacks would define it: named so by the C++ runtime's
+        // mangling, or versioned where another object of the scope references it.
+        if (sym.version.empty() && s.runtime_missing &&
+            (CxxRuntimeSymbol(sym.name) ||
+             std::binary_search(s.runtime_names.begin(), s.runtime_names.end(), ref.key)))
           continue;
         bool bound = std::any_of(order.begin(), order.end(), [&](std::string_view p) {
           return index.Defines(p, ref.key, ref.alt);
