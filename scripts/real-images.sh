@@ -73,7 +73,9 @@ scan() {
 
 # 1. The machine's CUDA toolkit as its wheels lay it out (nvidia/cu13/..., nvidia/cudnn/...; the
 #    RECORDs of /usr/local/cuda/dist-info): a working stack, so no error and no warning.
-if want toolkit && [ -d /usr/local/cuda/dist-info ]; then
+if ! want toolkit; then
+  :
+elif [ -d /usr/local/cuda/dist-info ]; then
   root="$work/toolkit"
   mkdir -p "$root/$site"
   for info in /usr/local/cuda/dist-info/*.dist-info; do
@@ -102,7 +104,7 @@ if want toolkit && [ -d /usr/local/cuda/dist-info ]; then
   #      NCCL, which CuPy loads only when NCCL is used (dlopen.json optional): info, no error.
   cp -al "$work/cupy" "$work/cupy-nonccl" 2>/dev/null || cp -r "$work/cupy" "$work/cupy-nonccl"
   rm -rf "$work/cupy-nonccl/$site"/nvidia_nccl_cu13-*.dist-info \
-    "$work/cupy-nonccl/$site"/nvidia/cu13/lib/libnccl*
+    "$work/cupy-nonccl/$site"/nvidia/cu13/lib/libnccl* "$work/cupy-nonccl/$site/nvidia/nccl"
   scan cupy-nonccl "0 errors, 0 warnings; IC012 info: cupy_backends/cuda/libs/nccl needs libnccl.so.2 (optional)" "--gpu H100"
   rm -rf "$work/cupy-nonccl"
 else
@@ -114,7 +116,9 @@ fi
 #     layer 1 copies another real library (libcudnn_ops.so.9) over the graph library ("bad") or
 #     the same file again ("same"). Expect IC015 and IC004 on "bad" naming both layers, neither
 #     on "same" (IC012 warnings for the sub-libraries this partial install lacks).
-if want deb && [ -f /usr/local/cuda/lib/libcudnn_graph.so.9 ]; then
+if ! want deb; then
+  :
+elif [ -f /usr/local/cuda/lib/libcudnn_graph.so.9 ]; then
   python3 - "$work" /usr/local/cuda/lib <<'PY'
 import hashlib, io, json, os, subprocess, sys, tarfile
 work, lib = sys.argv[1], sys.argv[2] + "/"

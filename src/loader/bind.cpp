@@ -161,6 +161,7 @@ std::vector<Unbound> Bind(const LoadGraph& graph, const BindScope& scope, Symbol
   }
   const elf::ElfInfo* root = objects[0].elf;
   const bool program = root && !root->interpreter.empty();
+  const bool unknown_host = !program && scope.global.empty();
   std::vector<int> owner(static_cast<size_t>(n), -1);
   std::vector<std::vector<int>> closures;
   std::vector<int> global;  // graph objects in the global scope
@@ -243,6 +244,9 @@ std::vector<Unbound> Bind(const LoadGraph& graph, const BindScope& scope, Symbol
             (CxxRuntimeSymbol(sym.name) ||
              std::binary_search(s.runtime_names.begin(), s.runtime_names.end(), ref.key)))
           continue;
+        // Left for the process to provide (libc10.so's pthread_setname_np, which glibc < 2.34
+        // has in libpthread): unknowable without the process's runtime or host.
+        if (sym.version.empty() && sym.untyped && (s.runtime_missing || unknown_host)) continue;
         bool bound = std::any_of(order.begin(), order.end(), [&](std::string_view p) {
           return index.Defines(p, ref.key, ref.alt);
         });

@@ -68,7 +68,7 @@ std::string BuildFatbin(const std::vector<FatbinSpecEntry>& entries) {
 std::string BuildElf(const ElfSpec& spec) {
   const bool w64 = spec.is64;
   const uint64_t ehsize = w64 ? 64 : 52, phentsize = w64 ? 56 : 32,
-                 phnum = spec.interpreter.empty() ? 3 : 4;
+                 phnum = (spec.interpreter.empty() ? 3 : 4) + (spec.tables_at ? 1 : 0);
 
   // String table first: offsets are needed by the symbols and the dynamic section.
   std::string dynstr(1, '\0');
@@ -143,7 +143,7 @@ std::string BuildElf(const ElfSpec& spec) {
   const uint64_t dynamic_size = (dynamic.size() + version_tags + 6) * (w64 ? 16 : 8);
   auto align8 = [](uint64_t v) { return (v + 7) / 8 * 8; };
   const uint64_t note_off = ehsize + phentsize * phnum;
-  uint64_t next = align8(note_off + note.size()), dynamic_off = 0;
+  uint64_t next = std::max(align8(note_off + note.size()), spec.tables_at), dynamic_off = 0;
   if (spec.dynamic_first) {
     dynamic_off = next;
     next = align8(next + dynamic_size);
@@ -212,9 +212,14 @@ std::string BuildElf(const ElfSpec& spec) {
   };
   if (!spec.interpreter.empty())
     phdr(3, interp_off, spec.interpreter.size() + 1, 1);  // PT_INTERP, before PT_LOAD
-  phdr(1, 0, file_size, 0x1000);                          // PT_LOAD
-  phdr(2, dynamic_off, dynamic_size, 8);                  // PT_DYNAMIC
-  phdr(4, note_off, note.size(), 4);                      // PT_NOTE
+  if (spec.tables_at) {
+    phdr(1, 0, spec.tables_at, 0x1000);                           // PT_LOAD
+    phdr(1, spec.tables_at, file_size - spec.tables_at, 0x1000);  // PT_LOAD
+  } else {
+    phdr(1, 0, file_size, 0x1000);  // PT_LOAD
+  }
+  phdr(2, dynamic_off, dynamic_size, 8);  // PT_DYNAMIC
+  phdr(4, note_off, note.size(), 4);      // PT_NOTE
 
   w.Bytes(note.str());
   auto write_dynamic = [&] {

@@ -30,6 +30,9 @@ struct ElfSpec {
   std::string fatbin;          ///< bytes appended in a PT_LOAD, found by magic scan
   bool dynamic_first = false;  ///< put the dynamic section before the tables it points to
                                ///< (as patchelf and some NVIDIA libraries do)
+  /// Non-zero: the tables and the dynamic section start at this offset, in a PT_LOAD of their
+  /// own after a zero-filled first one (the segment patchelf adds at the end of a large library)
+  uint64_t tables_at = 0;
 };
 
 /// One fatbin entry to write: device code for one architecture.
