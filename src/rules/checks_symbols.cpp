@@ -85,7 +85,7 @@ const loader::Resolution* ExpectedFrom(const Context& ctx, const loader::LoadedO
       if (r.name == u.from) return &r;
       continue;
     }
-    const elf::ElfInfo* elf = ctx.cat.Elf(r.real_path);
+    const elf::ElfInfo* elf = ctx.catalog.Elf(r.real_path);
     if (!elf) continue;
     size_t len = 0;
     for (const elf::Symbol& s : elf->exported) len = std::max(len, CommonPrefix(s.name, u.name));
@@ -107,15 +107,15 @@ struct Failure {
 }  // namespace
 
 void CheckUnboundSymbols(Context& ctx) {
-  auto lookup = [&ctx](std::string_view p) { return ctx.cat.Elf(p); };
+  auto lookup = [&ctx](std::string_view p) { return ctx.catalog.Elf(p); };
   loader::SymbolIndex index(lookup);
-  const std::map<std::string, std::string> interpreters = Interpreters(ctx.cat);
+  const std::map<std::string, std::string> interpreters = Interpreters(ctx.catalog);
   // The global scope of each interpreter: its own link map.
   std::map<std::string, std::vector<std::string>> globals;
   auto global_of = [&](const std::string& exe) -> const std::vector<std::string>& {
     auto [it, fresh] = globals.try_emplace(exe);
     if (fresh) {
-      loader::Options plain = ctx.in.options;
+      loader::Options plain = ctx.input.options;
       plain.dlopen.clear();
       plain.preload.clear();
       for (const auto& o : loader::Load(ctx.tree, lookup, exe, plain).objects)
@@ -159,28 +159,28 @@ void CheckUnboundSymbols(Context& ctx) {
     }
     if (f.symbols.size() > 5) list += " and " + std::to_string(f.symbols.size() - 5) + " more";
     const loader::Resolution* from = ExpectedFrom(ctx, object, first);
-    std::string message = path + " (" + PackageLabel(ctx.cat, path) + ") needs " +
+    std::string message = path + " (" + PackageLabel(ctx.catalog, path) + ") needs " +
                           (f.symbols.size() > 1 ? "symbols " : "symbol ") + list +
                           ", which no object in its lookup scope defines";
     std::vector<std::string> paths = {path};
     if (from) {
       message += "; " + from->name + " should provide " + (f.symbols.size() > 1 ? "them" : "it") +
                  " and resolves to " + from->real_path + " (" +
-                 PackageLabel(ctx.cat, from->real_path) + ")";
+                 PackageLabel(ctx.catalog, from->real_path) + ")";
       paths.insert(paths.begin(), from->real_path);
       // Another copy of that library in the image that does define it.
       std::string_view base = catalog::LibraryBaseName(util::BaseName(from->real_path));
-      for (const auto& [other, elf] : ctx.cat.elves()) {
+      for (const auto& [other, elf] : ctx.catalog.elves()) {
         if (other == from->real_path || base.empty() ||
             catalog::LibraryBaseName(util::BaseName(other)) != base ||
             !DefinesName(elf, first.name, first.version))
           continue;
-        message += "; " + other + " (" + PackageLabel(ctx.cat, other) + ") defines it";
+        message += "; " + other + " (" + PackageLabel(ctx.catalog, other) + ") defines it";
         break;
       }
       // The release the object's package pins for that library's package.
-      const catalog::PackageRef* have = ctx.cat.Owner(from->real_path);
-      const catalog::PackageRef* mine = ctx.cat.Owner(path);
+      const catalog::PackageRef* have = ctx.catalog.Owner(from->real_path);
+      const catalog::PackageRef* mine = ctx.catalog.Owner(path);
       const catalog::Component* dist = mine ? ctx.Dist(mine->name) : nullptr;
       if (have && dist)
         for (const catalog::Requirement& req : dist->requires_dist)
