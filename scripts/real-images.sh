@@ -1,13 +1,14 @@
 #!/bin/sh
 # Builds images from real files and scans them: NVIDIA's wheels, framework wheels and this
 # machine's CUDA toolkit, laid out as pip installs them (site-packages, dist-info with RECORD).
-# Outside the test suite: it downloads (pip download --no-deps, cached in .whl/).
+# Outside the test suite: it downloads (pip download --no-deps, cached in $WHEELS, default .whl/).
 #   scripts/real-images.sh [build-dir]      (default: build)
+#   WHEELS=/work/cache/wheels ONLY="torch24 ct2" scripts/real-images.sh   (some sections only)
 # Prints each scan's text report; the expectations are stated before each scan.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 imgcheck="$top/${1:-build}/imgcheck"
-cache="$top/.whl"
+cache="${WHEELS:-$top/.whl}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 site=usr/local/lib/python3.11/site-packages
@@ -26,6 +27,44 @@ install() {
   for w in "$@"; do python3 -m zipfile -e "$w" "$root/$site"; done
 }
 wheel() { ls "$cache"/$1-*.whl | head -n 1; }
+# want SECTION: true when ONLY is unset or names SECTION.
+want() { [ -z "${ONLY:-}" ] || case " $ONLY " in *" $1 "*) true ;; *) false ;; esac; }
+# stack ROOT PIN...: fetches each pinned wheel and installs them all into ROOT.
+stack() {
+  root=$1; shift
+  wheels=""
+  for pin in "$@"; do
+    fetch "$pin"
+    name=$(echo "${pin%%==*}" | tr - _)
+    wheels="$wheels $(wheel "$name-${pin#*==}")"
+  done
+  # shellcheck disable=SC2086 # one wheel per word
+  install "$root" $wheels
+}
+# archive ROOT OUT ENV...: ROOT as a one-layer docker-archive OUT whose configuration sets ENV
+# (KEY=VALUE words): dir: has no configuration, and LD_LIBRARY_PATH lives there.
+archive() {
+  root=$1 out=$2; shift 2
+  python3 - "$root" "$out" "$@" <<'PY'
+import hashlib, json, os, subprocess, sys, tempfile
+root, out, env = sys.argv[1], sys.argv[2], sys.argv[3:]
+with tempfile.TemporaryDirectory(dir=os.path.dirname(out)) as tmp:
+    layer = os.path.join(tmp, "layer.tar")
+    subprocess.run(["tar", "-C", root, "-cf", layer, "."], check=True)
+    h = hashlib.sha256()
+    with open(layer, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    cfg = json.dumps({"architecture": "amd64", "os": "linux", "config": {"Env": env},
+                      "rootfs": {"type": "layers", "diff_ids": ["sha256:" + h.hexdigest()]},
+                      "history": [{"created_by": "pip install (real wheels)"}]}).encode()
+    name = hashlib.sha256(cfg).hexdigest() + ".json"
+    open(os.path.join(tmp, name), "wb").write(cfg)
+    json.dump([{"Config": name, "RepoTags": ["real:env"], "Layers": ["layer.tar"]}],
+              open(os.path.join(tmp, "manifest.json"), "w"))
+    subprocess.run(["tar", "-C", tmp, "-cf", out, "manifest.json", name, "layer.tar"], check=True)
+PY
+}
 scan() {
   echo "== $1: expect $2"
   "$imgcheck" scan --no-cache "dir:$work/$1" --fail-on none ${3:-} || true
@@ -34,7 +73,9 @@ scan() {
 
 # 1. The machine's CUDA toolkit as its wheels lay it out (nvidia/cu13/..., nvidia/cudnn/...; the
 #    RECORDs of /usr/local/cuda/dist-info): a working stack, so no error and no warning.
-if [ -d /usr/local/cuda/dist-info ]; then
+if ! want toolkit; then
+  :
+elif [ -d /usr/local/cuda/dist-info ]; then
   root="$work/toolkit"
   mkdir -p "$root/$site"
   for info in /usr/local/cuda/dist-info/*.dist-info; do
@@ -58,6 +99,14 @@ if [ -d /usr/local/cuda/dist-info ]; then
   cp -al "$root" "$work/cupy" 2>/dev/null || cp -r "$root" "$work/cupy"
   install "$work/cupy" "$(wheel cupy_cuda13x-14.2.0)"
   scan cupy "0 errors, 0 warnings (no IC012 on cupy/cuda/cufft*.so)" "--gpu H100"
+
+  # 1c'. cupy-cuda13x[ctk] without NCCL: the [ctk] extra installs the toolkit's wheels but not
+  #      NCCL, which CuPy loads only when NCCL is used (dlopen.json optional): info, no error.
+  cp -al "$work/cupy" "$work/cupy-nonccl" 2>/dev/null || cp -r "$work/cupy" "$work/cupy-nonccl"
+  rm -rf "$work/cupy-nonccl/$site"/nvidia_nccl_cu13-*.dist-info \
+    "$work/cupy-nonccl/$site"/nvidia/cu13/lib/libnccl* "$work/cupy-nonccl/$site/nvidia/nccl"
+  scan cupy-nonccl "0 errors, 0 warnings; IC012 info: cupy_backends/cuda/libs/nccl needs libnccl.so.2 (optional)" "--gpu H100"
+  rm -rf "$work/cupy-nonccl"
 else
   echo "== toolkit: SKIPPED: needs /usr/local/cuda with its wheels' dist-info"
 fi
@@ -67,7 +116,9 @@ fi
 #     layer 1 copies another real library (libcudnn_ops.so.9) over the graph library ("bad") or
 #     the same file again ("same"). Expect IC015 and IC004 on "bad" naming both layers, neither
 #     on "same" (IC012 warnings for the sub-libraries this partial install lacks).
-if [ -f /usr/local/cuda/lib/libcudnn_graph.so.9 ]; then
+if ! want deb; then
+  :
+elif [ -f /usr/local/cuda/lib/libcudnn_graph.so.9 ]; then
   python3 - "$work" /usr/local/cuda/lib <<'PY'
 import hashlib, io, json, os, subprocess, sys, tarfile
 work, lib = sys.argv[1], sys.argv[2] + "/"
@@ -116,6 +167,7 @@ else
   echo "== deb: SKIPPED: needs /usr/local/cuda/lib/libcudnn_graph.so.9"
 fi
 
+if want ort; then
 # 2. onnxruntime-gpu 1.19.0 alone (no build_and_package_info.py): its CUDA provider NEEDS cuDNN 9
 #    and the CUDA 12 libraries, none installed: errors naming onnxruntime-gpu 1.19.0.
 fetch onnxruntime-gpu==1.19.0
@@ -135,24 +187,58 @@ scan ort-partial "the same IC012 errors as without the wheels"
 fetch jax-cuda12-plugin==0.6.0
 install "$work/jax" "$(wheel jax_cuda12_plugin-0.6.0)" "$(wheel nvidia_cuda_runtime_cu12-12.4.127)"
 scan jax "no error from the plugin's extension modules"
+fi
 
 # 5. torch 2.1.2 (cu121 from PyPI) with the nvidia-* wheels its METADATA pins: a working stack
 #    (`import torch` works). Its libtorch_global_deps.so resolves through its RUNPATH, so torch
 #    preloads nothing (dlopen.json preload, unless_loads). Expect no error and no warning;
 #    torch/bin/nvfuser_tests, a test binary whose RPATH misses libtorch.so, is info "not
 #    runnable as shipped".
-torch_pins="torch==2.1.2 nvidia-cudnn-cu12==8.9.2.26 nvidia-cublas-cu12==12.1.3.1
-  nvidia-cuda-runtime-cu12==12.1.105 nvidia-cuda-nvrtc-cu12==12.1.105
-  nvidia-cuda-cupti-cu12==12.1.105 nvidia-cufft-cu12==11.0.2.54 nvidia-curand-cu12==10.3.2.106
-  nvidia-cusolver-cu12==11.4.5.107 nvidia-cusparse-cu12==12.1.0.106 nvidia-nccl-cu12==2.18.1
-  nvidia-nvtx-cu12==12.1.105 nvidia-nvjitlink-cu12==12.3.101"
-wheels=""
-for pin in $torch_pins; do
-  fetch "$pin"
-  name=$(echo "${pin%%==*}" | tr - _)
-  wheels="$wheels $(wheel "$name-${pin#*==}")"
-done
-# shellcheck disable=SC2086 # one wheel per word
-install "$work/torch" $wheels
-scan torch "0 errors, 0 warnings; info: torch/bin/nvfuser_tests not runnable as shipped"
-rm -rf "$work/torch"
+# The CUDA 12.1 wheels torch 2.1 to 2.4 pin alike (nvjitlink: cuSPARSE's dependency).
+cu121="nvidia-cublas-cu12==12.1.3.1 nvidia-cuda-runtime-cu12==12.1.105
+  nvidia-cuda-nvrtc-cu12==12.1.105 nvidia-cuda-cupti-cu12==12.1.105 nvidia-cufft-cu12==11.0.2.54
+  nvidia-curand-cu12==10.3.2.106 nvidia-cusolver-cu12==11.4.5.107
+  nvidia-cusparse-cu12==12.1.0.106 nvidia-nvtx-cu12==12.1.105 nvidia-nvjitlink-cu12==12.3.101"
+if want torch; then
+  # shellcheck disable=SC2086 # one pin per word
+  stack "$work/torch" torch==2.1.2 nvidia-cudnn-cu12==8.9.2.26 nvidia-nccl-cu12==2.18.1 $cu121
+  scan torch "0 errors, 0 warnings; info: torch/bin/nvfuser_tests not runnable as shipped"
+  rm -rf "$work/torch"
+fi
+
+# 6. torch 2.4.0 with the wheels its METADATA pins (cuDNN 9.1.0.70, NCCL 2.20.5): a working
+#    stack, so no error and no warning (every symbol of every link map binds).
+if want torch24; then
+  t24="$work/torch24"
+  # shellcheck disable=SC2086 # one pin per word
+  stack "$t24" torch==2.4.0 nvidia-cudnn-cu12==9.1.0.70 nvidia-nccl-cu12==2.20.5 $cu121
+  scan torch24 "0 errors, 0 warnings"
+
+  # 6b. The same with nvidia-nccl-cu12 downgraded to 2.18.1 (pip install nvidia-nccl-cu12==2.18.1
+  #     after torch): `import torch` fails with libtorch_cuda.so: undefined symbol:
+  #     ncclCommRegister. Expect IC013 naming libtorch_cuda.so, ncclCommRegister, NCCL 2.18.1 and
+  #     torch's pin 2.20.5.
+  cp -al "$t24" "$work/torch24-nccl"
+  rm -rf "$work/torch24-nccl/$site"/nvidia_nccl_cu12-*.dist-info "$work/torch24-nccl/$site/nvidia/nccl"
+  stack "$work/torch24-nccl" nvidia-nccl-cu12==2.18.1
+  scan torch24-nccl "IC013: libtorch_cuda.so needs ncclCommRegister (NCCL 2.18.1; torch pins 2.20.5)"
+  rm -rf "$work/torch24-nccl"
+
+  # 6c. ctranslate2 4.5.0 (faster-whisper's engine) over it: its auditwheel-vendored
+  #     ctranslate2.libs/libcudnn-<hash>.so.9.1.0 dlopens cuDNN's sub-libraries by name, which
+  #     neither its RPATH nor anything else of its search reaches (torch's RUNPATH is torch's).
+  #     Expect IC012 errors for libcudnn_graph.so.9 ... naming ctranslate2 4.5.0.
+  cp -al "$t24" "$work/ct2"
+  stack "$work/ct2" ctranslate2==4.5.0
+  scan ct2 "IC012 errors: cuDNN sub-libraries of ctranslate2.libs/libcudnn-*.so.9.1.0 (ctranslate2 4.5.0)"
+  #     With faster-whisper's documented LD_LIBRARY_PATH (the nvidia cublas and cudnn wheels'
+  #     lib directories, README "GPU" section): no error.
+  lib="/$site/nvidia"
+  archive "$work/ct2" "$work/ct2-env.tar" "LD_LIBRARY_PATH=$lib/cublas/lib:$lib/cudnn/lib"
+  rm -rf "$work/ct2"
+  echo "== ct2-env: expect no error"
+  "$imgcheck" scan --no-cache "docker-archive:$work/ct2-env.tar" --fail-on none || true
+  echo
+  rm -f "$work/ct2-env.tar"
+  rm -rf "$t24"
+fi

@@ -151,20 +151,53 @@ class PyLexer {
 
 }  // namespace
 
-std::string_view LibraryBaseName(std::string_view file_name) {
+namespace {
+
+// Where the ".so" part of a library name starts; npos when it has none.
+size_t SoPart(std::string_view file_name) {
   size_t so = file_name.find(".so");
   while (so != std::string_view::npos) {
     size_t after = so + 3;
-    if (after == file_name.size() || file_name[after] == '.') return file_name.substr(0, so);
+    if (after == file_name.size() || file_name[after] == '.') return so;
     so = file_name.find(".so", after);
   }
-  return {};
+  return std::string_view::npos;
+}
+
+// Length of the auditwheel hash ("-74a4c495") that ends `base`, 0 when there is none.
+size_t VendoredHash(std::string_view base) {
+  constexpr size_t kLen = 9;  // '-' and 8 lowercase hex digits
+  if (base.size() <= kLen || base[base.size() - kLen] != '-') return 0;
+  for (char c : base.substr(base.size() - kLen + 1))
+    if (!IsDigit(c) && (c < 'a' || c > 'f')) return 0;
+  return kLen;
+}
+
+}  // namespace
+
+std::string_view LibraryBaseName(std::string_view file_name) {
+  size_t so = SoPart(file_name);
+  if (so == std::string_view::npos) return {};
+  std::string_view base = file_name.substr(0, so);
+  return base.substr(0, base.size() - VendoredHash(base));
+}
+
+std::string UnvendoredName(std::string_view file_name) {
+  size_t so = SoPart(file_name);
+  if (so == std::string_view::npos) return std::string(file_name);
+  size_t hash = VendoredHash(file_name.substr(0, so));
+  return std::string(file_name.substr(0, so - hash)) + std::string(file_name.substr(so));
+}
+
+bool IsVendoredName(std::string_view file_name) {
+  size_t so = SoPart(file_name);
+  return so != std::string_view::npos && VendoredHash(file_name.substr(0, so)) != 0;
 }
 
 std::string FilenameVersion(std::string_view file_name) {
-  std::string_view base = LibraryBaseName(file_name);
-  if (base.empty() || base.size() + 4 >= file_name.size()) return {};
-  std::string_view rest = file_name.substr(base.size() + 4);
+  size_t so = SoPart(file_name);
+  if (so == std::string_view::npos || so + 4 >= file_name.size()) return {};
+  std::string_view rest = file_name.substr(so + 4);
   size_t n = 0;
   while (n < rest.size() && (IsDigit(rest[n]) || (rest[n] == '.' && n > 0))) ++n;
   while (n > 0 && rest[n - 1] == '.') --n;

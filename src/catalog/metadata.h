@@ -14,8 +14,16 @@
 
 namespace imgcheck::catalog {
 
-/// "libcudnn_ops.so.9.1.0" -> "libcudnn_ops"; "" when the name has no ".so" part.
+/// "libcudnn_ops.so.9.1.0" -> "libcudnn_ops"; "" when the name has no ".so" part. A library
+/// vendored by auditwheel answers to its original base name: "libcudnn-74a4c495.so.9.1.0" ->
+/// "libcudnn" (auditwheel repair grafts each library as <base>-<8 hex of its digest>.so...,
+/// SONAME rewritten the same way, into <dist>.libs/ or <pkg>/.libs/).
 std::string_view LibraryBaseName(std::string_view file_name);
+/// The name a vendored library had before auditwheel renamed it ("libcudnn-74a4c495.so.9.1.0"
+/// -> "libcudnn.so.9.1.0"); any other name unchanged.
+std::string UnvendoredName(std::string_view file_name);
+/// True for an auditwheel-style renaming ("lib<name>-<8 hex>.so...").
+bool IsVendoredName(std::string_view file_name);
 /// "libcudnn.so.8.9.2" -> "8.9.2"; "" when nothing numeric follows ".so.".
 std::string FilenameVersion(std::string_view file_name);
 /// Debian version -> upstream part: "1:8.9.2.26-1+cuda12.1" -> "8.9.2.26".

@@ -6,6 +6,8 @@
 //  - PT_DYNAMIC, PT_NOTE and PT_INTERP as the stream passes them;
 //  - once the dynamic section is known, every table it points to that still lies ahead (patchelf
 //    and some NVIDIA libraries put .dynstr/.dynsym after it), up to the end of its PT_LOAD;
+//  - a small PT_LOAD past the prefix that holds the dynamic section, up to it: patchelf moves
+//    the tables it grows there, before the dynamic section;
 //  - the section header table and the kShstrWindow bytes before it (.shstrtab sits there), so the
 //    .nv_fatbin section can be found;
 //  - the header of every fatbin container (found by its magic at 8-byte aligned offsets) and the
@@ -34,6 +36,7 @@ constexpr uint64_t kPrefixCap = 16u << 20;
 constexpr uint64_t kTableCap = 16u << 20;
 constexpr uint64_t kSmallCap = 1u << 20;  // PT_DYNAMIC, PT_NOTE, PT_INTERP, section headers
 constexpr uint64_t kShstrWindow = 64u << 10;
+constexpr uint64_t kMovedTablesCap = 4u << 20;  // a PT_LOAD patchelf added for the dynamic tables
 constexpr uint64_t kBudget = 40u << 20;
 /// Fatbin container and entry headers followed at most (libcublasLt.so.13 has about 8,500).
 constexpr uint64_t kMaxFatbinRanges = 1u << 15;
@@ -207,6 +210,13 @@ class ElfCapturer : public util::Capturer {
     if (prefix_end) TrimPrefix(std::max(*prefix_end, header_.PhdrsEnd()));
     for (const auto& s : segments_) {
       uint64_t len = std::min(s.filesz, kSmallCap);
+      // patchelf moves the tables it grows (.dynstr, .gnu.hash) with the dynamic section into a
+      // PT_LOAD of their own at the end of the file, past the prefix (torch 2.4's vendored
+      // libcusparseLt): that segment is kept up to the dynamic section when it is small.
+      const format::Segment* load =
+          s.type == format::kPtDynamic ? format::LoadSegmentAt(segments_, s.offset) : nullptr;
+      if (load && load->offset >= kPrefixCap && load->filesz <= kMovedTablesCap)
+        Want(load->offset, s.offset, Role::kPlain);
       if (s.type == format::kPtDynamic)
         Want(s.offset, s.offset + len, Role::kDynamic);
       else if (s.type == format::kPtNote || s.type == format::kPtInterp)

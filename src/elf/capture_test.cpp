@@ -204,6 +204,22 @@ TEST_CASE("The capturer stops at a corrupt ELF header and Parse reports it") {
   CHECK(r.error().message.find("offset 5") != std::string::npos);
 }
 
+TEST_CASE("Tables in a PT_LOAD of their own past the first 16 MiB are kept") {
+  // torch 2.4's vendored libcusparseLt: patchelf moved .dynstr and .gnu.hash, with the dynamic
+  // section after them, into a small segment at the end of a 43 MB file.
+  TempDir dir;
+  fixture::ElfSpec spec;
+  spec.soname = "libcusparseLt.so.0";
+  spec.needed = {"libcublas.so.12"};
+  spec.exported = {"cusparseLtInit"};
+  spec.tables_at = 20u << 20;
+  imgcheck::testing::WriteFile(dir / "late.so", fixture::BuildElf(spec));
+  ElfInfo whole = ParseFile(dir / "late.so");
+  REQUIRE(whole.soname == "libcusparseLt.so.0");
+  CHECK(whole.problems.empty());
+  CheckCapturesLikeWhole(dir / "late.so", 3);
+}
+
 TEST_CASE("The capturer keeps little of a large object") {
   // 40 MiB of read-only data in the first PT_LOAD (no separate code segment), so the tables sit
   // before a long stretch the capturer must not keep.

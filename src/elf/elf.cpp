@@ -355,6 +355,7 @@ class Parser {
       sym.name = String(name, "symbol name");
       if (sym.name.empty()) continue;
       sym.weak = bind == kStbWeak;
+      sym.untyped = shndx == kShnUndef && (info & 0xf) == 0;  // STT_NOTYPE
       if (versym) {
         util::Reader v(versym->substr(i * 2, 2), h_.big_endian);
         uint16_t index = *v.Read<uint16_t>();

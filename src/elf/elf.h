@@ -18,6 +18,9 @@ struct Symbol {
   std::string version;          ///< symbol version ("GLIBC_2.34", "libcudnn.so.9"), empty if none
   bool hidden_version = false;  ///< defined version is not the default one ("@" vs "@@")
   bool weak = false;
+  /// An undefined STT_NOTYPE symbol: the static linker bound it to no library it was given
+  /// (--allow-shlib-undefined), so whatever object of the process defines it provides it.
+  bool untyped = false;
 };
 
 /// A DT_VERNEED entry: the versions required from one needed file.

@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "catalog/metadata.h"
 #include "util/path.h"
 #include "util/text.h"
 
@@ -614,8 +615,13 @@ LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view r
     std::string link(util::BaseName(util::NormalizePath(g.objects[i].path)));
     const std::string& soname = g.objects[i].elf->soname;
     for (const DlopenRule& rule : options.dlopen) {
-      bool match = util::GlobMatch(rule.caller, file) || util::GlobMatch(rule.caller, link) ||
-                   (!soname.empty() && util::GlobMatch(rule.caller, soname));
+      // A copy vendored by auditwheel (libcudnn-74a4c495.so.9.1.0) opens what the original
+      // opens, by the same names, from its own search path.
+      bool match =
+          util::GlobMatch(rule.caller, file) || util::GlobMatch(rule.caller, link) ||
+          (!soname.empty() && util::GlobMatch(rule.caller, soname)) ||
+          util::GlobMatch(rule.caller, catalog::UnvendoredName(file)) ||
+          (!soname.empty() && util::GlobMatch(rule.caller, catalog::UnvendoredName(soname)));
       if (!match) continue;
       for (const DlopenCall& call : rule.calls) dlopen(i, call);
     }

@@ -39,7 +39,9 @@ std::vector<StagedLibrary> Materialise(const std::vector<PlannedLibrary>& ordere
                                        const fs::path& dir,
                                        const std::map<std::string, fs::path>& extracted) {
   std::vector<StagedLibrary> out;
-  for (const auto& lib : ordered) {
+  std::map<std::string, fs::path> placed;  // image path -> its first staged copy
+  for (size_t i = 0; i < ordered.size(); ++i) {
+    const PlannedLibrary& lib = ordered[i];
     auto it = extracted.find(lib.image_path);
     if (it == extracted.end())
       throw util::Fatal("cannot materialise " + lib.image_path +
@@ -47,20 +49,27 @@ std::vector<StagedLibrary> Materialise(const std::vector<PlannedLibrary>& ordere
     std::string file = std::string(util::BaseName(util::NormalizePath(lib.image_path)));
     if (!SafeName(file) || !SafeName(lib.soname))
       throw util::Fatal("cannot materialise " + lib.image_path + " as '" + lib.soname + "'");
-    fs::path target = dir / file;
+    // A directory of its own: no name of another library (its file or its soname) can stand
+    // for it, whatever the image names them.
+    fs::path own = dir / std::to_string(i);
+    fs::path target = own / file;
     std::error_code ec;
-    if (!fs::exists(target, ec)) {
+    fs::create_directory(own, ec);
+    if (ec) throw util::Fatal("cannot create " + own.string() + ": " + ec.message());
+    if (auto first = placed.find(lib.image_path); first != placed.end()) {
+      fs::copy_file(first->second, target, ec);
+    } else {
       fs::rename(it->second, target, ec);
       if (ec) fs::copy_file(it->second, target, ec);
-      if (ec) throw util::Fatal("cannot write " + target.string() + ": " + ec.message());
+      placed.emplace(lib.image_path, target);
     }
+    if (ec) throw util::Fatal("cannot write " + target.string() + ": " + ec.message());
     fs::permissions(target, fs::perms::owner_read | fs::perms::owner_exec, ec);
-    fs::path link = dir / lib.soname;
-    if (lib.soname != file && !fs::is_symlink(link, ec)) {
-      fs::create_symlink(file, link, ec);
-      if (ec) throw util::Fatal("cannot link " + link.string() + ": " + ec.message());
+    if (lib.soname != file) {
+      fs::create_symlink(file, own / lib.soname, ec);
+      if (ec) throw util::Fatal("cannot link " + (own / lib.soname).string() + ": " + ec.message());
     }
-    out.push_back({lib, link.string()});
+    out.push_back({lib, target.string()});
   }
   return out;
 }

@@ -40,10 +40,12 @@ std::map<std::string, std::filesystem::path> ExtractFiles(const std::string& ref
                                                           const std::set<std::string>& paths,
                                                           const std::filesystem::path& dir);
 
-/// Places each library of `ordered` (load order) into `dir`: its bytes (`extracted`, image path
-/// -> local file) as the image's file name, and the soname link beside it when the names
-/// differ, as ldconfig makes them. Returns the staged libraries in the same order; util::Fatal
-/// when a library's bytes are missing or a name would leave `dir`.
+/// Places each library of `ordered` (load order) into a directory of its own under `dir`
+/// (dir/<index>/): its bytes (`extracted`, image path -> local file) as the image's file name,
+/// and the soname link beside it when the names differ, as ldconfig makes them. Each staged
+/// library's local_path is that file itself, so a soname equal to another library's file name
+/// cannot swap them. Returns the staged libraries in the same order; util::Fatal when a
+/// library's bytes are missing or a name would leave its directory.
 std::vector<StagedLibrary> Materialise(
     const std::vector<PlannedLibrary>& ordered, const std::filesystem::path& dir,
     const std::map<std::string, std::filesystem::path>& extracted);

@@ -175,6 +175,40 @@ TEST_CASE("a large file is extracted whole") {
   CHECK(ReadFile(got.at("/lib/libcublasLt.so.12")) == big);
 }
 
+TEST_CASE("materialise: a soname equal to another library's file name swaps nothing") {
+  // An image whose libcudart has the SONAME libcudnn.so.9, the file name of its cuDNN: one
+  // staging directory would let the soname link stand for cuDNN's file.
+  PrivateDir out;
+  TempDir src;
+  WriteFile(src / "a", "cudart bytes");
+  WriteFile(src / "b", "cudnn bytes");
+  std::vector<PlannedLibrary> plan = {
+      {"cudart", "libcudnn.so.9", "/usr/local/cuda/lib64/libcudart.so.12", 2, "", {}},
+      {"cudnn", "libcudnn.so.9.1.0", "/usr/lib/x86_64-linux-gnu/libcudnn.so.9", 3, "", {}},
+  };
+  auto staged = Materialise(plan, out.path(),
+                            {{"/usr/local/cuda/lib64/libcudart.so.12", src / "a"},
+                             {"/usr/lib/x86_64-linux-gnu/libcudnn.so.9", src / "b"}});
+  REQUIRE(staged.size() == 2);
+  CHECK(ReadFile(staged[0].local_path) == "cudart bytes");
+  CHECK(ReadFile(staged[1].local_path) == "cudnn bytes");
+  CHECK(fs::read_symlink(out.path() / "0" / "libcudnn.so.9") == "libcudart.so.12");
+}
+
+TEST_CASE("materialise: the same file planned under two names is staged twice") {
+  PrivateDir out;
+  TempDir src;
+  WriteFile(src / "a", "cudnn bytes");
+  std::vector<PlannedLibrary> plan = {
+      {"cudnn", "libcudnn.so.9", "/usr/lib/libcudnn.so.9.1.0", 3, "", {}},
+      {"cudnn", "libcudnn.so.9.1", "/usr/lib/libcudnn.so.9.1.0", 3, "", {}},
+  };
+  auto staged = Materialise(plan, out.path(), {{"/usr/lib/libcudnn.so.9.1.0", src / "a"}});
+  REQUIRE(staged.size() == 2);
+  CHECK(ReadFile(staged[0].local_path) == "cudnn bytes");
+  CHECK(ReadFile(staged[1].local_path) == "cudnn bytes");
+}
+
 TEST_CASE("materialise: the image's file name, the soname link beside it, load order kept") {
   PrivateDir out;
   TempDir src;
@@ -190,9 +224,10 @@ TEST_CASE("materialise: the image's file name, the soname link beside it, load o
   auto staged = Materialise(plan, out.path(), extracted);
   REQUIRE(staged.size() == 2);
   CHECK(staged[0].planned.role == "cudart");
-  CHECK(staged[0].local_path == (out.path() / "libcudart.so.12").string());
-  CHECK(fs::read_symlink(out.path() / "libcudart.so.12") == "libcudart.so.12.8.90");
-  CHECK(ReadFile(out.path() / "libcudnn.so.9") == "cudnn bytes");
+  CHECK(staged[0].local_path == (out.path() / "0" / "libcudart.so.12.8.90").string());
+  CHECK(fs::read_symlink(out.path() / "0" / "libcudart.so.12") == "libcudart.so.12.8.90");
+  CHECK(ReadFile(staged[1].local_path) == "cudnn bytes");
+  CHECK(ReadFile(out.path() / "1" / "libcudnn.so.9") == "cudnn bytes");
 
   std::vector<PlannedLibrary> hostile = {
       {"cudnn", "../../etc/x", "/usr/lib/libcudnn.so.9", 0, "", {}}};

@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "catalog/metadata.h"
 #include "report/escape.h"
+#include "util/path.h"
 
 namespace imgcheck::report {
 namespace {
@@ -75,6 +77,8 @@ ordered_json ComponentJson(const catalog::Catalog& cat, const Component& c) {
     j["owner"] = nullptr;
   }
   if (library) j["managed"] = c.owner.has_value();
+  if (library && c.owner && catalog::IsVendoredName(util::BaseName(c.path)))
+    j["vendored_by"] = c.owner->name;
   if (c.elf) {
     ordered_json e;
     e["soname"] = c.elf->soname;
@@ -231,6 +235,9 @@ std::string RenderCatalogTable(const catalog::Catalog& cat, const ImageInfo& ima
         c.kind != ComponentKind::kHeader && c.kind != ComponentKind::kCudaToolkit && !c.owner) {
       path += " (unmanaged)";
     }
+    if (c.owner && c.kind != ComponentKind::kPythonDist && c.kind != ComponentKind::kFramework &&
+        catalog::IsVendoredName(util::BaseName(c.path)))
+      path += " (vendored by " + Visible(c.owner->name + " " + c.owner->version) + ")";
     rows.push_back({std::string(catalog::KindName(c.kind)), Visible(c.name),
                     c.version.empty() ? "?" : Visible(c.version), std::string(ChosenSource(c)),
                     std::to_string(c.layer), path});

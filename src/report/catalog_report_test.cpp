@@ -137,4 +137,22 @@ TEST_CASE("catalog table: one row per component, provenance marks", "[report][ca
   CHECK(table.find("os: Ubuntu 22.04") != std::string::npos);
 }
 
+TEST_CASE("catalog: a library vendored by auditwheel names the package that vendored it",
+          "[report][catalog]") {
+  catalog::Catalog cat = SmallCatalog();
+  catalog::Component lib = cat.components[0];
+  lib.path = "/site/ctranslate2.libs/libcudnn-74a4c495.so.9.1.0";
+  lib.version = "9.1.0";
+  lib.owner = catalog::PackageRef{catalog::PackageManager::kPip, "ctranslate2", "4.5.0",
+                                  "/site/ctranslate2-4.5.0.dist-info/RECORD", 0};
+  cat.components.push_back(lib);
+  std::string table = RenderCatalogTable(cat, Info());
+  CHECK(table.find("libcudnn-74a4c495.so.9.1.0 (vendored by ctranslate2 4.5.0)") !=
+        std::string::npos);
+  CHECK(table.find("libcudnn.so.8.9.2 (vendored") == std::string::npos);
+  auto j = nlohmann::json::parse(RenderCatalogJson(cat, Info()));
+  CHECK(j["components"].back()["vendored_by"] == "ctranslate2");
+  CHECK_FALSE(j["components"][0].contains("vendored_by"));
+}
+
 }  // namespace imgcheck::report

@@ -231,16 +231,6 @@ void CheckMissingSymbols(Context& ctx) {
         if (std::find(provider->version_definitions.begin(), provider->version_definitions.end(),
                       v) == provider->version_definitions.end())
           missing.push_back("version `" + v + "'");
-      for (const auto& sym : object.elf->imported) {
-        if (sym.weak || sym.version.empty() ||
-            std::find(need.versions.begin(), need.versions.end(), sym.version) ==
-                need.versions.end())
-          continue;
-        bool ok = std::any_of(
-            provider->exported.begin(), provider->exported.end(),
-            [&](const elf::Symbol& e) { return e.name == sym.name && e.version == sym.version; });
-        if (!ok) missing.push_back(sym.name + "@" + sym.version);
-      }
     }
     if (missing.empty()) continue;
     std::string list;
@@ -413,9 +403,19 @@ void CheckLdCache(Context& ctx) {
 }  // namespace
 
 std::vector<Check> LoaderChecks() {
-  return {{"IC010", CheckShadowed},       {"IC011", CheckStale},       {"IC012", CheckUnresolved},
-          {"IC013", CheckMissingSymbols}, {"IC014", CheckBrokenLinks}, {"IC015", CheckReplaced},
-          {"IC051", CheckUnmanaged},      {"IC060", CheckLibraryPath}, {"IC061", CheckLdCache}};
+  return {{"IC010", CheckShadowed},
+          {"IC011", CheckStale},
+          {"IC012", CheckUnresolved},
+          {"IC013",
+           [](Context& ctx) {
+             CheckMissingSymbols(ctx);  // versions a provider lacks
+             CheckUnboundSymbols(ctx);  // symbols no object in scope defines
+           }},
+          {"IC014", CheckBrokenLinks},
+          {"IC015", CheckReplaced},
+          {"IC051", CheckUnmanaged},
+          {"IC060", CheckLibraryPath},
+          {"IC061", CheckLdCache}};
 }
 
 }  // namespace imgcheck::rules

@@ -4,8 +4,10 @@
 // through the binary on images built from recipes.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <optional>
 
 #include "catalog/catalog.h"
+#include "catalog/metadata.h"
 #include "elf_builder.h"
 #include "fake_image.h"
 #include "rules/scan.h"
@@ -535,6 +537,227 @@ TEST_CASE("IC013: a symbol version the loaded library does not define", "[checks
         std::string::npos);
   FakeImage ok = image("CUBLASLT_12.4");
   CHECK(Paths(Scan(ok), "IC013").empty());
+}
+
+// ---- IC013's binding: every undefined, non-weak symbol of each link map, in glibc's scope
+
+namespace {
+
+// PyTorch 2.4.0's libtorch_cuda.so importing NCCL's unversioned symbols from the wheel its
+// RUNPATH reaches; torch pins nvidia-nccl-cu12==2.20.5, the image has `nccl` exporting
+// `exports`. `weak`: ncclCommRegister is a weak reference.
+FakeImage TorchNccl(const std::string& nccl, const std::vector<std::string>& exports,
+                    bool weak = false) {
+  FakeImage f = WithLibs({});
+  f.File(
+      kSite + "torch/version.py",
+      "__version__ = '2.4.0+cu121'\ndebug = False\ncuda = '12.1'\ngit_version = '0'\nhip = None\n");
+  elf::fixture::ElfSpec torch;
+  torch.soname = "libtorch_cuda.so";
+  torch.needed = {"libnccl.so.2"};
+  torch.runpath = "$ORIGIN/../../nvidia/nccl/lib";
+  torch.imported = {"ncclCommInitRank"};
+  (weak ? torch.weak_imported : torch.imported).push_back("ncclCommRegister");
+  f.File(kSite + "torch/lib/libtorch_cuda.so", elf::fixture::BuildElf(torch));
+  Dist(f, "torch", "2.4.0", {"nvidia-nccl-cu12==2.20.5; platform_system == \"Linux\""},
+       {"torch/version.py", "torch/lib/libtorch_cuda.so"});
+  elf::fixture::ElfSpec lib;
+  lib.soname = "libnccl.so.2";
+  lib.exported = exports;
+  f.File(kSite + "nvidia/nccl/lib/libnccl.so.2", elf::fixture::BuildElf(lib));
+  Dist(f, "nvidia-nccl-cu12", nccl, {}, {"nvidia/nccl/lib/libnccl.so.2"});
+  return f;
+}
+
+const std::string kNccl = kSite + "nvidia/nccl/lib/libnccl.so.2";
+
+}  // namespace
+
+TEST_CASE("IC013: an unversioned symbol the resolved library does not define", "[checks]") {
+  FakeImage bad = TorchNccl("2.18.1", {"ncclCommInitRank"});  // NCCL before ncclCommRegister
+  auto found = Scan(bad);
+  CHECK(Paths(found, "IC013") == std::vector<std::string>{kNccl});
+  REQUIRE(found["IC013"].size() == 1);
+  const Finding& f = found["IC013"][0];
+  CHECK(f.severity == Severity::kError);
+  CHECK(f.message.find(kSite +
+                       "torch/lib/libtorch_cuda.so (torch 2.4.0) needs symbol "
+                       "ncclCommRegister, which no object in its lookup scope defines; "
+                       "libnccl.so.2 should provide it and resolves to " +
+                       kNccl + " (nvidia-nccl-cu12 2.18.1)") != std::string::npos);
+  CHECK(f.message.find("torch 2.4.0 pins nvidia-nccl-cu12==2.20.5, the image has 2.18.1") !=
+        std::string::npos);
+  FakeImage ok = TorchNccl("2.20.5", {"ncclCommInitRank", "ncclCommRegister"});
+  CHECK(Paths(Scan(ok), "IC013").empty());
+}
+
+TEST_CASE("IC013: a weak undefined symbol binds to nothing without error", "[checks]") {
+  FakeImage weak = TorchNccl("2.18.1", {"ncclCommInitRank"}, true);
+  CHECK(Paths(Scan(weak), "IC013").empty());
+}
+
+TEST_CASE("IC013: a framework library's C++ symbol, demangled", "[checks]") {
+  // flash-attn's extension built against another torch: c10::cuda::getCurrentCUDAStream took
+  // a signed char device index where the installed libc10_cuda.so takes an int.
+  auto image = [&](const std::string& defined) {
+    FakeImage f = WithLibs({{"libcudart.so.12", So("libcudart.so.12")}});
+    elf::fixture::ElfSpec ext;
+    ext.needed = {"libc10_cuda.so", "libcudart.so.12"};
+    ext.rpath = "$ORIGIN/torch/lib";
+    ext.imported = {"_ZN3c104cuda20getCurrentCUDAStreamEa"};
+    f.File(kSite + "flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so",
+           elf::fixture::BuildElf(ext));
+    Dist(f, "flash-attn", "2.5.8", {}, {"flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so"});
+    elf::fixture::ElfSpec c10;
+    c10.soname = "libc10_cuda.so";
+    c10.exported = {defined};
+    f.File(kSite + "torch/lib/libc10_cuda.so", elf::fixture::BuildElf(c10));
+    return f;
+  };
+  FakeImage bad = image("_ZN3c104cuda20getCurrentCUDAStreamEi");
+  auto found = Scan(bad);
+  CHECK(Paths(found, "IC013") == std::vector<std::string>{kSite + "torch/lib/libc10_cuda.so"});
+  REQUIRE(found["IC013"].size() == 1);
+  CHECK(found["IC013"][0].message.find(
+            "(flash-attn 2.5.8) needs symbol c10::cuda::getCurrentCUDAStream(signed char), ") !=
+        std::string::npos);
+  FakeImage ok = image("_ZN3c104cuda20getCurrentCUDAStreamEa");
+  CHECK(Paths(Scan(ok), "IC013").empty());
+}
+
+TEST_CASE("IC013: the Python interpreter's symbols bind in the image's own python3", "[checks]") {
+  // `python`: the exports of /usr/bin/python3.10, or no interpreter in the image.
+  auto image = [&](std::optional<std::string> python) {
+    FakeImage f = WithLibs({{"libcudart.so.12", So("libcudart.so.12")}});
+    elf::fixture::ElfSpec ext;
+    ext.needed = {"libcudart.so.12"};
+    ext.imported = {"PyModule_Create2"};
+    const std::string module = "cupy/cuda/memory.cpython-310-x86_64-linux-gnu.so";
+    f.File(kSite + module, elf::fixture::BuildElf(ext));
+    Dist(f, "cupy-cuda12x", "13.3.0", {}, {module});
+    if (python) {
+      elf::fixture::ElfSpec exe;
+      exe.type = 2;  // ET_EXEC
+      exe.interpreter = "/lib64/ld-linux-x86-64.so.2";
+      exe.exported = {"Py_Initialize", *python};
+      f.File("/usr/bin/python3.10", elf::fixture::BuildElf(exe));
+    }
+    return f;
+  };
+  FakeImage none = image(std::nullopt);  // the interpreter that imports it provides them
+  CHECK(Paths(Scan(none), "IC013").empty());
+  FakeImage ok = image("PyModule_Create2");
+  CHECK(Paths(Scan(ok), "IC013").empty());
+  FakeImage bad = image("PyModule_FromDefAndSpec2");  // a Python without PyModule_Create2
+  auto found = Scan(bad);
+  CHECK(Paths(found, "IC013") ==
+        std::vector<std::string>{kSite + "cupy/cuda/memory.cpython-310-x86_64-linux-gnu.so"});
+}
+
+// ---- auditwheel-vendored CUDA libraries
+
+namespace {
+
+// ctranslate2 4.5.0 as its wheel lays it out: _ext -> ctranslate2.libs/libctranslate2-<hash>
+// -> ctranslate2.libs/libcudnn-<hash>.so.9.1.0 (SONAME renamed too, RPATH "ctranslate2.libs"),
+// over PyTorch's cuDNN 9.1 wheel, which only torch's RUNPATH reaches.
+FakeImage Ctranslate2() {
+  FakeImage f = WithLibs({});
+  const std::string libs = "ctranslate2.libs/";
+  elf::fixture::ElfSpec ext;
+  ext.needed = {"libctranslate2-bc15bf3f.so.4.5.0"};
+  ext.rpath = "$ORIGIN/../ctranslate2.libs";
+  f.File(kSite + "ctranslate2/_ext.cpython-310-x86_64-linux-gnu.so", elf::fixture::BuildElf(ext));
+  elf::fixture::ElfSpec ct2;
+  ct2.soname = "libctranslate2-bc15bf3f.so.4.5.0";
+  ct2.needed = {"libcudnn-74a4c495.so.9.1.0"};
+  f.File(kSite + libs + "libctranslate2-bc15bf3f.so.4.5.0", elf::fixture::BuildElf(ct2));
+  elf::fixture::ElfSpec cudnn;
+  cudnn.soname = "libcudnn-74a4c495.so.9.1.0";
+  cudnn.rpath = "ctranslate2.libs";
+  f.File(kSite + libs + "libcudnn-74a4c495.so.9.1.0", elf::fixture::BuildElf(cudnn));
+  Dist(f, "ctranslate2", "4.5.0", {},
+       {"ctranslate2/_ext.cpython-310-x86_64-linux-gnu.so",
+        libs + "libctranslate2-bc15bf3f.so.4.5.0", libs + "libcudnn-74a4c495.so.9.1.0"});
+  std::vector<std::string> files;
+  for (const char* base : {"libcudnn", "libcudnn_graph", "libcudnn_engines_precompiled",
+                           "libcudnn_engines_runtime_compiled", "libcudnn_heuristic",
+                           "libcudnn_ops", "libcudnn_cnn", "libcudnn_adv"}) {
+    std::string name = std::string(base) + ".so.9";
+    f.File(kSite + "nvidia/cudnn/lib/" + name, So(name));
+    files.push_back("nvidia/cudnn/lib/" + name);
+  }
+  Dist(f, "nvidia-cudnn-cu12", "9.1.0.70", {}, files);
+  return f;
+}
+
+const std::string kVendored = kSite + "ctranslate2.libs/libcudnn-74a4c495.so.9.1.0";
+
+}  // namespace
+
+TEST_CASE("catalog: an auditwheel-vendored cuDNN is cuDNN, owned by the vendoring package",
+          "[checks]") {
+  FakeImage f = Ctranslate2();
+  static const Knowledge k = Knowledge::Load({IMGCHECK_RULES_DIR});
+  catalog::Catalog cat = catalog::Build(f.image(), k.libraries());
+  const catalog::Component* vendored = nullptr;
+  for (const catalog::Component& c : cat.components)
+    if (c.path == kVendored) vendored = &c;
+  REQUIRE(vendored);
+  CHECK(vendored->family == "cudnn");
+  CHECK(vendored->name == "libcudnn");
+  CHECK(vendored->version == "9.1.0");
+  REQUIRE(vendored->owner);
+  CHECK(vendored->owner->name == "ctranslate2");
+  // A hashed name of no family stays unclassified.
+  CHECK(catalog::LibraryBaseName("libctranslate2-bc15bf3f.so.4.5.0") == "libctranslate2");
+  CHECK(catalog::UnvendoredName("libcudnn-74a4c495.so.9.1.0") == "libcudnn.so.9.1.0");
+  CHECK(catalog::UnvendoredName("libcudnn-7.so.9") == "libcudnn-7.so.9");
+}
+
+TEST_CASE("IC012: a vendored cuDNN's sub-libraries, searched from its own path", "[checks]") {
+  FakeImage bad = Ctranslate2();  // torch's RUNPATH reaches nvidia/cudnn/lib, ctranslate2's not
+  auto found = Scan(bad);
+  const Finding* graph = nullptr;
+  for (const Finding& f : found["IC012"])
+    if (f.message.starts_with("libcudnn_graph.so.9 (dlopen of " + kVendored +
+                              ", ctranslate2 4.5.0"))
+      graph = &f;
+  REQUIRE(graph);
+  INFO(graph->message);
+  CHECK(graph->severity == Severity::kError);
+  // faster-whisper's documented fix: LD_LIBRARY_PATH to the cuDNN wheel's directory.
+  FakeImage ok = Ctranslate2();
+  SetEnv(ok, "LD_LIBRARY_PATH", kSite + "nvidia/cudnn/lib");
+  auto clean = Scan(ok);
+  for (const Finding& f : clean["IC012"])
+    CHECK(std::find(f.paths.begin(), f.paths.end(), kVendored) == f.paths.end());
+}
+
+// ---- optional modules (dlopen.json optional)
+
+TEST_CASE("IC012: CuPy's NCCL module without NCCL is info, its cuFFT module an error", "[checks]") {
+  auto image = [&](const std::string& module, const std::string& needed) {
+    FakeImage f = WithLibs({});
+    elf::fixture::ElfSpec ext;
+    ext.needed = {needed};
+    f.File(kSite + module, elf::fixture::BuildElf(ext));
+    Dist(f, "cupy-cuda13x", "14.2.0", {}, {module});
+    return f;
+  };
+  FakeImage optional =
+      image("cupy_backends/cuda/libs/nccl.cpython-310-x86_64-linux-gnu.so", "libnccl.so.2");
+  auto found = Scan(optional);
+  REQUIRE(found["IC012"].size() == 1);
+  CHECK(found["IC012"][0].severity == Severity::kInfo);
+  CHECK(found["IC012"][0].message.find("(optional: cupy-cuda13x loads it when NCCL is used") !=
+        std::string::npos);
+  CHECK(found["IC012"][0].message.find("install the NCCL wheel of its CUDA major") !=
+        std::string::npos);
+  FakeImage needed = image("cupy/cuda/cufft.cpython-310-x86_64-linux-gnu.so", "libcufft.so.12");
+  auto errors = Scan(needed);
+  REQUIRE(errors["IC012"].size() == 1);
+  CHECK(errors["IC012"][0].severity == Severity::kError);
 }
 
 }  // namespace imgcheck::rules

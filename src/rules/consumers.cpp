@@ -244,6 +244,20 @@ std::vector<Consumer> LoadConsumers(const image::Image& image, const catalog::Ca
   for (const auto& c : catalog.components)
     if (c.kind == catalog::ComponentKind::kCudaLibrary && !c.deleted && catalog.Elf(c.path))
       add(c.path, "cuda-library " + c.family, nullptr);
+  // A pip package that vendors a CUDA library (auditwheel: <dist>.libs/, <pkg>/.libs/) is its
+  // consumer: its other shared objects (extension modules) reach it through their RPATH.
+  std::set<std::string, std::less<>> vendoring;
+  for (const auto& c : catalog.components)
+    if (c.kind == catalog::ComponentKind::kCudaLibrary && !c.deleted && c.owner &&
+        c.owner->manager == catalog::PackageManager::kPip &&
+        catalog::IsVendoredName(util::BaseName(c.path)))
+      vendoring.insert(c.owner->name);
+  for (const auto& [path, elf] : catalog.elves()) {
+    const catalog::PackageRef* owner = vendoring.empty() ? nullptr : catalog.Owner(path);
+    if (owner && elf.type == elf::kTypeSharedObject && vendoring.count(owner->name) &&
+        !catalog::IsVendoredName(util::BaseName(path)))
+      add(path, "library", nullptr);
+  }
   // Any other program or shared object that links a classified library: extension modules
   // (flash-attn, bitsandbytes, CuPy), application libraries, tools.
   std::map<std::string, bool, std::less<>> classified;  // needed name -> has a family

@@ -9,10 +9,11 @@
 
 namespace imgcheck::rules {
 
-bool IsCudnnShim(std::string_view soname, int* major) {
+bool IsCudnnShim(std::string_view vendored_soname, int* major) {
   constexpr std::string_view kPrefix = "libcudnn.so.";
+  std::string soname = catalog::UnvendoredName(vendored_soname);
   if (!soname.starts_with(kPrefix)) return false;
-  auto v = Version::Parse(soname.substr(kPrefix.size()));
+  auto v = Version::Parse(std::string_view(soname).substr(kPrefix.size()));
   if (!v) return false;
   *major = v->major();
   return true;

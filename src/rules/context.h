@@ -115,5 +115,7 @@ std::vector<Check> CudnnChecks();
 std::vector<Check> LoaderChecks();
 std::vector<Check> DriverChecks();
 std::vector<Check> DataChecks();
+/// IC013's symbol binding (checks_symbols.cpp): each consumer's link map bound as glibc does.
+void CheckUnboundSymbols(Context& ctx);
 
 }  // namespace imgcheck::rules

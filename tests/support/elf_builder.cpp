@@ -67,7 +67,8 @@ std::string BuildFatbin(const std::vector<FatbinSpecEntry>& entries) {
 
 std::string BuildElf(const ElfSpec& spec) {
   const bool w64 = spec.is64;
-  const uint64_t ehsize = w64 ? 64 : 52, phentsize = w64 ? 56 : 32, phnum = 3;
+  const uint64_t ehsize = w64 ? 64 : 52, phentsize = w64 ? 56 : 32,
+                 phnum = (spec.interpreter.empty() ? 3 : 4) + (spec.tables_at ? 1 : 0);
 
   // String table first: offsets are needed by the symbols and the dynamic section.
   std::string dynstr(1, '\0');
@@ -86,10 +87,12 @@ std::string BuildElf(const ElfSpec& spec) {
   struct Sym {
     uint64_t name;
     bool defined;
+    bool weak = false;
   };
   std::vector<Sym> syms;
   for (const auto& s : spec.exported) syms.push_back({add_string(s), true});
   for (const auto& s : spec.imported) syms.push_back({add_string(s), false});
+  for (const auto& s : spec.weak_imported) syms.push_back({add_string(s), false, true});
 
   // Version tables (Elf_Verdef/Verdaux, Elf_Verneed/Vernaux): the same layout in both classes.
   Writer versions(w64, spec.big_endian);
@@ -140,7 +143,7 @@ std::string BuildElf(const ElfSpec& spec) {
   const uint64_t dynamic_size = (dynamic.size() + version_tags + 6) * (w64 ? 16 : 8);
   auto align8 = [](uint64_t v) { return (v + 7) / 8 * 8; };
   const uint64_t note_off = ehsize + phentsize * phnum;
-  uint64_t next = align8(note_off + note.size()), dynamic_off = 0;
+  uint64_t next = std::max(align8(note_off + note.size()), spec.tables_at), dynamic_off = 0;
   if (spec.dynamic_first) {
     dynamic_off = next;
     next = align8(next + dynamic_size);
@@ -155,7 +158,9 @@ std::string BuildElf(const ElfSpec& spec) {
     next = align8(next + dynamic_size);
   }
   const uint64_t fatbin_off = next;
-  const uint64_t file_size = fatbin_off + spec.fatbin.size();
+  const uint64_t interp_off = fatbin_off + spec.fatbin.size();
+  const uint64_t file_size =
+      interp_off + (spec.interpreter.empty() ? 0 : spec.interpreter.size() + 1);
   dynamic.push_back({5, dynstr_off});      // DT_STRTAB
   dynamic.push_back({10, dynstr.size()});  // DT_STRSZ
   dynamic.push_back({6, dynsym_off});      // DT_SYMTAB
@@ -205,7 +210,14 @@ std::string BuildElf(const ElfSpec& spec) {
     if (!w64) w.U32(4);
     w.Word(align);
   };
-  phdr(1, 0, file_size, 0x1000);          // PT_LOAD
+  if (!spec.interpreter.empty())
+    phdr(3, interp_off, spec.interpreter.size() + 1, 1);  // PT_INTERP, before PT_LOAD
+  if (spec.tables_at) {
+    phdr(1, 0, spec.tables_at, 0x1000);                           // PT_LOAD
+    phdr(1, spec.tables_at, file_size - spec.tables_at, 0x1000);  // PT_LOAD
+  } else {
+    phdr(1, 0, file_size, 0x1000);  // PT_LOAD
+  }
   phdr(2, dynamic_off, dynamic_size, 8);  // PT_DYNAMIC
   phdr(4, note_off, note.size(), 4);      // PT_NOTE
 
@@ -222,8 +234,9 @@ std::string BuildElf(const ElfSpec& spec) {
   w.Bytes(dynstr);
   w.PadTo(dynsym_off);
   // Symbol 0 is the null symbol.
-  auto sym = [&](uint64_t name, bool defined) {
-    const uint8_t info = defined || name ? (1 << 4) | 2 : 0;  // STB_GLOBAL, STT_FUNC
+  auto sym = [&](uint64_t name, bool defined, bool weak) {
+    // STB_GLOBAL (STB_WEAK), STT_FUNC
+    const uint8_t info = defined || name ? ((weak ? 2 : 1) << 4) | 2 : 0;
     const uint16_t shndx = defined ? 1 : 0;
     const uint64_t value = defined ? 0x1000 : 0;
     w.U32(name);
@@ -241,8 +254,8 @@ std::string BuildElf(const ElfSpec& spec) {
       w.U16(shndx);
     }
   };
-  sym(0, false);
-  for (const auto& s : syms) sym(s.name, s.defined);
+  sym(0, false, false);
+  for (const auto& s : syms) sym(s.name, s.defined, s.weak);
   // DT_HASH with one bucket; the loader would need real chains, Parse only reads nchain.
   w.U32(1);
   w.U32(nsyms);
@@ -253,6 +266,7 @@ std::string BuildElf(const ElfSpec& spec) {
   if (!spec.dynamic_first) write_dynamic();
   w.PadTo(fatbin_off);
   w.Bytes(spec.fatbin);
+  if (!spec.interpreter.empty()) w.Bytes(spec.interpreter + std::string(1, '\0'));
   return w.str();
 }
 

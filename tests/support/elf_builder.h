@@ -15,11 +15,13 @@ struct ElfSpec {
   uint16_t machine = 62;  // EM_X86_64
   uint16_t type = 3;      // ET_DYN
   std::string soname;
+  std::string interpreter;  ///< PT_INTERP (a program); empty for none
   std::vector<std::string> needed;
   std::string rpath, runpath;
   uint64_t flags_1 = 0;
-  std::vector<std::string> exported;  ///< defined FUNC symbols (unversioned)
-  std::vector<std::string> imported;  ///< undefined FUNC symbols (unversioned)
+  std::vector<std::string> exported;       ///< defined FUNC symbols (unversioned)
+  std::vector<std::string> imported;       ///< undefined FUNC symbols (unversioned)
+  std::vector<std::string> weak_imported;  ///< undefined weak FUNC symbols (unversioned)
   /// DT_VERDEF names, the first one the base (VER_FLG_BASE, the soname by convention).
   std::vector<std::string> version_definitions;
   /// DT_VERNEED: {file, the versions needed from it}.
@@ -28,6 +30,9 @@ struct ElfSpec {
   std::string fatbin;          ///< bytes appended in a PT_LOAD, found by magic scan
   bool dynamic_first = false;  ///< put the dynamic section before the tables it points to
                                ///< (as patchelf and some NVIDIA libraries do)
+  /// Non-zero: the tables and the dynamic section start at this offset, in a PT_LOAD of their
+  /// own after a zero-filled first one (the segment patchelf adds at the end of a large library)
+  uint64_t tables_at = 0;
 };
 
 /// One fatbin entry to write: device code for one architecture.
@@ -41,9 +46,9 @@ struct FatbinSpecEntry {
 /// A fatbin container (header + entries), laid out as nvcc writes it.
 std::string BuildFatbin(const std::vector<FatbinSpecEntry>& entries);
 
-/// The file: ELF header, PT_LOAD (whole file, vaddr == offset), PT_DYNAMIC, PT_NOTE, then the
-/// note, .dynstr, .dynsym, DT_HASH, the dynamic section (or the dynamic section first) and the
-/// fatbin bytes. No section headers.
+/// The file: ELF header, [PT_INTERP,] PT_LOAD (whole file, vaddr == offset), PT_DYNAMIC, PT_NOTE,
+/// then the note, .dynstr, .dynsym, DT_HASH, the dynamic section (or the dynamic section first),
+/// the fatbin bytes and the interpreter path. No section headers.
 std::string BuildElf(const ElfSpec& spec);
 
 }  // namespace imgcheck::elf::fixture

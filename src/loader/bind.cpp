@@ -1,0 +1,284 @@
+#include "loader/bind.h"
+
+#include <algorithm>
+#include <array>
+#include <set>
+
+#include "util/path.h"
+
+namespace imgcheck::loader {
+namespace {
+
+constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ULL, kFnvPrime = 0x100000001b3ULL;
+
+uint64_t Mix(uint64_t h, std::string_view bytes) {
+  for (unsigned char c : bytes) h = (h ^ static_cast<uint64_t>(c)) * kFnvPrime;
+  return h;
+}
+
+// Libraries that give every symbol they export a version (glibc's and GCC's runtimes, built
+// with version scripts): an unversioned reference never binds to them, so their absence says
+// nothing about unversioned references (images without a libc of their own: wheels alone).
+bool VersionsEverything(std::string_view name) {
+  static constexpr std::array<std::string_view, 14> kRuntime = {
+      "libc.so.",     "libm.so.",      "libpthread.so.", "libdl.so.",    "librt.so.",
+      "libutil.so.",  "libresolv.so.", "libanl.so.",     "libmvec.so.",  "libstdc++.so.",
+      "libgcc_s.so.", "ld-linux",      "ld64.so.",       "libatomic.so."};
+  return std::any_of(kRuntime.begin(), kRuntime.end(),
+                     [&](std::string_view p) { return name.starts_with(p); });
+}
+
+// Names the C++ runtime (libstdc++, libgcc_s) defines: an object that does not link it itself
+// references them unversioned (libtorch.so gets std:: from libtorch_cpu.so's libstdc++).
+bool CxxRuntimeSymbol(std::string_view name) {
+  static constexpr std::array<std::string_view, 27> kPrefixes = {"_ZNSt",
+                                                                 "_ZNKSt",
+                                                                 "_ZSt",
+                                                                 "_ZNSs",
+                                                                 "_ZNKSs",
+                                                                 "_ZNSb",
+                                                                 "_ZNKSb",
+                                                                 "_ZNSi",
+                                                                 "_ZNSo",
+                                                                 "_ZNSd",
+                                                                 "_ZNSa",
+                                                                 "_ZTISt",
+                                                                 "_ZTSSt",
+                                                                 "_ZTVSt",
+                                                                 "_ZTTSt",
+                                                                 "_ZTINSt",
+                                                                 "_ZTIN10__cxxabiv",
+                                                                 "_ZTVN10__cxxabiv",
+                                                                 "_Znw",
+                                                                 "_Zna",
+                                                                 "_Zdl",
+                                                                 "_Zda",
+                                                                 "__cxa_",
+                                                                 "__gxx_",
+                                                                 "_Unwind_",
+                                                                 "_ITM_",
+                                                                 "_ZGTt"};
+  return std::any_of(kPrefixes.begin(), kPrefixes.end(),
+                     [&](std::string_view p) { return name.starts_with(p); });
+}
+
+bool PythonSymbol(std::string_view name) {
+  return name.starts_with("Py") || name.starts_with("_Py");
+}
+
+}  // namespace
+
+uint64_t SymbolHash(std::string_view name, std::string_view version, bool versioned) {
+  uint64_t h = Mix(kFnvOffset, name);
+  if (versioned) h = Mix((h ^ 0xffu) * kFnvPrime, version);  // 0xff: in no name or version
+  return h;
+}
+
+const SymbolIndex::Exports& SymbolIndex::Get(std::string_view real_path) {
+  auto it = exports_.find(real_path);
+  if (it != exports_.end()) return it->second;
+  Exports e;
+  if (const elf::ElfInfo* info = elf_(real_path)) {
+    e.known = info->problems.empty() && !info->table_limit_reached;
+    e.keys.reserve(info->exported.size() * 2);
+    for (const elf::Symbol& s : info->exported) {
+      if (s.version.empty()) {
+        e.keys.push_back(SymbolHash(s.name));
+        e.keys.push_back(SymbolHash(s.name, "", true));
+        continue;
+      }
+      if (!s.hidden_version) e.keys.push_back(SymbolHash(s.name));
+      e.keys.push_back(SymbolHash(s.name, s.version, true));
+    }
+    std::sort(e.keys.begin(), e.keys.end());
+    e.keys.erase(std::unique(e.keys.begin(), e.keys.end()), e.keys.end());
+    e.keys.shrink_to_fit();
+  }
+  hashes_ += e.keys.size();
+  return exports_.emplace(std::string(real_path), std::move(e)).first->second;
+}
+
+bool SymbolIndex::Defines(std::string_view real_path, uint64_t key, uint64_t alt) {
+  const Exports& e = Get(real_path);
+  return std::binary_search(e.keys.begin(), e.keys.end(), key) ||
+         (alt != 0 && std::binary_search(e.keys.begin(), e.keys.end(), alt));
+}
+
+bool SymbolIndex::Known(std::string_view real_path) { return Get(real_path).known; }
+
+const std::vector<SymbolIndex::Reference>& SymbolIndex::References(std::string_view real_path) {
+  auto it = references_.find(real_path);
+  if (it != references_.end()) return it->second;
+  std::vector<Reference> refs;
+  if (const elf::ElfInfo* info = elf_(real_path)) {
+    for (size_t i = 0; i < info->imported.size(); ++i) {
+      const elf::Symbol& s = info->imported[i];
+      if (s.weak) continue;  // glibc leaves an unbound weak reference 0
+      Reference r;
+      r.symbol = static_cast<uint32_t>(i);
+      if (s.version.empty()) {
+        r.key = SymbolHash(s.name);
+      } else {
+        r.key = SymbolHash(s.name, s.version, true);
+        r.alt = SymbolHash(s.name, "", true);
+      }
+      refs.push_back(r);
+    }
+  }
+  hashes_ += refs.size() * 2;
+  return references_.emplace(std::string(real_path), std::move(refs)).first->second;
+}
+
+std::vector<Unbound> Bind(const LoadGraph& graph, const BindScope& scope, SymbolIndex& index) {
+  const auto& objects = graph.objects;
+  const int n = static_cast<int>(objects.size());
+  std::vector<Unbound> out;
+  if (n == 0) return out;
+  // Each object's DT_NEEDED that resolved, as graph indices; whether one did not resolve.
+  std::vector<std::vector<int>> deps(static_cast<size_t>(n));
+  std::vector<bool> unresolved(static_cast<size_t>(n), false),
+      runtime(static_cast<size_t>(n), false);
+  for (int i = 0; i < n; ++i) {
+    for (const Resolution& r : objects[static_cast<size_t>(i)].resolutions) {
+      if (r.kind != Kind::kNeeded) continue;
+      if (!r.found()) {
+        (VersionsEverything(util::BaseName(r.name)) ? runtime
+                                                    : unresolved)[static_cast<size_t>(i)] = true;
+        continue;
+      }
+      if (int d = graph.Find(r.real_path); d >= 0) deps[static_cast<size_t>(i)].push_back(d);
+    }
+  }
+  // Loads, in the order they happened: preloads (RTLD_GLOBAL, before the root), the root, then
+  // each dlopen. Each object belongs to the first load whose breadth-first closure holds it.
+  std::vector<int> heads;
+  for (int i = 0; i < n; ++i)
+    if (!objects[static_cast<size_t>(i)].preloaded_by.empty()) heads.push_back(i);
+  heads.push_back(0);
+  for (int i = 1; i < n; ++i) {
+    const LoadedObject& o = objects[static_cast<size_t>(i)];
+    if (o.preloaded_by.empty() && o.loaded_by == Kind::kDlopen) heads.push_back(i);
+  }
+  const elf::ElfInfo* root = objects[0].elf;
+  const bool program = root && !root->interpreter.empty();
+  const bool unknown_host = !program && scope.global.empty();
+  std::vector<int> owner(static_cast<size_t>(n), -1);
+  std::vector<std::vector<int>> closures;
+  std::vector<int> global;  // graph objects in the global scope
+  for (int head : heads) {
+    std::vector<int> closure = {head};
+    std::set<int> seen = {head};
+    for (size_t k = 0; k < closure.size(); ++k)
+      for (int d : deps[static_cast<size_t>(closure[k])])
+        if (seen.insert(d).second) closure.push_back(d);
+    for (int o : closure)
+      if (owner[static_cast<size_t>(o)] < 0)
+        owner[static_cast<size_t>(o)] = static_cast<int>(closures.size());
+    if (head != 0 ? !objects[static_cast<size_t>(head)].preloaded_by.empty() : program)
+      global.insert(global.end(), closure.begin(), closure.end());
+    closures.push_back(std::move(closure));
+  }
+  // The scope of each load: global scope, then the load's closure; its fingerprint keys the
+  // outcomes SymbolIndex keeps across link maps.
+  struct Scope {
+    std::vector<std::string_view> paths;
+    bool complete = true;  ///< every DT_NEEDED in it resolved (runtime libraries aside)
+    /// A glibc or GCC runtime library in it does not resolve (an image of wheels alone): the
+    /// names it would define, seen in versioned references of the scope, hashed and sorted.
+    bool runtime_missing = false;
+    std::vector<uint64_t> runtime_names;
+    bool known = true;  ///< every symbol table in it read whole
+    uint64_t fingerprint = 0;
+  };
+  std::vector<Scope> scopes(closures.size());
+  for (size_t g = 0; g < closures.size(); ++g) {
+    Scope& s = scopes[g];
+    std::set<std::string_view> in;
+    auto add = [&](std::string_view path) {
+      if (!in.insert(path).second) return;
+      s.paths.push_back(path);
+      s.known = s.known && index.Known(path);
+    };
+    for (const std::string& p : scope.global) add(p);
+    for (int o : global) add(objects[static_cast<size_t>(o)].real_path);
+    std::vector<int> members = closures[g];
+    members.insert(members.end(), global.begin(), global.end());
+    for (int o : closures[g]) add(objects[static_cast<size_t>(o)].real_path);
+    for (int o : members) {
+      if (unresolved[static_cast<size_t>(o)]) s.complete = false;
+      if (runtime[static_cast<size_t>(o)]) s.runtime_missing = true;
+    }
+    if (s.runtime_missing)
+      for (int o : members)
+        if (const elf::ElfInfo* e = objects[static_cast<size_t>(o)].elf)
+          for (const elf::Symbol& sym : e->imported)
+            if (!sym.version.empty()) s.runtime_names.push_back(SymbolHash(sym.name));
+    std::sort(s.runtime_names.begin(), s.runtime_names.end());
+    uint64_t f =
+        (scope.python_symbols ? 1 : 0) | (s.complete ? 2 : 0) | (s.runtime_missing ? 4 : 0);
+    for (std::string_view p : in) f = Mix(f * kFnvPrime, p) ^ 0x5a;  // sorted: order-free
+    s.fingerprint = f;
+  }
+  for (int i = 0; i < n; ++i) {
+    const LoadedObject& o = objects[static_cast<size_t>(i)];
+    int g = owner[static_cast<size_t>(i)];
+    if (g < 0 || !o.elf || !index.Known(o.real_path)) continue;
+    const Scope& s = scopes[static_cast<size_t>(g)];
+    if (!s.known) continue;
+    uint64_t key = Mix(s.fingerprint, o.real_path);
+    auto [memo, fresh] = index.bound_.try_emplace(key);
+    if (fresh) {
+      // Direct dependencies first: most references bind there.
+      std::vector<std::string_view> order;
+      for (int d : deps[static_cast<size_t>(i)])
+        order.push_back(objects[static_cast<size_t>(d)].real_path);
+      order.insert(order.end(), s.paths.begin(), s.paths.end());
+      for (const SymbolIndex::Reference& ref : index.References(o.real_path)) {
+        const elf::Symbol& sym = o.elf->imported[ref.symbol];
+        if (sym.version.empty() &&
+            (!s.complete || (scope.python_symbols && PythonSymbol(sym.name))))
+          continue;
+        // A runtime library the image lacks would define it: named so by the C++ runtime's
+        // mangling, or versioned where another object of the scope references it.
+        if (sym.version.empty() && s.runtime_missing &&
+            (CxxRuntimeSymbol(sym.name) ||
+             std::binary_search(s.runtime_names.begin(), s.runtime_names.end(), ref.key)))
+          continue;
+        // Left for the process to provide (libc10.so's pthread_setname_np, which glibc < 2.34
+        // has in libpthread): unknowable without the process's runtime or host.
+        if (sym.version.empty() && sym.untyped && (s.runtime_missing || unknown_host)) continue;
+        bool bound = std::any_of(order.begin(), order.end(), [&](std::string_view p) {
+          return index.Defines(p, ref.key, ref.alt);
+        });
+        if (!bound) memo->second.push_back(ref.symbol);
+      }
+    }
+    for (uint32_t symbol : memo->second) {
+      const elf::Symbol& sym = o.elf->imported[symbol];
+      Unbound u{i, sym.name, sym.version, ""};
+      if (!sym.version.empty()) {
+        // The file the version is needed from must resolve and define the version: otherwise
+        // ld.so stops at the version check (IC012, IC013's version part), not here.
+        for (const elf::VersionNeed& need : o.elf->version_needs)
+          if (std::find(need.versions.begin(), need.versions.end(), sym.version) !=
+              need.versions.end())
+            u.from = need.file;
+        const Resolution* from = nullptr;
+        for (const Resolution& r : o.resolutions)
+          if (r.kind == Kind::kNeeded && r.name == u.from && r.found()) from = &r;
+        if (!from) continue;
+        int p = graph.Find(from->real_path);
+        const elf::ElfInfo* provider = p >= 0 ? objects[static_cast<size_t>(p)].elf : nullptr;
+        if (!provider ||
+            (!provider->version_definitions.empty() &&
+             std::find(provider->version_definitions.begin(), provider->version_definitions.end(),
+                       sym.version) == provider->version_definitions.end()))
+          continue;
+      }
+      out.push_back(std::move(u));
+    }
+  }
+  return out;
+}
+
+}  // namespace imgcheck::loader

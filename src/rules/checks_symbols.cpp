@@ -1,0 +1,207 @@
+// IC013 for every symbol a load binds: each consumer's link map bound as glibc binds it at
+// RTLD_NOW (loader::Bind), in the process its root runs in: a Python extension module inside
+// the image's own interpreter, a program as its own global scope.
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "catalog/metadata.h"
+#include "loader/bind.h"
+#include "rules/context.h"
+#include "util/path.h"
+
+namespace imgcheck::rules {
+namespace {
+
+// The C++ name of a mangled symbol ("_ZN3c104cuda..." -> "c10::cuda::..."); others unchanged.
+// Long names stay mangled: the demangler recurses on the name's nesting.
+std::string Demangle(const std::string& name) {
+  if (!name.starts_with("_Z") || name.size() > 1024) return name;
+  int status = 0;
+  std::unique_ptr<char, decltype(&std::free)> out(
+      abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), &std::free);
+  return status == 0 && out ? std::string(out.get()) : name;
+}
+
+bool InPythonDir(std::string_view path) {
+  return path.find("/site-packages/") != std::string_view::npos ||
+         path.find("/dist-packages/") != std::string_view::npos;
+}
+
+// "python3.11" for a module under .../python3.11/site-packages or tagged cpython-311; "" when
+// neither says.
+std::string PythonOf(std::string_view path) {
+  for (const std::string& part : util::Split(path, '/'))
+    if (part.starts_with("python3.") && part.size() > 8) return part;
+  std::string_view name = util::BaseName(path);
+  if (size_t at = name.find(".cpython-3"); at != std::string_view::npos) {
+    size_t digits = at + 10, end = digits;
+    while (end < name.size() && name[end] >= '0' && name[end] <= '9') ++end;
+    if (end > digits) return "python3." + std::string(name.substr(digits, end - digits));
+  }
+  return "";
+}
+
+// The Python interpreters of the image: ELF programs named python3.N, by that name.
+std::map<std::string, std::string> Interpreters(const catalog::Catalog& cat) {
+  std::map<std::string, std::string> out;
+  for (const auto& [path, elf] : cat.elves()) {
+    std::string_view name = util::BaseName(path);
+    if (elf.interpreter.empty() || !name.starts_with("python3.") || name.size() <= 8) continue;
+    if (name.substr(8).find_first_not_of("0123456789") != std::string_view::npos) continue;
+    out.emplace(std::string(name), path);
+  }
+  return out;
+}
+
+size_t CommonPrefix(std::string_view a, std::string_view b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+  return n;
+}
+
+// Whether `elf` defines `name` (any version but a hidden one when `version` is empty).
+bool DefinesName(const elf::ElfInfo& elf, const std::string& name, const std::string& version) {
+  return std::any_of(elf.exported.begin(), elf.exported.end(), [&](const elf::Symbol& s) {
+    return s.name == name &&
+           (version.empty() ? !s.hidden_version : s.version == version || s.version.empty());
+  });
+}
+
+// The DT_NEEDED of `object` a failed reference was meant to bind to: the file its version is
+// needed from, else the dependency whose exports share the longest prefix with the name
+// ("ncclCommRegister" -> libnccl.so.2). Null when none resolved.
+const loader::Resolution* ExpectedFrom(const Context& ctx, const loader::LoadedObject& object,
+                                       const loader::Unbound& u) {
+  const loader::Resolution* best = nullptr;
+  size_t best_len = 0;
+  for (const loader::Resolution& r : object.resolutions) {
+    if (r.kind != loader::Kind::kNeeded || !r.found()) continue;
+    if (!u.from.empty()) {
+      if (r.name == u.from) return &r;
+      continue;
+    }
+    const elf::ElfInfo* elf = ctx.catalog.Elf(r.real_path);
+    if (!elf) continue;
+    size_t len = 0;
+    for (const elf::Symbol& s : elf->exported) len = std::max(len, CommonPrefix(s.name, u.name));
+    if (len > best_len) {
+      best = &r;
+      best_len = len;
+    }
+  }
+  return best_len >= 3 || !u.from.empty() ? best : nullptr;
+}
+
+struct Failure {
+  const Consumer* consumer = nullptr;
+  int object = -1;
+  std::vector<loader::Unbound> symbols;
+  bool optional = true;  ///< every consumer reaching it loads it only on request
+};
+
+}  // namespace
+
+void CheckUnboundSymbols(Context& ctx) {
+  auto lookup = [&ctx](std::string_view p) { return ctx.catalog.Elf(p); };
+  loader::SymbolIndex index(lookup);
+  const std::map<std::string, std::string> interpreters = Interpreters(ctx.catalog);
+  // The global scope of each interpreter: its own link map.
+  std::map<std::string, std::vector<std::string>> globals;
+  auto global_of = [&](const std::string& exe) -> const std::vector<std::string>& {
+    auto [it, fresh] = globals.try_emplace(exe);
+    if (fresh) {
+      loader::Options plain = ctx.input.options;
+      plain.dlopen.clear();
+      plain.preload.clear();
+      for (const auto& o : loader::Load(ctx.tree, lookup, exe, plain).objects)
+        it->second.push_back(o.real_path);
+    }
+    return it->second;
+  };
+  std::map<std::string, Failure> failures;  // by the failing object's real path
+  for (const Consumer* c : ctx.AllConsumers()) {
+    loader::BindScope scope;
+    if (InPythonDir(c->path)) {
+      std::string python = PythonOf(c->path);
+      auto exe = python.empty() ? interpreters.begin() : interpreters.find(python);
+      if (exe == interpreters.end()) {
+        scope.python_symbols = true;  // the interpreter that imports it provides them
+      } else {
+        scope.global = global_of(exe->second);
+      }
+    }
+    for (loader::Unbound& u : loader::Bind(c->graph, scope, index)) {
+      const std::string& path = c->graph.objects[static_cast<size_t>(u.object)].real_path;
+      Failure& f = failures[path];
+      if (!f.consumer) {
+        f.consumer = c;
+        f.object = u.object;
+      }
+      f.optional = f.optional && !c->optional.empty();
+      bool known = std::any_of(f.symbols.begin(), f.symbols.end(), [&](const loader::Unbound& s) {
+        return s.name == u.name && s.version == u.version;
+      });
+      if (!known) f.symbols.push_back(std::move(u));
+    }
+  }
+  for (auto& [path, f] : failures) {
+    const loader::LoadedObject& object = f.consumer->graph.objects[static_cast<size_t>(f.object)];
+    const loader::Unbound& first = f.symbols[0];
+    std::string list;
+    for (size_t i = 0; i < f.symbols.size() && i < 5; ++i) {
+      const loader::Unbound& s = f.symbols[i];
+      list += (i ? ", " : "") + Demangle(s.name) + (s.version.empty() ? "" : "@" + s.version);
+    }
+    if (f.symbols.size() > 5) list += " and " + std::to_string(f.symbols.size() - 5) + " more";
+    const loader::Resolution* from = ExpectedFrom(ctx, object, first);
+    std::string message = path + " (" + PackageLabel(ctx.catalog, path) + ") needs " +
+                          (f.symbols.size() > 1 ? "symbols " : "symbol ") + list +
+                          ", which no object in its lookup scope defines";
+    std::vector<std::string> paths = {path};
+    if (from) {
+      message += "; " + from->name + " should provide " + (f.symbols.size() > 1 ? "them" : "it") +
+                 " and resolves to " + from->real_path + " (" +
+                 PackageLabel(ctx.catalog, from->real_path) + ")";
+      paths.insert(paths.begin(), from->real_path);
+      // Another copy of that library in the image that does define it.
+      std::string_view base = catalog::LibraryBaseName(util::BaseName(from->real_path));
+      for (const auto& [other, elf] : ctx.catalog.elves()) {
+        if (other == from->real_path || base.empty() ||
+            catalog::LibraryBaseName(util::BaseName(other)) != base ||
+            !DefinesName(elf, first.name, first.version))
+          continue;
+        message += "; " + other + " (" + PackageLabel(ctx.catalog, other) + ") defines it";
+        break;
+      }
+      // The release the object's package pins for that library's package.
+      const catalog::PackageRef* have = ctx.catalog.Owner(from->real_path);
+      const catalog::PackageRef* mine = ctx.catalog.Owner(path);
+      const catalog::Component* dist = mine ? ctx.Dist(mine->name) : nullptr;
+      if (have && dist)
+        for (const catalog::Requirement& req : dist->requires_dist)
+          if (req.name == catalog::NormalizeDistName(have->name) && !req.Pinned().empty() &&
+              req.Pinned() != have->version && req.marker.find("extra") == std::string::npos)
+            message += "; " + dist->name + " " + dist->version + " pins " + req.name +
+                       "==" + req.Pinned() + ", the image has " + have->version;
+    }
+    Finding finding = ctx.Make("IC013", std::move(message), paths);
+    if (f.optional && !f.consumer->optional.empty()) {
+      finding.severity = Severity::kInfo;
+      finding.message += " (optional: " + f.consumer->optional + ")";
+    }
+    if (from) finding.evidence.push_back(ResolvedEvidence(*from));
+    for (size_t i = 0; i < f.symbols.size() && i < 20; ++i)
+      finding.evidence.push_back(
+          {"unbound",
+           f.symbols[i].name + (f.symbols[i].version.empty() ? "" : "@" + f.symbols[i].version)});
+    finding.evidence.push_back({"consumer", f.consumer->path + " (" + f.consumer->package + ")"});
+    ctx.findings.push_back(std::move(finding));
+  }
+}
+
+}  // namespace imgcheck::rules
