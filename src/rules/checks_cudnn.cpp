@@ -4,6 +4,7 @@
 #include <set>
 
 #include "rules/context.h"
+#include "rules/fixes.h"
 #include "util/path.h"
 
 namespace imgcheck::rules {
@@ -115,6 +116,19 @@ void CheckCudnnVersion(Context& ctx) {
       f.evidence.push_back({"acceptance", fw->name + " " + rule->from.str() + "-" + rule->to.str() +
                                               ": " + rule->source});
       AddResolutionEvidence(f, lib);
+      // The install the framework asks for, and the path change when the loader found the
+      // other cuDNN through LD_LIBRARY_PATH.
+      std::string install = RequiredInstall(ctx, "cudnn", OwningDist(ctx, fw->path));
+      std::string env = lib.how && lib.how->reason == loader::Reason::kLdLibraryPath
+                            ? EnvWithout(ctx, lib.how->entry)
+                            : "";
+      if (!install.empty() || !env.empty())
+        f.remediation = (install.empty() ? "" : install) +
+                        (install.empty() || env.empty() ? "" : ", and ") +
+                        (env.empty() ? ""
+                                     : env + " (drops " + lib.how->entry + ", where cuDNN " +
+                                           loaded->str() + " is found first)") +
+                        ".";
       ctx.findings.push_back(std::move(f));
     }
   }
