@@ -16,6 +16,8 @@ pkgs=(cmake g++ make ninja-build pkg-config
       redis-server redis-tools wrk
       # the CI gate's tests: real builds, podman's Docker API, the SARIF schema
       buildah podman python3-jsonschema
+      # the JUnit report against the Jenkins and Ant/JUnit 5 XSDs (testdata/junit)
+      libxml2-utils
       # scripts/build-image.sh: a Debian 12 base where no registry serves one
       debootstrap
       # the fuzz targets (scripts/fuzz): clang with libFuzzer and the sanitizer runtimes
