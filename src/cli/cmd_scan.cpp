@@ -2,7 +2,9 @@
 // report, and the CI exit code: 0 nothing at or above --fail-on, 1 findings, 2 scan failed.
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -34,6 +36,7 @@ struct ScanArgs {
   RuleArgs rules;
   bool fail_on_empty = false;  ///< --fail-on-empty: exit 1 when there is no CUDA stack
   bool probe = false;          ///< --probe: also run the GPU probe (src/probe)
+  bool verbose = false;        ///< --verbose: the text report's evidence and quiet findings
   ProbeRunArgs probe_run;
 };
 
@@ -65,6 +68,15 @@ void MapToDockerfile(const std::string& path, const image::Image& img, report::R
   auto locate = [&](rules::Finding& f) {
     const image::Instruction* i =
         image::Locate(map, f.layer.index, f.paths.empty() ? "" : f.paths[0], f.env);
+    // A finding the configuration causes (IC020 through LD_LIBRARY_PATH) is on the ENV/ARG line
+    // that set it, what a user changes; the instruction that wrote the file is its evidence.
+    if (const image::Instruction* e = f.env.empty() ? nullptr : image::Locate(map, -1, "", f.env);
+        e && e != i && (e->keyword == "ENV" || e->keyword == "ARG")) {
+      if (i && i->keyword != "FROM")
+        f.evidence.push_back(
+            {"written by", shown + ":" + std::to_string(i->line) + ": " + i->text});
+      i = e;
+    }
     if (i) f.dockerfile = rules::SourceLine{shown, i->line, i->end_line, i->text};
   };
   for (auto& f : rep.findings) locate(f);
@@ -88,6 +100,14 @@ std::vector<Output> Outputs(const ScanArgs& args) {
     size_t eq = o.find('=');
     std::optional<report::Format> named;
     if (eq != std::string::npos) named = report::ParseFormat(o.substr(0, eq));
+    // FORMAT=FILE with a word that is no format is a typo, never a file named "xml=foo.xml"
+    // (a path to such a file still works: ./xml=foo.xml).
+    bool word = eq != std::string::npos && eq > 0 &&
+                o.find_first_not_of(
+                    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") == eq;
+    if (word && !named)
+      throw util::Fatal("--output: unknown format '" + o.substr(0, eq) + "' in " + o +
+                        " (FORMAT=FILE takes " + report::FormatNames() + ")");
     if (named && eq + 1 == o.size()) throw util::Fatal("--output: " + o + " names no file");
     out.push_back(named ? Output{*named, o.substr(eq + 1)} : Output{*format, o});
   }
@@ -116,11 +136,18 @@ int Scan(const ScanArgs& args) {
         args.probe ? probe_note : "checked only by the GPU probe (imgcheck scan --probe)");
     if (!args.dockerfile.empty()) MapToDockerfile(args.dockerfile, *input.image, rep);
     if (!probe_note.empty()) rep.notes.push_back(probe_note);
+    char stamp[32];
+    std::time_t now = std::time(nullptr);
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &utc);
+    rep.timestamp = stamp;
   };
   report::Report rep = ScanReport(args.image, policy, probe_findings, finish);
 
   for (const Output& o : outputs) {
     report::RenderOptions ro;
+    ro.verbose = args.verbose;
     ro.color = o.file.empty() && o.format == report::Format::kText && isatty(STDOUT_FILENO) &&
                std::getenv("NO_COLOR") == nullptr;
     std::string text = report::Render(rep, o.format, ro);
@@ -149,11 +176,24 @@ Runner DefineScan(CLI::App& sub) {
   sub.add_option("--dockerfile", args->dockerfile,
                  "the Dockerfile the image was built from: findings name its lines");
   AddRuleArgs(sub, args->rules);
+  sub.add_flag("-v,--verbose", args->verbose,
+               "text report: the evidence of each finding (search lists, version sources, "
+               "layer digests) and quiet findings");
   sub.add_flag("--fail-on-empty", args->fail_on_empty,
                "exit 1 when the image holds no CUDA stack (no CUDA library, toolkit or framework)");
   sub.add_flag("--probe", args->probe,
                "also run the image's cuDNN stack on this host's GPU (runs image code; see probe)");
   AddProbeRunArgs(sub, args->probe_run, "--probe-timeout");
+  // Every flag also from IMGCHECK_<FLAG> (--fail-on: IMGCHECK_FAIL_ON), as CI systems pass
+  // settings. CLI11 reads the variable only when the flag is absent, and the config file's
+  // values apply only where neither set one: flag > environment > config file.
+  for (CLI::Option* o : sub.get_options()) {
+    if (!o->nonpositional() || o->get_lnames().empty() || o->get_lnames()[0] == "help") continue;
+    std::string env = "IMGCHECK_";
+    for (char c : o->get_lnames()[0])
+      env += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    o->envname(env);
+  }
   return [args]() -> int { return Scan(*args); };
 }
 
