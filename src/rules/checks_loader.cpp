@@ -467,11 +467,11 @@ void CheckUnmanaged(Context& ctx) {
       if (!names.empty()) names += ", ";
       names += std::string(util::BaseName(c->path));
     }
-    Finding f =
-        ctx.Make("IC051",
-                 std::to_string(list.size()) + " CUDA librar" + (list.size() == 1 ? "y" : "ies") +
-                     " in " + dir + " belong to no package: " + names,
-                 paths, list[0]->layer);
+    Finding f = ctx.Make(
+        "IC051",
+        std::to_string(list.size()) + " CUDA librar" + (list.size() == 1 ? "y" : "ies") + " in " +
+            dir + (list.size() == 1 ? " belongs" : " belong") + " to no package: " + names,
+        paths, list[0]->layer);
     for (const Component* c : list) Context::AddComponentEvidence(f, *c, c->name + " ");
     const auto& release = ctx.k.libraries().release_dirs;
     f.quiet = std::any_of(release.begin(), release.end(),
