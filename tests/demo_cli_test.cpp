@@ -104,3 +104,35 @@ TEST_CASE("the README shows the demo image's text report as it is", "[cli][demo]
   CHECK_THAT(verbose.output,
              Contains("resolved libcudnn.so.5: /opt/cudnn/lib64/libcudnn.so.5.0.5"));
 }
+
+TEST_CASE("dockerfile: an inline ignore on the line before an instruction", "[cli][demo]") {
+  TempDir dir;
+  std::string text = ReadFile(SourceDir() / "testdata/demo/Dockerfile");
+  // Before the ENV line (4), which IC020 points at: the comment becomes line 4.
+  size_t env = text.find("ENV LD_LIBRARY_PATH");
+  WriteFile(dir / "Dockerfile",
+            text.substr(0, env) +
+                "# imgcheck ignore=IC020 reason=\"stub kept for the CI linker\"\n" +
+                text.substr(env));
+  CommandResult r =
+      Run(Imgcheck("scan", "--format json --dockerfile '" + (dir / "Dockerfile").string() + "'"));
+  INFO(r.output);
+  auto report = nlohmann::json::parse(r.output.substr(0, r.output.rfind('}') + 1));
+  for (const auto& f : report["findings"]) CHECK(f["rule"] != "IC020");
+  bool ignored = false;
+  for (const auto& s : report["suppressed"])
+    if (s["rule"] == "IC020") {
+      ignored = true;
+      CHECK(s["ignored_by"]["reason"] == "stub kept for the CI linker");
+      CHECK(s["ignored_by"]["where"].get<std::string>().ends_with("Dockerfile:4"));
+    }
+  CHECK(ignored);
+  CHECK(r.status == 1);  // IC001 still fails the run
+  // Without a reason the line is refused, as an ignore in the config file would be.
+  WriteFile(dir / "Dockerfile",
+            text.substr(0, env) + "# imgcheck ignore=IC020\n" + text.substr(env));
+  CommandResult bare =
+      Run(Imgcheck("scan", "--dockerfile '" + (dir / "Dockerfile").string() + "' 2>&1"));
+  CHECK(bare.status == 2);
+  CHECK_THAT(bare.output, Contains("needs reason="));
+}
