@@ -6,6 +6,8 @@ set -euo pipefail
 pkgs=(cmake g++ make ninja-build pkg-config
       libarchive-dev nlohmann-json3-dev libssl-dev libcli11-dev catch2 libisal-dev libzstd-dev
       libcurl4-openssl-dev
+      # the config file (.imgcheck.yaml): full YAML
+      libyaml-cpp-dev
       # imgcheck serve: HTTPS server (cpp-httplib, built with OpenSSL, zlib and brotli) and Redis
       libcpp-httplib-dev zlib1g-dev libbrotli-dev libhiredis-dev)
 [ "${1:-}" = build ] || pkgs+=(

@@ -183,6 +183,7 @@ int Scan(const ScanArgs& args) {
         args.probe ? probe_note : "checked only by the GPU probe (imgcheck scan --probe)");
     if (!args.dockerfile.empty()) MapToDockerfile(args.dockerfile, *input.image, rep);
     if (!probe_note.empty()) rep.notes.push_back(probe_note);
+    rep.notes.insert(rep.notes.end(), policy.config.expired.begin(), policy.config.expired.end());
     char stamp[32];
     std::time_t now = std::time(nullptr);
     std::tm utc{};
