@@ -18,6 +18,8 @@ pkgs=(cmake g++ make ninja-build pkg-config
       redis-server redis-tools wrk
       # the CI gate's tests: real builds, podman's Docker API, the SARIF schema
       buildah podman python3-jsonschema
+      # scripts/validate-sbom: a venv for the PyPI validators of the SBOMs
+      python3-venv
       # the JUnit report against the Jenkins and Ant/JUnit 5 XSDs (testdata/junit)
       libxml2-utils
       # scripts/build-image.sh: a Debian 12 base where no registry serves one

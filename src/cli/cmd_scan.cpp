@@ -4,7 +4,6 @@
 
 #include <cctype>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -20,6 +19,7 @@
 #include "rules/config.h"
 #include "rules/scan.h"
 #include "rules/target.h"
+#include "util/clock.h"
 #include "util/error.h"
 #include "util/file.h"
 #include "util/path.h"
@@ -184,12 +184,7 @@ int Scan(const ScanArgs& args) {
     if (!args.dockerfile.empty()) MapToDockerfile(args.dockerfile, *input.image, rep);
     if (!probe_note.empty()) rep.notes.push_back(probe_note);
     rep.notes.insert(rep.notes.end(), policy.config.expired.begin(), policy.config.expired.end());
-    char stamp[32];
-    std::time_t now = std::time(nullptr);
-    std::tm utc{};
-    gmtime_r(&now, &utc);
-    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &utc);
-    rep.timestamp = stamp;
+    rep.timestamp = util::UtcNow("%Y-%m-%dT%H:%M:%S");
   };
   report::Report rep = ScanReport(args.image, policy, probe_findings, finish);
 

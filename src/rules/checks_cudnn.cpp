@@ -1,5 +1,6 @@
 // Checks over frameworks and cuDNN: IC001-IC004, IC041, IC050.
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -259,6 +260,17 @@ void CheckSublibrarySkew(Context& ctx) {
                          {r.real_path, shim.real_path});
     f.evidence.push_back({"consumer", seen.consumer->path});
     f.evidence.push_back(ResolvedEvidence(r));
+    // The other release's sub-library goes: its package, or the file and the path entry that
+    // leads to it; libcudnn then finds its own beside it.
+    std::string env = r.reason == loader::Reason::kLdLibraryPath ? EnvWithout(ctx, r.entry) : "";
+    f.remediation =
+        (sub && sub->owner ? RemoveCommand(*sub->owner) + " (it installed " + r.real_path + ")"
+                           : "delete " + r.real_path) +
+        (env.empty() ? "" : ", or " + env + " (drops " + r.entry + ")") + ", so that " +
+        std::string(util::BaseName(shim.real_path)) + " loads the " + r.name +
+        " of its own release.";
+    f.remediation[0] =
+        static_cast<char>(std::toupper(static_cast<unsigned char>(f.remediation[0])));
     ctx.findings.push_back(std::move(f));
   }
 }

@@ -539,6 +539,8 @@ TEST_CASE("IC004: a cuDNN sub-library of another release than the shim", "[check
   CHECK(Paths(found, "IC004") == std::vector<std::string>{kLib + "/libcudnn_graph.so.9.5.1"});
   REQUIRE(found["IC004"].size() == 1);
   CHECK(found["IC004"][0].message.find("cuDNN 9.5.1 while libcudnn is 9.1.0") != std::string::npos);
+  // Unowned: the file goes (libcudnn's own directory is the one on the path).
+  CHECK(found["IC004"][0].remediation.rfind("Delete " + kLib + "/libcudnn_graph.so.9.5.1", 0) == 0);
   FakeImage ok = image("9.1.0");
   CHECK(Paths(Scan(ok), "IC004").empty());
 }

@@ -2,9 +2,9 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <ctime>
 #include <filesystem>
 
+#include "util/clock.h"
 #include "util/path.h"
 #include "util/text.h"
 
@@ -101,14 +101,7 @@ bool Fails(FailOn gate, Severity severity) { return gate.at && severity >= *gate
 util::Expected<Config> ParseConfig(const std::string& path, std::string_view text,
                                    const Knowledge& knowledge, std::string_view today) {
   std::string now(today);
-  if (now.empty()) {
-    char day[16];
-    std::time_t t = std::time(nullptr);
-    std::tm utc{};
-    gmtime_r(&t, &utc);
-    std::strftime(day, sizeof day, "%Y-%m-%d", &utc);
-    now = day;
-  }
+  if (now.empty()) now = util::UtcNow("%Y-%m-%d");
   bool json = path.ends_with(".json");
   auto parsed = json ? ParseDataFile(path, text) : ParseYaml(path, text);
   if (!parsed) return parsed.error();
