@@ -78,7 +78,8 @@ TEST_CASE("catalog formats come from one table", "[report][catalog]") {
   CHECK(ParseCatalogFormat("cyclonedx") == CatalogFormat::kCycloneDx);
   CHECK(ParseCatalogFormat("table") == CatalogFormat::kTable);
   CHECK_FALSE(ParseCatalogFormat("sarif"));
-  CHECK(CatalogFormats().size() == 3);
+  CHECK(ParseCatalogFormat("cyclonedx-1.5") == CatalogFormat::kCycloneDx15);
+  CHECK(CatalogFormats().size() == 5);  // table, json, cyclonedx, cyclonedx-1.5, spdx-json
 }
 
 TEST_CASE("catalog JSON: name, version, sources, path, layer provenance", "[report][catalog]") {
