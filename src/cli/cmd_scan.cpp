@@ -3,27 +3,20 @@
 #include <unistd.h>
 
 #include <cctype>
-#include <cstdio>
-#include <filesystem>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
+#include <optional>
 
-#include "catalog/catalog.h"
-#include "cli/analysis.h"
 #include "cli/commands.h"
-#include "image/dockerfile.h"
+#include "cli/rule_args.h"
 #include "probe/session.h"
 #include "report/report.h"
 #include "rules/config.h"
-#include "rules/scan.h"
-#include "rules/target.h"
+#include "scan/scan.h"
 #include "util/clock.h"
 #include "util/error.h"
-#include "util/file.h"
-#include "util/path.h"
-#include "util/text.h"
 
 namespace imgcheck::cli {
 
@@ -34,102 +27,12 @@ struct ScanArgs {
   std::string format = "text";
   std::vector<std::string> outputs;  ///< FILE (in --format) or FORMAT=FILE, each once
   std::string dockerfile;            ///< --dockerfile: map findings to its lines
-  RuleArgs rules;
+  scan::PolicyArgs rules;
   bool fail_on_empty = false;  ///< --fail-on-empty: exit 1 when there is no CUDA stack
   bool probe = false;          ///< --probe: also run the GPU probe (src/probe)
   bool verbose = false;        ///< --verbose: the text report's evidence and quiet findings
   ProbeRunArgs probe_run;
 };
-
-// The Dockerfile's path as code scanning wants it: relative to the repository root (the nearest
-// directory above it with a .git), else to the working directory, else as given.
-std::string RepositoryPath(const std::string& dockerfile) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::path abs = fs::weakly_canonical(fs::absolute(dockerfile, ec), ec);
-  for (fs::path dir = abs.parent_path(); !dir.empty(); dir = dir.parent_path()) {
-    if (fs::exists(dir / ".git", ec)) return abs.lexically_relative(dir).generic_string();
-    if (dir == dir.parent_path()) break;
-  }
-  fs::path rel = abs.lexically_relative(fs::current_path(ec));
-  return rel.empty() || *rel.begin() == ".." ? dockerfile : rel.generic_string();
-}
-
-// `# imgcheck ignore=IC020[,IC051] reason="..."` on the line before an instruction (hadolint's
-// spelling): findings mapped to that instruction move to the suppressed, with the reason and
-// the comment's line. A reason is required, as in the config file.
-void ApplyInlineIgnores(const std::string& text, const std::string& shown, report::Report& rep) {
-  std::vector<std::string> lines = util::Split(text, '\n');
-  auto ignores_at = [&](int line) -> std::vector<rules::Ignore> {
-    // The line before the instruction (1-based `line`), itself a comment.
-    if (line < 2 || static_cast<size_t>(line - 1) > lines.size()) return {};
-    std::string comment = lines[static_cast<size_t>(line - 2)];
-    size_t hash = comment.find_first_not_of(" \t");
-    if (hash == std::string::npos || comment[hash] != '#') return {};
-    size_t at = comment.find("imgcheck ignore=", hash);
-    if (at == std::string::npos) return {};
-    std::string where = shown + ":" + std::to_string(line - 1);
-    std::string rest = comment.substr(at + 16);
-    std::string ids = rest.substr(0, rest.find_first_of(" \t"));
-    size_t r = rest.find("reason=\"");
-    size_t end = r == std::string::npos ? r : rest.find('"', r + 8);
-    if (end == std::string::npos || end == r + 8)
-      throw util::Fatal("--dockerfile: " + where + ": an inline ignore needs reason=\"...\"");
-    std::vector<rules::Ignore> out;
-    for (const auto& id : util::Split(ids, ',')) {
-      const rules::RuleInfo* rule = rep.knowledge ? rep.knowledge->Rule(id) : nullptr;
-      if (!rule)
-        throw util::Fatal("--dockerfile: " + where + ": unknown rule '" + id +
-                          "' in an inline ignore");
-      out.push_back({rule->id, "", rest.substr(r + 8, end - r - 8), where});
-    }
-    return out;
-  };
-  std::vector<rules::Finding> kept;
-  for (auto& f : rep.findings) {
-    std::optional<rules::Ignore> hit;
-    if (f.dockerfile)
-      for (auto& i : ignores_at(f.dockerfile->line))
-        if (i.rule == f.rule) hit = std::move(i);
-    if (hit) {
-      rep.suppressed.push_back({std::move(f), std::move(*hit)});
-    } else {
-      kept.push_back(std::move(f));
-    }
-  }
-  rep.findings = std::move(kept);
-}
-
-// Points every finding (reported or ignored) at the Dockerfile instruction behind it.
-void MapToDockerfile(const std::string& path, const image::Image& img, report::Report& rep) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw util::Fatal("--dockerfile: " + path + " does not exist");
-  util::Expected<std::string> text = util::ReadFile(path);
-  if (!text) throw util::Fatal("--dockerfile: " + text.error().message);
-  auto df = image::ParseDockerfile(*text);
-  if (!df) throw util::Fatal("--dockerfile: " + path + ": " + df.error().message);
-  image::BuildMap map = image::MapBuild(*df, img.config.history, img.layers.size());
-  std::string shown = RepositoryPath(path);
-  auto locate = [&](rules::Finding& f) {
-    const image::Instruction* i =
-        image::Locate(map, f.layer.index, f.paths.empty() ? "" : f.paths[0], f.env);
-    // A finding the configuration causes (IC020 through LD_LIBRARY_PATH) is on the ENV/ARG line
-    // that set it, what a user changes; the instruction that wrote the file is its evidence.
-    if (const image::Instruction* e = f.env.empty() ? nullptr : image::Locate(map, -1, "", f.env);
-        e && e != i && (e->keyword == "ENV" || e->keyword == "ARG")) {
-      if (i && i->keyword != "FROM")
-        f.evidence.push_back(
-            {"written by", shown + ":" + std::to_string(i->line) + ": " + i->text});
-      i = e;
-    }
-    if (i) f.dockerfile = rules::SourceLine{shown, i->line, i->end_line, i->text};
-  };
-  for (auto& f : rep.findings) locate(f);
-  for (auto& s : rep.suppressed) locate(s.finding);
-  rep.dockerfile = true;
-  ApplyInlineIgnores(*text, shown, rep);
-}
 
 struct Output {
   report::Format format;
@@ -164,29 +67,20 @@ std::vector<Output> Outputs(const ScanArgs& args) {
 
 int Scan(const ScanArgs& args) {
   std::vector<Output> outputs = Outputs(args);
-  Policy policy = LoadPolicy(args.rules);
-  std::string probe_note;
-  ExtraFindings probe_findings;
-  if (args.probe)  // the GPU probe's findings join the scan's; without a GPU only a note
-    probe_findings = [&](const rules::ScanInput& input, report::Report& rep) {
-      std::cerr << kProbeNotice;
-      probe::Session ps = probe::RunSession(args.image.reference,
-                                            ToLoadOptions(args.image, policy.knowledge.libraries()),
-                                            input, ToRunOptions(args.probe_run));
-      if (ps.no_gpu) probe_note = "--probe: no GPU: probe skipped (" + ps.skip_reason + ")";
-      if (ps.nothing_to_load) probe_note = "--probe: " + ps.skip_reason;
-      rep.findings.insert(rep.findings.end(), ps.findings.begin(), ps.findings.end());
-    };
-  auto finish = [&](const rules::ScanInput& input, report::Report& rep) {
-    rep.not_run = rules::RulesNotRun(
-        input.target, policy.knowledge, rules::ImplementedRules(),
-        args.probe ? probe_note : "checked only by the GPU probe (imgcheck scan --probe)");
-    if (!args.dockerfile.empty()) MapToDockerfile(args.dockerfile, *input.image, rep);
-    if (!probe_note.empty()) rep.notes.push_back(probe_note);
-    rep.notes.insert(rep.notes.end(), policy.config.expired.begin(), policy.config.expired.end());
-    rep.timestamp = util::UtcNow("%Y-%m-%dT%H:%M:%S");
-  };
-  report::Report rep = ScanReport(args.image, policy, probe_findings, finish);
+  scan::Policy policy = scan::LoadPolicy(args.rules);
+  scan::Request request = ScanRequest(args.image, policy.knowledge, scan::Depth::kFindings);
+  request.policy = &policy;
+  request.dockerfile = args.dockerfile;
+  // The GPU probe's findings join the scan's; without a GPU only a note.
+  std::optional<probe::ScanStep> probe;
+  if (args.probe) {
+    std::cerr << kProbeNotice;
+    request.probe = &probe.emplace(ToRunOptions(args.probe_run));
+  }
+  std::unique_ptr<scan::Result> scanned = scan::Run(request);
+  report::Report& rep = scanned->report;
+  rep.timestamp = util::UtcNow("%Y-%m-%dT%H:%M:%S");
+  rep.notes.insert(rep.notes.end(), policy.config.expired.begin(), policy.config.expired.end());
 
   for (const Output& o : outputs) {
     report::RenderOptions ro;

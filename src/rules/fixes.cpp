@@ -12,7 +12,7 @@ std::string JoinAnd(const std::vector<std::string>& items) {
 }
 
 std::string EnvWithout(const Context& ctx, const std::string& dir) {
-  auto value = ctx.cat.config.Env("LD_LIBRARY_PATH");
+  auto value = ctx.catalog.config.Env("LD_LIBRARY_PATH");
   if (!value) return "";
   std::string kept;
   bool dropped = false;
@@ -27,14 +27,14 @@ std::string EnvWithout(const Context& ctx, const std::string& dir) {
 }
 
 const catalog::Component* OwningDist(const Context& ctx, const std::string& path) {
-  const catalog::PackageRef* owner = ctx.cat.Owner(path);
+  const catalog::PackageRef* owner = ctx.catalog.Owner(path);
   return owner && owner->manager == catalog::PackageManager::kPip ? ctx.Dist(owner->name) : nullptr;
 }
 
 std::string RequiredInstall(const Context& ctx, const std::string& family,
                             const catalog::Component* dist) {
   if (!dist) return "";
-  for (const auto& f : ctx.k.libraries().families) {
+  for (const auto& f : ctx.knowledge.libraries().families) {
     if (f.family != family) continue;
     for (const auto& req : dist->requires_dist)
       for (const auto& glob : f.pip)
