@@ -6,6 +6,8 @@ set -euo pipefail
 pkgs=(cmake g++ make ninja-build pkg-config
       libarchive-dev nlohmann-json3-dev libssl-dev libcli11-dev catch2 libisal-dev libzstd-dev
       libcurl4-openssl-dev
+      # the config file (.imgcheck.yaml): full YAML
+      libyaml-cpp-dev
       # imgcheck serve: HTTPS server (Boost.Beast/Asio, header-only) and Redis
       libboost-dev libhiredis-dev)
 [ "${1:-}" = build ] || pkgs+=(
@@ -18,6 +20,10 @@ pkgs=(cmake g++ make ninja-build pkg-config
       libcpp-httplib-dev zlib1g-dev libbrotli-dev
       # the CI gate's tests: real builds, podman's Docker API, the SARIF schema
       buildah podman python3-jsonschema
+      # scripts/validate-sbom: a venv for the PyPI validators of the SBOMs
+      python3-venv
+      # the JUnit report against the Jenkins and Ant/JUnit 5 XSDs (testdata/junit)
+      libxml2-utils
       # scripts/build-image.sh: a Debian 12 base where no registry serves one
       debootstrap
       # the fuzz targets (scripts/fuzz): clang with libFuzzer and the sanitizer runtimes

@@ -2,6 +2,7 @@
 // show is found, and `why` explains it the way libtree would.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -66,4 +67,72 @@ TEST_CASE("dockerfile: the demo's findings on the lines of testdata/demo/Dockerf
     if (f["dockerfile"].is_object()) line[f["rule"]] = f["dockerfile"]["line"];
   CHECK(line["IC001"] == 7);  // COPY cudnn-5.0.5/lib64 /opt/cudnn/lib64
   CHECK(line["IC020"] == 4);  // the stub is the base image's; the ENV put it on the path
+}
+
+// The README's demo report is this test's output: the text report of testdata/demo, as a user
+// who ran the README's commands sees it. IMGCHECK_UPDATE_GOLDEN=1 rewrites both after a
+// deliberate change.
+TEST_CASE("the README shows the demo image's text report as it is", "[cli][demo]") {
+  CommandResult r =
+      Run("cd '" + BinaryDir().string() + "' && NO_COLOR=1 '" +
+          (BinaryDir() / "imgcheck").string() + "' scan --quiet --no-cache oci:demo/image:latest");
+  INFO(r.output);
+  CHECK(r.status == 1);
+  const auto golden = SourceDir() / "testdata/golden/demo.txt";
+  const auto readme = SourceDir() / "README.md";
+  const std::string begin = "<!-- demo report (tests/demo_cli_test.cpp) -->\n```text\n";
+  std::string text = ReadFile(readme);
+  size_t from = text.find(begin);
+  REQUIRE(from != std::string::npos);
+  from += begin.size();
+  size_t to = text.find("```\n", from);
+  REQUIRE(to != std::string::npos);
+  if (std::getenv("IMGCHECK_UPDATE_GOLDEN")) {
+    WriteFile(golden, r.output);
+    WriteFile(readme, text.replace(from, to - from, r.output));
+    text = ReadFile(readme);
+    to = from + r.output.size();
+  }
+  CHECK(ReadFile(golden) == r.output);
+  CHECK(text.substr(from, to - from) == r.output);
+  // What a person reads first: the verdict, then the two problems, each with its fix.
+  CHECK_THAT(r.output.substr(0, r.output.find('\n')), Contains("FAIL (exit 1"));
+  CHECK_THAT(r.output, Contains("\nerror   IC001 cudnn-version-mismatch\n"));
+  CHECK_THAT(r.output, Contains("fix: "));
+  CHECK_THAT(r.output, !Contains("searched:"));  // evidence only with --verbose
+  CommandResult verbose = Run(Imgcheck("scan", "--verbose"));
+  CHECK_THAT(verbose.output,
+             Contains("resolved libcudnn.so.5: /opt/cudnn/lib64/libcudnn.so.5.0.5"));
+}
+
+TEST_CASE("dockerfile: an inline ignore on the line before an instruction", "[cli][demo]") {
+  TempDir dir;
+  std::string text = ReadFile(SourceDir() / "testdata/demo/Dockerfile");
+  // Before the ENV line (4), which IC020 points at: the comment becomes line 4.
+  size_t env = text.find("ENV LD_LIBRARY_PATH");
+  WriteFile(dir / "Dockerfile",
+            text.substr(0, env) +
+                "# imgcheck ignore=IC020 reason=\"stub kept for the CI linker\"\n" +
+                text.substr(env));
+  CommandResult r =
+      Run(Imgcheck("scan", "--format json --dockerfile '" + (dir / "Dockerfile").string() + "'"));
+  INFO(r.output);
+  auto report = nlohmann::json::parse(r.output.substr(0, r.output.rfind('}') + 1));
+  for (const auto& f : report["findings"]) CHECK(f["rule"] != "IC020");
+  bool ignored = false;
+  for (const auto& s : report["suppressed"])
+    if (s["rule"] == "IC020") {
+      ignored = true;
+      CHECK(s["ignored_by"]["reason"] == "stub kept for the CI linker");
+      CHECK(s["ignored_by"]["where"].get<std::string>().ends_with("Dockerfile:4"));
+    }
+  CHECK(ignored);
+  CHECK(r.status == 1);  // IC001 still fails the run
+  // Without a reason the line is refused, as an ignore in the config file would be.
+  WriteFile(dir / "Dockerfile",
+            text.substr(0, env) + "# imgcheck ignore=IC020\n" + text.substr(env));
+  CommandResult bare =
+      Run(Imgcheck("scan", "--dockerfile '" + (dir / "Dockerfile").string() + "' 2>&1"));
+  CHECK(bare.status == 2);
+  CHECK_THAT(bare.output, Contains("needs reason="));
 }

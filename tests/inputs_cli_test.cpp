@@ -319,3 +319,98 @@ TEST_CASE("words are not images: help, version, typos and flags before the image
   CHECK(extra.status == 2);
   CHECK_THAT(extra.output, Contains("two three"));
 }
+
+TEST_CASE("bare imgcheck prints the help; in a script it exits 2", "[cli]") {
+  CommandResult bare = Run(ImgcheckCommand(""));
+  CHECK(bare.status == 2);  // stdout is no terminal here
+  CHECK_THAT(bare.output, Contains("scan"));
+  CHECK_THAT(bare.output, Contains("Exit codes: 0"));
+  CHECK(bare.output.find("A subcommand is required") == std::string::npos);
+}
+
+TEST_CASE("a path that does not exist is no such file, never a registry lookup", "[cli]") {
+  TempDir tmp;
+  for (std::string ref : {"/nonexistent/image", "./missing", "x.tar", "x.tar.gz"}) {
+    CommandResult r =
+        Run("cd " + Quote(tmp.path()) + " && " + ImgcheckCommand("scan -q " + ref) + " 2>&1");
+    INFO(ref << ": " << r.output);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.output, Contains("imgcheck: " + ref + ": no such file"));
+    CHECK(r.output.find("registry") == std::string::npos);
+    CHECK(r.output.find("repository") == std::string::npos);
+  }
+}
+
+TEST_CASE("--output FORMAT=FILE refuses an unknown FORMAT with the list", "[cli]") {
+  TempDir tmp;
+  ImageRecipe r;
+  r.layers.push_back(MakeLayer({File("etc/os-release", "ID=debian\n")}, Compression::kGzip, "ADD"));
+  WriteOciLayout(tmp / "layout", r);
+  std::string image = " oci:" + (tmp / "layout").string();
+  CommandResult typo = Run("cd " + Quote(tmp.path()) + " && " +
+                           ImgcheckCommand("scan -q --output xml=foo.xml" + image) + " 2>&1");
+  INFO(typo.output);
+  CHECK(typo.status == 2);
+  CHECK_THAT(typo.output, Contains("unknown format 'xml'"));
+  CHECK_THAT(typo.output, Contains("text|json|sarif|junit|codequality"));
+  CHECK_FALSE(fs::exists(tmp / "xml=foo.xml"));
+  // -o is --output; a path holding '=' is still a file.
+  CommandResult short_form = Run("cd " + Quote(tmp.path()) + " && " +
+                                 ImgcheckCommand("scan -q -o json=r.json -o ./a=b.txt" + image));
+  CHECK(short_form.status == 0);
+  CHECK(fs::exists(tmp / "r.json"));
+  CHECK(fs::exists(tmp / "a=b.txt"));
+}
+
+TEST_CASE("completion scripts parse in their shells; the man page is roff", "[cli]") {
+  CommandResult bash = Run(ImgcheckCommand("completion bash") + " > /dev/null");
+  CHECK(bash.status == 0);
+  TempDir tmp;
+  CHECK(Run(ImgcheckCommand("completion bash") + " > " + Quote(tmp / "c.bash")).status == 0);
+  CommandResult parsed = Run("bash -n " + Quote(tmp / "c.bash") + " 2>&1");
+  INFO(parsed.output);
+  CHECK(parsed.status == 0);
+  // Loaded into bash, it completes a subcommand's flags.
+  CommandResult completes = Run(
+      "bash -c 'source " + (tmp / "c.bash").string() +
+      "; COMP_WORDS=(imgcheck scan --fail); COMP_CWORD=2; _imgcheck; echo \"${COMPREPLY[*]}\"'");
+  CHECK_THAT(completes.output, Contains("--fail-on"));
+  if (HaveProgram("zsh")) {
+    CHECK(Run(ImgcheckCommand("completion zsh") + " > " + Quote(tmp / "_imgcheck")).status == 0);
+    CHECK(Run("zsh -n " + Quote(tmp / "_imgcheck")).status == 0);
+  }
+  CommandResult fish = Run(ImgcheckCommand("completion fish"));
+  CHECK(fish.status == 0);
+  CHECK_THAT(fish.output, Contains("complete -c imgcheck"));
+  CommandResult tcsh = Run(ImgcheckCommand("completion tcsh") + " 2>&1");
+  CHECK(tcsh.status == 2);
+  CHECK_THAT(tcsh.output, Contains("bash|zsh|fish"));
+  CommandResult man = Run(ImgcheckCommand("man"));
+  CHECK(man.status == 0);
+  CHECK(man.output.find(".TH IMGCHECK 1") != std::string::npos);
+  CHECK(man.output.find(".SH EXIT STATUS") != std::string::npos);
+}
+
+TEST_CASE("IMGCHECK_<FLAG>: flag over environment over config file", "[cli][config]") {
+  TempDir tmp;
+  ImageRecipe r;
+  // An unpackaged cuDNN: IC051, info.
+  r.layers.push_back(
+      MakeLayer({Dir("opt/lib"), FileFrom("opt/lib/libcudnn.so.8", So("libcudnn.so.8"))},
+                Compression::kGzip, "COPY lib /opt/lib"));
+  WriteOciLayout(tmp / "layout", r);
+  WriteFile(tmp / ".imgcheck.yaml", "fail-on: info\n");
+  auto scan = [&](const std::string& env, const std::string& flags) {
+    return Run(
+        "cd " + Quote(tmp.path()) + " && " + env + " " +
+        ImgcheckCommand("scan -q --no-cache " + flags + " oci:" + (tmp / "layout").string()));
+  };
+  CHECK(scan("", "").status == 1);                                     // the config file
+  CHECK(scan("IMGCHECK_FAIL_ON=none", "").status == 0);                // env over config
+  CHECK(scan("IMGCHECK_FAIL_ON=none", "--fail-on info").status == 1);  // flag over env
+  CommandResult json = scan("IMGCHECK_FORMAT=json", "");
+  CHECK_THAT(json.output, Contains("\"schema\": \"imgcheck-report/1\""));
+  CHECK(scan("IMGCHECK_FORMAT=json", "--format text").output.find("\"schema\"") ==
+        std::string::npos);
+  CHECK(scan("IMGCHECK_FAIL_ON=bogus", "").status == 2);  // checked like the flag
+}

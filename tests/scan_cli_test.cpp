@@ -1096,10 +1096,11 @@ TEST_CASE("every format renders a scan, --output writes it", "[scan]") {
   CHECK(j["runs"][0]["results"].size() >= 1);
   auto junit = Run("'" + Imgcheck() + "' " + ref + " --format junit");
   CHECK(junit.output.find(
-            "<testcase classname=\"imgcheck.IC001\" name=\"IC001 cudnn-version-mismatch\">") !=
-        std::string::npos);
+            "<testcase classname=\"imgcheck.IC001\" name=\"IC001 cudnn-version-mismatch\" "
+            "time=\"0\">") != std::string::npos);
   auto text = Run("NO_COLOR=1 '" + Imgcheck() + "' " + ref);
-  CHECK(text.output.find("Error (1)") != std::string::npos);
+  CHECK(text.output.find("1 error, ") != std::string::npos);
+  CHECK(text.output.find("\nerror   IC001 cudnn-version-mismatch\n") != std::string::npos);
   CHECK(text.output.find("\033[") == std::string::npos);  // not a terminal: no colour
   auto unknown = Run("'" + Imgcheck() + "' " + ref + " --format yaml 2>&1");
   CHECK(unknown.status == 2);

@@ -62,6 +62,7 @@ LibraryRules LibraryRules::FromFiles(const std::vector<util::DataFile>& files) {
     util::Row top{&*file, "", &file->json};
     rules.stub_dirs = top.Strings("stub_dirs", false);
     rules.compat_dirs = top.Strings("compat_dirs", false);
+    rules.release_dirs = top.Strings("release_dirs", false);
     if (!file->json.contains("families") || !file->json["families"].is_array())
       throw util::Fatal(file->Where("", "libraries.json must have a \"families\" list"));
     const nlohmann::json& families = file->json["families"];

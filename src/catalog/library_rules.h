@@ -48,6 +48,9 @@ struct LibraryRules {
   std::vector<Family> families;
   std::vector<std::string> stub_dirs;    ///< a directory component named so marks a stub
   std::vector<std::string> compat_dirs;  ///< ... a forward-compatibility library
+  /// Globs on directories where NVIDIA's release archives (runfile, tarball) install
+  /// libraries: an unpackaged library there is the documented install.
+  std::vector<std::string> release_dirs;
   std::vector<FrameworkFile> framework_files;
   std::vector<FrameworkDist> framework_dists;
   /// Globs on package names the catalog lists though no family versions them ("cuda-*").

@@ -2,6 +2,7 @@
 // report, and the CI exit code: 0 nothing at or above --fail-on, 1 findings, 2 scan failed.
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -14,6 +15,7 @@
 #include "report/report.h"
 #include "rules/config.h"
 #include "scan/scan.h"
+#include "util/clock.h"
 #include "util/error.h"
 #include "util/profile.h"
 
@@ -29,6 +31,7 @@ struct ScanArgs {
   scan::PolicyArgs rules;
   bool fail_on_empty = false;  ///< --fail-on-empty: exit 1 when there is no CUDA stack
   bool probe = false;          ///< --probe: also run the GPU probe (src/probe)
+  bool verbose = false;        ///< --verbose: the text report's evidence and quiet findings
   ProbeRunArgs probe_run;
 };
 
@@ -48,6 +51,14 @@ std::vector<Output> Outputs(const ScanArgs& args) {
     size_t eq = o.find('=');
     std::optional<report::Format> named;
     if (eq != std::string::npos) named = report::ParseFormat(o.substr(0, eq));
+    // FORMAT=FILE with a word that is no format is a typo, never a file named "xml=foo.xml"
+    // (a path to such a file still works: ./xml=foo.xml).
+    bool word = eq != std::string::npos && eq > 0 &&
+                o.find_first_not_of(
+                    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") == eq;
+    if (word && !named)
+      throw util::Fatal("--output: unknown format '" + o.substr(0, eq) + "' in " + o +
+                        " (FORMAT=FILE takes " + report::FormatNames() + ")");
     if (named && eq + 1 == o.size()) throw util::Fatal("--output: " + o + " names no file");
     out.push_back(named ? Output{*named, o.substr(eq + 1)} : Output{*format, o});
   }
@@ -68,10 +79,13 @@ int Scan(const ScanArgs& args) {
     request.probe = &probe.emplace(ToRunOptions(args.probe_run));
   }
   std::unique_ptr<scan::Result> scanned = scan::Run(request);
-  const report::Report& rep = scanned->report;
+  report::Report& rep = scanned->report;
+  rep.timestamp = util::UtcNow("%Y-%m-%dT%H:%M:%S");
+  rep.notes.insert(rep.notes.end(), policy.config.expired.begin(), policy.config.expired.end());
 
   for (const Output& o : outputs) {
     report::RenderOptions ro;
+    ro.verbose = args.verbose;
     ro.color = o.file.empty() && o.format == report::Format::kText && isatty(STDOUT_FILENO) &&
                std::getenv("NO_COLOR") == nullptr;
     util::ProfileSpan span(util::Stage::kReport);
@@ -101,11 +115,24 @@ Runner DefineScan(CLI::App& sub) {
   sub.add_option("--dockerfile", args->dockerfile,
                  "the Dockerfile the image was built from: findings name its lines");
   AddRuleArgs(sub, args->rules);
+  sub.add_flag("-v,--verbose", args->verbose,
+               "text report: the evidence of each finding (search lists, version sources, "
+               "layer digests) and quiet findings");
   sub.add_flag("--fail-on-empty", args->fail_on_empty,
                "exit 1 when the image holds no CUDA stack (no CUDA library, toolkit or framework)");
   sub.add_flag("--probe", args->probe,
                "also run the image's cuDNN stack on this host's GPU (runs image code; see probe)");
   AddProbeRunArgs(sub, args->probe_run, "--probe-timeout");
+  // Every flag also from IMGCHECK_<FLAG> (--fail-on: IMGCHECK_FAIL_ON), as CI systems pass
+  // settings. CLI11 reads the variable only when the flag is absent, and the config file's
+  // values apply only where neither set one: flag > environment > config file.
+  for (CLI::Option* o : sub.get_options()) {
+    if (!o->nonpositional() || o->get_lnames().empty() || o->get_lnames()[0] == "help") continue;
+    std::string env = "IMGCHECK_";
+    for (char c : o->get_lnames()[0])
+      env += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    o->envname(env);
+  }
   return [args]() -> int { return Scan(*args); };
 }
 

@@ -1,5 +1,7 @@
 #include "cli/commands.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -26,6 +28,8 @@ const std::vector<Command>& Commands() {
        DefineProbe},
       {"help", "print this help, or a subcommand's (help scan)", DefineHelp},
       {"version", "print imgcheck's version", DefineVersion},
+      {"completion", "print a shell completion script: completion bash|zsh|fish", DefineCompletion},
+      {"man", "print the man page imgcheck(1), in roff", DefineMan},
       {"serve", "answer Kubernetes admission, registry pushes and Gatekeeper over HTTPS",
        DefineServe},
   };
@@ -241,19 +245,31 @@ void PrintError(std::string_view message) {
   std::cerr << "imgcheck: " << report::LogLine(message) << "\n";
 }
 
-int Main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (std::optional<int> refused = Rewrite(args)) return *refused;
-
-  CLI::App app{"imgcheck: find broken CUDA/cuDNN stacks in container images before they ship"};
+void DefineApp(CLI::App& app, Runner& run) {
+  app.description("imgcheck: find broken CUDA/cuDNN stacks in container images before they ship");
+  app.name("imgcheck");
   app.set_version_flag("--version", "imgcheck " IMGCHECK_VERSION);
   app.require_subcommand(1);
-  Runner run;
+  app.footer(kExitCodes);
   for (const auto& c : Commands()) {
     CLI::App* sub = app.add_subcommand(std::string(c.name), std::string(c.summary));
     Runner r = c.define(*sub);
     sub->callback([&run, r] { run = r; });
   }
+}
+
+int Main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  CLI::App app;
+  Runner run;
+  DefineApp(app, run);
+  if (args.empty()) {
+    // Bare `imgcheck`: the help, as git and docker do; a script that forgot its arguments still
+    // fails (exit 2), a person at a terminal asked for nothing wrong (exit 0).
+    std::cout << app.help();
+    return isatty(STDOUT_FILENO) ? 0 : 2;
+  }
+  if (std::optional<int> refused = Rewrite(args)) return *refused;
   std::reverse(args.begin(), args.end());  // CLI11 takes them in reverse order
   try {
     app.parse(args);

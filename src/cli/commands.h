@@ -73,6 +73,8 @@ Runner DefineRules(CLI::App& sub);
 Runner DefineProbe(CLI::App& sub);
 Runner DefineHelp(CLI::App& sub);
 Runner DefineVersion(CLI::App& sub);
+Runner DefineCompletion(CLI::App& sub);
+Runner DefineMan(CLI::App& sub);
 
 /// The subcommand nearest to a mistyped word ("sacn" -> "scan"), "" when none is close.
 std::string SuggestCommand(std::string_view word);
@@ -84,6 +86,16 @@ void AddRulesArg(CLI::App& sub, std::vector<std::string>& rules_dirs);
 /// Prints "imgcheck: MESSAGE" on stderr as exactly one line (report::LogLine): how every
 /// refused command line and failed run ends.
 void PrintError(std::string_view message);
+
+/// Said under --help (and in the man page): what each exit code means.
+inline constexpr char kExitCodes[] =
+    "Exit codes: 0 no finding at or above --fail-on (and, for bare `imgcheck`, the help on a "
+    "terminal); 1 findings at or above --fail-on; 2 the command line was refused or the scan "
+    "failed (and bare `imgcheck` in a script).";
+
+/// The whole command tree on `app`, from Commands(): what --help, the shell completions and the
+/// man page all describe. `run` receives the parsed subcommand's runner.
+void DefineApp(CLI::App& app, Runner& run);
 
 /// The whole command line; main() only calls this.
 int Main(int argc, char** argv);

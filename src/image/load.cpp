@@ -395,6 +395,21 @@ const std::vector<Transport>& Transports() {
   return kTransports;
 }
 
+namespace {
+
+// A reference no registry name can be and a user means as a file: an absolute or relative path,
+// or an archive's file name (a registry repository "x.tar" is possible, but never meant).
+bool LooksLikePath(std::string_view r) {
+  if (r.starts_with("/") || r.starts_with("./") || r.starts_with("../") || r.starts_with("~") ||
+      r == "." || r == "..")
+    return true;
+  for (std::string_view ext : {".tar", ".tar.gz", ".tgz", ".tar.zst", ".tar.xz", ".oci"})
+    if (r.ends_with(ext)) return true;
+  return false;
+}
+
+}  // namespace
+
 std::pair<const Transport*, std::string> SplitReference(std::string_view reference) {
   const Transport* docker = nullptr;
   for (const Transport& t : Transports()) {
@@ -408,6 +423,8 @@ std::pair<const Transport*, std::string> SplitReference(std::string_view referen
   }
   if (const Transport* t = RecognizePath(std::string(reference)))
     return {t, std::string(reference)};
+  // What reads as a path (/x, ./x, ../x, ~/x, x.tar) is never looked up in a registry.
+  if (LooksLikePath(reference)) throw util::Fatal(std::string(reference) + ": no such file");
   return {docker, std::string(reference)};
 }
 

@@ -8,6 +8,7 @@
 
 #include "catalog/metadata.h"
 #include "report/escape.h"
+#include "util/clock.h"
 #include "util/path.h"
 
 namespace imgcheck::report {
@@ -175,20 +176,35 @@ std::string PurlEncode(std::string_view s) {
   return out.str();
 }
 
-std::string Purl(const catalog::Catalog& cat, const Component& c) {
+// The purl of a component (https://github.com/package-url/purl-spec), "" when none says what it
+// is. Qualifiers in key order; `arch` is the image platform's (dpkg's for native packages).
+std::string Purl(const catalog::Catalog& cat, const Component& c, const ImageInfo& image) {
   switch (c.kind) {
     case ComponentKind::kPythonDist:
       return "pkg:pypi/" + PurlEncode(c.name) + "@" + PurlEncode(c.version);
     case ComponentKind::kCondaPackage:
       return "pkg:conda/" + PurlEncode(c.name) + "@" + PurlEncode(c.version);
     case ComponentKind::kOsPackage: {
-      auto id = cat.config.os_release.find("ID");
-      std::string distro = id != cat.config.os_release.end() ? id->second : "debian";
+      auto field = [&](const char* key) {
+        auto it = cat.config.os_release.find(key);
+        return it != cat.config.os_release.end() ? it->second : std::string();
+      };
+      std::string id = field("ID").empty() ? "debian" : field("ID");
+      std::string distro = field("VERSION_ID").empty() ? id : id + "-" + field("VERSION_ID");
       // The package's own version string (with revision) is what a deb purl names.
       std::string version = c.versions.empty() ? c.version : c.versions.front().detail;
       if (version.empty()) version = c.version;
-      return "pkg:deb/" + PurlEncode(distro) + "/" + PurlEncode(c.name) + "@" + PurlEncode(version);
+      std::string arch = image.platform.substr(image.platform.find('/') + 1);
+      arch = arch.substr(0, arch.find('/'));
+      if (arch == "x86_64") arch = "amd64";
+      return "pkg:deb/" + PurlEncode(id) + "/" + PurlEncode(c.name) + "@" + PurlEncode(version) +
+             (arch.empty() ? "" : "?arch=" + PurlEncode(arch) + "&") + (arch.empty() ? "?" : "") +
+             "distro=" + PurlEncode(distro);
     }
+    case ComponentKind::kCudaLibrary:
+      // A library no package owns (a tarball or runfile install) is NVIDIA's, by its name.
+      if (c.owner || c.version.empty()) return "";
+      return "pkg:generic/nvidia/" + PurlEncode(c.name) + "@" + PurlEncode(c.version);
     default:
       return "";
   }
@@ -212,7 +228,9 @@ const std::vector<CatalogFormatInfo>& CatalogFormats() {
   static const std::vector<CatalogFormatInfo> kFormats = {
       {"table", CatalogFormat::kTable, "aligned columns for people"},
       {"json", CatalogFormat::kJson, "every component with its version sources and layer"},
-      {"cyclonedx", CatalogFormat::kCycloneDx, "CycloneDX 1.5 JSON SBOM"},
+      {"cyclonedx", CatalogFormat::kCycloneDx, "CycloneDX 1.6 JSON SBOM"},
+      {"cyclonedx-1.5", CatalogFormat::kCycloneDx15, "CycloneDX 1.5 JSON SBOM"},
+      {"spdx-json", CatalogFormat::kSpdx, "SPDX 2.3 JSON SBOM"},
   };
   return kFormats;
 }
@@ -292,10 +310,11 @@ std::string RenderCatalogJson(const catalog::Catalog& cat, const ImageInfo& imag
 }
 
 std::string RenderCatalogCycloneDx(const catalog::Catalog& cat, const ImageInfo& image,
-                                   std::string_view tool_version, std::string_view rules_version) {
+                                   std::string_view tool_version, std::string_view rules_version,
+                                   std::string_view spec) {
   ordered_json bom;
   bom["bomFormat"] = "CycloneDX";
-  bom["specVersion"] = "1.5";
+  bom["specVersion"] = spec;
   bom["version"] = 1;
   ordered_json metadata;
   metadata["tools"] = {
@@ -303,7 +322,7 @@ std::string RenderCatalogCycloneDx(const catalog::Catalog& cat, const ImageInfo&
   // The rule data that classified the components (libraries.json families, framework files).
   if (!rules_version.empty())
     metadata["properties"] = {{{"name", "imgcheck:rules-version"}, {"value", rules_version}}};
-  ordered_json subject{{"type", "container"}, {"name", image.reference}};
+  ordered_json subject{{"bom-ref", "image"}, {"type", "container"}, {"name", image.reference}};
   if (!image.manifest_digest.empty()) subject["version"] = image.manifest_digest;
   metadata["component"] = std::move(subject);
   bom["metadata"] = std::move(metadata);
@@ -317,7 +336,7 @@ std::string RenderCatalogCycloneDx(const catalog::Catalog& cat, const ImageInfo&
     j["type"] = CycloneDxType(c.kind);
     j["name"] = c.name;
     if (!c.version.empty()) j["version"] = c.version;
-    if (std::string purl = Purl(cat, c); !purl.empty()) j["purl"] = purl;
+    if (std::string purl = Purl(cat, c, image); !purl.empty()) j["purl"] = purl;
     ordered_json props = ordered_json::array();
     auto prop = [&](std::string_view name, const std::string& value) {
       if (!value.empty()) props.push_back({{"name", name}, {"value", value}});
@@ -338,7 +357,66 @@ std::string RenderCatalogCycloneDx(const catalog::Catalog& cat, const ImageInfo&
     components.push_back(std::move(j));
   }
   bom["components"] = std::move(components);
+  // The catalog lists the CUDA stack (libraries, driver files, frameworks and the packages that
+  // own them), not every package of the image: said, so that no scanner takes it as whole.
+  bom["compositions"] = {{{"aggregate", "incomplete"}, {"assemblies", {"image"}}}};
   return DumpJson(bom, 2) + "\n";
+}
+
+std::string RenderCatalogSpdx(const catalog::Catalog& cat, const ImageInfo& image,
+                              std::string_view tool_version, std::string timestamp) {
+  if (timestamp.empty()) timestamp = util::UtcNow("%Y-%m-%dT%H:%M:%SZ");
+  ordered_json doc;
+  doc["spdxVersion"] = "SPDX-2.3";
+  doc["dataLicense"] = "CC0-1.0";
+  doc["SPDXID"] = "SPDXRef-DOCUMENT";
+  doc["name"] = image.reference;
+  // Unique per image and run, as the spec asks; not a URL anyone serves.
+  doc["documentNamespace"] =
+      "https://imgcheck.invalid/spdx/" +
+      PurlEncode(image.manifest_digest.empty() ? image.reference : image.manifest_digest) + "/" +
+      PurlEncode(timestamp);
+  doc["creationInfo"] = {{"created", timestamp},
+                         {"creators", {"Tool: imgcheck-" + std::string(tool_version)}},
+                         {"comment",
+                          "The CUDA stack of the image only (libraries, driver files, "
+                          "frameworks and the packages that own them)."}};
+  ordered_json packages = ordered_json::array();
+  ordered_json subject{{"SPDXID", "SPDXRef-Image"},
+                       {"name", image.reference},
+                       {"downloadLocation", "NOASSERTION"},
+                       {"filesAnalyzed", false},
+                       {"primaryPackagePurpose", "CONTAINER"}};
+  if (!image.manifest_digest.empty()) subject["versionInfo"] = image.manifest_digest;
+  packages.push_back(std::move(subject));
+  ordered_json relationships = ordered_json::array();
+  relationships.push_back({{"spdxElementId", "SPDXRef-DOCUMENT"},
+                           {"relationshipType", "DESCRIBES"},
+                           {"relatedSpdxElement", "SPDXRef-Image"}});
+  size_t n = 0;
+  for (const Component& c : cat.components) {
+    ++n;
+    if (c.deleted) continue;
+    std::string id = "SPDXRef-Component-" + std::to_string(n);
+    ordered_json p{{"SPDXID", id},
+                   {"name", c.name},
+                   {"downloadLocation", "NOASSERTION"},
+                   {"filesAnalyzed", false}};
+    if (!c.version.empty()) p["versionInfo"] = c.version;
+    if (std::string purl = Purl(cat, c, image); !purl.empty())
+      p["externalRefs"] = {{{"referenceCategory", "PACKAGE-MANAGER"},
+                            {"referenceType", "purl"},
+                            {"referenceLocator", purl}}};
+    p["comment"] = std::string(catalog::KindName(c.kind)) + " at " + c.path + " (layer " +
+                   std::to_string(c.layer) + ")";
+    packages.push_back(std::move(p));
+    relationships.push_back({{"spdxElementId", "SPDXRef-Image"},
+                             {"relationshipType", "CONTAINS"},
+                             {"relatedSpdxElement", id}});
+  }
+  doc["packages"] = std::move(packages);
+  doc["relationships"] = std::move(relationships);
+  return DumpJson(doc, 2) + "\n";
 }
 
 std::string RenderCatalog(const catalog::Catalog& cat, const ImageInfo& image, CatalogFormat format,
@@ -350,6 +428,10 @@ std::string RenderCatalog(const catalog::Catalog& cat, const ImageInfo& image, C
       return RenderCatalogJson(cat, image);
     case CatalogFormat::kCycloneDx:
       return RenderCatalogCycloneDx(cat, image, tool_version, rules_version);
+    case CatalogFormat::kCycloneDx15:
+      return RenderCatalogCycloneDx(cat, image, tool_version, rules_version, "1.5");
+    case CatalogFormat::kSpdx:
+      return RenderCatalogSpdx(cat, image, tool_version);
   }
   return {};
 }

@@ -1,5 +1,5 @@
 // The `catalog` subcommand's output: the catalog as a table (people), JSON (tools) and a
-// CycloneDX 1.5 SBOM. Formats only read the model.
+// CycloneDX 1.6 (or 1.5) SBOM. Formats only read the model.
 #pragma once
 
 #include <optional>
@@ -12,7 +12,7 @@
 
 namespace imgcheck::report {
 
-enum class CatalogFormat : uint8_t { kTable, kJson, kCycloneDx };
+enum class CatalogFormat : uint8_t { kTable, kJson, kCycloneDx, kCycloneDx15, kSpdx };
 
 struct CatalogFormatInfo {
   std::string_view name;
@@ -29,12 +29,22 @@ std::string RenderCatalogTable(const catalog::Catalog& cat, const ImageInfo& ima
 /// Every component with at least name, version, version_source(s), path and
 /// layer {index, digest, created_by}; the image configuration; diagnostics.
 std::string RenderCatalogJson(const catalog::Catalog& cat, const ImageInfo& image);
-/// CycloneDX 1.5 JSON: present components with type, name, version, purl where one is obvious
-/// (pkg:pypi, pkg:deb, pkg:conda) and imgcheck:* properties for path, layer and version source;
-/// the metadata names the tool and (property imgcheck:rules-version) the rule data's version.
+/// CycloneDX JSON (`spec` "1.6", or "1.5" on request): present components with type, name,
+/// version, a purl per the purl spec (pkg:pypi, pkg:conda, pkg:deb with the full version, arch
+/// and distro; pkg:generic/nvidia for a CUDA library no package owns), imgcheck:* properties for
+/// path, layer and version source, and a composition that says the list is the CUDA stack only
+/// (aggregate "incomplete"); the metadata names the tool and (property imgcheck:rules-version)
+/// the rule data's version.
 std::string RenderCatalogCycloneDx(const catalog::Catalog& cat, const ImageInfo& image,
                                    std::string_view tool_version,
-                                   std::string_view rules_version = {});
+                                   std::string_view rules_version = {},
+                                   std::string_view spec = "1.6");
+
+/// SPDX 2.3 JSON: the image as the described package, which CONTAINS each present component
+/// (name, versionInfo, the purl as a PACKAGE-MANAGER external reference); `created` is
+/// `timestamp` ("YYYY-MM-DDTHH:MM:SSZ"; empty: now).
+std::string RenderCatalogSpdx(const catalog::Catalog& cat, const ImageInfo& image,
+                              std::string_view tool_version, std::string timestamp = "");
 
 std::string RenderCatalog(const catalog::Catalog& cat, const ImageInfo& image, CatalogFormat format,
                           std::string_view tool_version, std::string_view rules_version = {});

@@ -13,7 +13,8 @@ catalog::Catalog SmallCatalog() {
   l0.digest = "sha256:aaa";
   l0.created_by = "RUN apt-get install libcudnn8";
   cat.layers = {l0};
-  cat.config.os_release = {{"ID", "ubuntu"}, {"PRETTY_NAME", "Ubuntu 22.04"}};
+  cat.config.os_release = {
+      {"ID", "ubuntu"}, {"VERSION_ID", "22.04"}, {"PRETTY_NAME", "Ubuntu 22.04"}};
   cat.config.env = {{"LD_LIBRARY_PATH", "/usr/local/nvidia/lib"}};
 
   catalog::Component lib;
@@ -67,6 +68,7 @@ ImageInfo Info() {
   ImageInfo i;
   i.reference = "oci:/tmp/x:latest";
   i.manifest_digest = "sha256:mmm";
+  i.platform = "linux/amd64";
   return i;
 }
 
@@ -76,7 +78,8 @@ TEST_CASE("catalog formats come from one table", "[report][catalog]") {
   CHECK(ParseCatalogFormat("cyclonedx") == CatalogFormat::kCycloneDx);
   CHECK(ParseCatalogFormat("table") == CatalogFormat::kTable);
   CHECK_FALSE(ParseCatalogFormat("sarif"));
-  CHECK(CatalogFormats().size() == 3);
+  CHECK(ParseCatalogFormat("cyclonedx-1.5") == CatalogFormat::kCycloneDx15);
+  CHECK(CatalogFormats().size() == 5);  // table, json, cyclonedx, cyclonedx-1.5, spdx-json
 }
 
 TEST_CASE("catalog JSON: name, version, sources, path, layer provenance", "[report][catalog]") {
@@ -104,13 +107,17 @@ TEST_CASE("catalog JSON: name, version, sources, path, layer provenance", "[repo
   CHECK(j["diagnostics"][0]["path"] == "/usr/lib/libbad.so");
 }
 
-TEST_CASE("catalog CycloneDX 1.5: present components, purls, properties", "[report][catalog]") {
+TEST_CASE("catalog CycloneDX 1.6: present components, purls, properties", "[report][catalog]") {
   nlohmann::json bom =
       nlohmann::json::parse(RenderCatalogCycloneDx(SmallCatalog(), Info(), "0.1.0", "2026+ab"));
   CHECK(bom["bomFormat"] == "CycloneDX");
   CHECK(bom["metadata"]["properties"][0]["name"] == "imgcheck:rules-version");
   CHECK(bom["metadata"]["properties"][0]["value"] == "2026+ab");
-  CHECK(bom["specVersion"] == "1.5");
+  CHECK(bom["specVersion"] == "1.6");
+  CHECK(bom["compositions"][0]["aggregate"] == "incomplete");
+  CHECK(bom["compositions"][0]["assemblies"][0] == bom["metadata"]["component"]["bom-ref"]);
+  CHECK(nlohmann::json::parse(RenderCatalog(SmallCatalog(), Info(), CatalogFormat::kCycloneDx15,
+                                            "0.1.0"))["specVersion"] == "1.5");
   CHECK(bom["metadata"]["component"]["type"] == "container");
   REQUIRE(bom["components"].size() == 3);  // the deleted library is not in the image
   const auto& lib = bom["components"][0];
@@ -124,7 +131,30 @@ TEST_CASE("catalog CycloneDX 1.5: present components, purls, properties", "[repo
   }
   CHECK(has_path);
   CHECK(bom["components"][1]["purl"] == "pkg:pypi/torch@2.3.0%2Bcu121");
-  CHECK(bom["components"][2]["purl"] == "pkg:deb/ubuntu/libcudnn8@8.9.2.26-1%2Bcuda12.1");
+  // A CUDA library no package owns is NVIDIA's, by name and version.
+  catalog::Catalog unowned = SmallCatalog();
+  unowned.components[0].owner.reset();
+  auto generic = nlohmann::json::parse(RenderCatalogCycloneDx(unowned, Info(), "0.1.0"));
+  CHECK(generic["components"][0]["purl"].get<std::string>().rfind("pkg:generic/nvidia/libcudnn@",
+                                                                  0) == 0);
+  // The full Debian version, the platform's arch and os-release's ID-VERSION_ID.
+  CHECK(bom["components"][2]["purl"] ==
+        "pkg:deb/ubuntu/libcudnn8@8.9.2.26-1%2Bcuda12.1?arch=amd64&distro=ubuntu-22.04");
+}
+
+TEST_CASE("catalog SPDX 2.3: the image contains each present component", "[report][catalog]") {
+  auto doc = nlohmann::json::parse(
+      RenderCatalogSpdx(SmallCatalog(), Info(), "0.1.0", "2026-11-25T14:00:00Z"));
+  CHECK(doc["spdxVersion"] == "SPDX-2.3");
+  CHECK(doc["dataLicense"] == "CC0-1.0");
+  CHECK(doc["creationInfo"]["created"] == "2026-11-25T14:00:00Z");
+  REQUIRE(doc["packages"].size() == 4);  // the image and the three present components
+  CHECK(doc["packages"][0]["primaryPackagePurpose"] == "CONTAINER");
+  CHECK(doc["packages"][3]["externalRefs"][0]["referenceLocator"] ==
+        "pkg:deb/ubuntu/libcudnn8@8.9.2.26-1%2Bcuda12.1?arch=amd64&distro=ubuntu-22.04");
+  CHECK(doc["relationships"][0]["relationshipType"] == "DESCRIBES");
+  CHECK(doc["relationships"].size() == 4);
+  CHECK(ParseCatalogFormat("spdx-json") == CatalogFormat::kSpdx);
 }
 
 TEST_CASE("catalog table: one row per component, provenance marks", "[report][catalog]") {

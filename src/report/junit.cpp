@@ -1,6 +1,7 @@
 // JUnit XML: one test case per rule of the table. It agrees with the exit code: a rule fails
-// (one <failure> listing them) only with findings at or above --fail-on; the others go to
-// <system-out>; a rule that could not run (no target, no probe) is <skipped> with the reason.
+// (one <failure> listing them) only with findings at or above --fail-on; the others go to the
+// suite's <system-out>; a rule that could not run (no target, no probe) is <skipped> with the
+// reason. Valid against the Jenkins and the Ant (JUnit 5) schemas of testdata/junit.
 #include <algorithm>
 #include <sstream>
 
@@ -71,22 +72,38 @@ std::string RenderJunit(const Report& report) {
     failed += !c.failures.empty();
     skipped += !c.skipped.empty();
   }
+  // The shape both schemas accept (testdata/junit): the Ant schema JUnit 5 follows allows no
+  // attribute on <testsuites>, wants package, id, timestamp (no zone), hostname and time on the
+  // suite, and at most one child per test case; findings that do not fail go to the suite's
+  // <system-out>.
   std::ostringstream out;
   std::string suite = "imgcheck " + report.image.reference;
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out << "<testsuites name=\"imgcheck\" tests=\"" << cases.size() << "\" failures=\"" << failed
-      << "\" skipped=\"" << skipped << "\">\n";
-  out << "  <testsuite name=\"" << Xml(suite) << "\" tests=\"" << cases.size() << "\" failures=\""
-      << failed << "\" errors=\"0\" skipped=\"" << skipped << "\">\n";
+  out << "<testsuites>\n";
+  out << "  <testsuite name=\"" << Xml(suite) << "\" package=\"imgcheck\" id=\"0\" timestamp=\""
+      << Xml(report.timestamp.empty() ? "1970-01-01T00:00:00" : report.timestamp)
+      << "\" hostname=\"localhost\" tests=\"" << cases.size() << "\" failures=\"" << failed
+      << "\" errors=\"0\" skipped=\"" << skipped << "\" time=\"0\">\n";
+  out << "    <properties>\n";
+  auto property = [&](const std::string& name, const std::string& value) {
+    if (!value.empty())
+      out << "      <property name=\"" << name << "\" value=\"" << Xml(value) << "\"/>\n";
+  };
+  property("image", report.image.reference);
+  property("manifest-digest", report.image.manifest_digest);
+  property("platform", report.image.platform);
+  property("fail-on", report.fail_on.at ? std::string(rules::SeverityName(*report.fail_on.at))
+                                        : std::string("none"));
+  property("imgcheck-version", report.tool_version);
+  out << "    </properties>\n";
   for (const auto& c : cases) {
     out << "    <testcase classname=\"imgcheck." << Xml(c.id) << "\" name=\""
-        << Xml(c.id + " " + c.name) << "\"";
-    if (c.failures.empty() && c.infos.empty() && c.skipped.empty()) {
+        << Xml(c.id + " " + c.name) << "\" time=\"0\"";
+    if (c.failures.empty() && c.skipped.empty()) {
       out << "/>\n";
       continue;
     }
     out << ">\n";
-    if (!c.skipped.empty()) out << "      <skipped message=\"" << Xml(c.skipped) << "\"/>\n";
     if (!c.failures.empty()) {
       const auto* first = c.failures[0];
       out << "      <failure type=\"" << rules::SeverityName(first->severity) << "\" message=\""
@@ -101,15 +118,19 @@ std::string RenderJunit(const Report& report) {
         if (!f->remediation.empty()) out << Xml("  fix: " + f->remediation) << "\n";
       }
       out << "</failure>\n";
-    }
-    if (!c.infos.empty()) {
-      out << "      <system-out>";
-      for (const auto* f : c.infos)
-        out << Xml("[" + std::string(rules::SeverityName(f->severity)) + "] " + f->message) << "\n";
-      out << "</system-out>\n";
+    } else {
+      out << "      <skipped message=\"" << Xml(c.skipped) << "\"/>\n";
     }
     out << "    </testcase>\n";
   }
+  out << "    <system-out>";
+  for (const auto& c : cases)
+    for (const auto* f : c.infos)
+      out << Xml("[" + std::string(rules::SeverityName(f->severity)) + "] " + f->rule + " " +
+                 f->message)
+          << "\n";
+  out << "</system-out>\n";
+  out << "    <system-err/>\n";
   out << "  </testsuite>\n</testsuites>\n";
   return out.str();
 }

@@ -50,6 +50,7 @@ struct Report {
   rules::FailOn fail_on{rules::Severity::kError};  ///< the gate: JUnit fails only what fails it
   std::vector<rules::NotRun> not_run;              ///< rules that could not run (JUnit skipped)
   bool dockerfile = false;  ///< --dockerfile was given: findings carry Dockerfile lines
+  std::string timestamp;    ///< when the scan ran, UTC "YYYY-MM-DDTHH:MM:SS"; "" when unknown
 };
 
 /// One fingerprint per finding, stable across scans: a hash of the rule, the main image path
@@ -58,8 +59,15 @@ struct Report {
 std::vector<std::string> Fingerprints(const std::vector<const rules::Finding*>& findings);
 
 struct RenderOptions {
-  bool color = false;  ///< ANSI colours (text only; the caller decides: a TTY and no NO_COLOR)
+  bool color = false;    ///< ANSI colours (text only; the caller decides: a TTY and no NO_COLOR)
+  bool verbose = false;  ///< text: evidence, every path and quiet findings (scan --verbose)
 };
+
+/// True when the text report shows `f` (quiet findings only with --verbose).
+bool Shown(const rules::Finding& f, const RenderOptions& options);
+/// The exit code's verdict in words: "PASS (exit 0, --fail-on error)" or
+/// "FAIL (exit 1: 2 findings at or above --fail-on error)".
+std::string Verdict(const Report& report);
 
 std::string Render(const Report& report, Format format, const RenderOptions& options = {});
 

@@ -90,6 +90,8 @@ report::Report Fixed() {
   d.paths = {"/opt/vendor/libcublas.so.12"};
   r.suppressed = {{d, {"IC051", "/opt/vendor/**", "vendored on purpose", ".imgcheck.yaml:3"}}};
   r.notes = {"IC030 (driver-too-old) stays silent: no target driver (--driver VERSION or --host)"};
+  r.not_run = {{"IC030", "no target driver (--driver VERSION or --host)", true},
+               {"IC070", "checked only by the GPU probe (imgcheck scan --probe)", false}};
   return r;
 }
 
@@ -102,6 +104,42 @@ void Golden(const std::string& name, const std::string& actual) {
 }  // namespace
 
 TEST_CASE("golden: text") { Golden("report.txt", report::Render(Fixed(), report::Format::kText)); }
+
+TEST_CASE("text: summary first, evidence and quiet findings only with --verbose") {
+  report::Report r = Fixed();
+  r.findings[2].quiet = true;  // IC051 on an NVIDIA release layout
+  std::string plain = report::Render(r, report::Format::kText);
+  std::string first = plain.substr(0, plain.find('\n'));
+  CHECK(first.find("1 error, 1 warning, 1 info (1 suppressed, 1 quiet); FAIL") !=
+        std::string::npos);
+  CHECK(plain.find("IC051") == std::string::npos);
+  CHECK(plain.find("resolved libcudnn.so.5") == std::string::npos);
+  CHECK(plain.find("1 quiet finding hidden") != std::string::npos);
+  // Rules left silent for lack of a target: one line; the probe's rules are not a note.
+  CHECK(plain.find("note: not checked: IC030: no target driver") != std::string::npos);
+  CHECK(plain.find("stays silent") == std::string::npos);
+  CHECK(plain.find("IC070") == std::string::npos);
+  report::RenderOptions verbose;
+  verbose.verbose = true;
+  std::string all = report::Render(r, report::Format::kText, verbose);
+  CHECK(all.find("IC051 unmanaged-library (quiet)") != std::string::npos);
+  CHECK(all.find("resolved libcudnn.so.5: /usr/local/cudnn/lib64/libcudnn.so.5.0.5") !=
+        std::string::npos);
+  CHECK(all.find("layer 2 sha256:333333333333: COPY") != std::string::npos);
+  // An image without CUDA: nothing those rules would check, so no note about them.
+  report::Report empty = Fixed();
+  empty.findings.clear();
+  empty.cuda_stack = false;
+  std::string none = report::Render(empty, report::Format::kText);
+  CHECK(none.find("note:") == std::string::npos);
+  CHECK(none.find("no findings (1 suppressed); PASS (exit 0, --fail-on error)") !=
+        std::string::npos);
+  CHECK(none.find("no CUDA stack found") != std::string::npos);
+  // The verdict follows the gate: --fail-on none passes whatever was found.
+  report::Report lenient = Fixed();
+  lenient.fail_on = rules::FailOn{};
+  CHECK(report::Verdict(lenient) == "PASS (exit 0, --fail-on none)");
+}
 
 TEST_CASE("golden: text with colour on a terminal") {
   Golden("report.color.txt", report::Render(Fixed(), report::Format::kText, {true}));
@@ -221,14 +259,48 @@ TEST_CASE("junit agrees with --fail-on, rules that could not run are skipped") {
   r.not_run = {{"IC051", "never: it has a finding"}, {"IC060", "no target"}};
   r.fail_on = rules::FailOn{rules::Severity::kWarning};
   std::string warn = report::Render(r, report::Format::kJunit);
-  CHECK(warn.find("failures=\"2\" skipped=\"0\"") != std::string::npos);
+  CHECK(warn.find("failures=\"2\" errors=\"0\" skipped=\"0\"") != std::string::npos);
   r.findings.erase(r.findings.begin() + 1);  // IC060's finding gone: skipped, with the reason
   r.fail_on = rules::FailOn{};               // none: nothing fails
   std::string none = report::Render(r, report::Format::kJunit);
-  CHECK(none.find("failures=\"0\" skipped=\"1\"") != std::string::npos);
+  CHECK(none.find("failures=\"0\" errors=\"0\" skipped=\"1\"") != std::string::npos);
   CHECK(none.find("<skipped message=\"no target\"/>") != std::string::npos);
   CHECK(none.find("<failure") == std::string::npos);
-  CHECK(none.find("<system-out>[error] tensorflow-gpu") != std::string::npos);
+  CHECK(none.find("<system-out>[error] IC001 tensorflow-gpu") != std::string::npos);
+}
+
+TEST_CASE("junit is valid against the Jenkins and the Ant (JUnit 5) schemas") {
+  if (!imgcheck::testing::HaveProgram("xmllint"))
+    return imgcheck::testing::Skip("xmllint (libxml2-utils) not installed");
+  TempDir dir;
+  report::Report failing = Fixed();
+  failing.timestamp = "2026-11-25T14:00:00";
+  report::Report skipped = Fixed();
+  skipped.findings.erase(skipped.findings.begin() + 1);
+  skipped.not_run = {{"IC060", "no target driver (--driver VERSION or --host)", true}};
+  report::Report clean = Fixed();
+  clean.findings.clear();
+  int n = 0;
+  for (const report::Report* r : {&failing, &skipped, &clean}) {
+    auto xml = dir.path() / ("r" + std::to_string(n++) + ".xml");
+    WriteFile(xml, report::Render(*r, report::Format::kJunit));
+    for (const char* xsd : {"jenkins-junit-10.xsd", "ant-junit.xsd"}) {
+      auto run =
+          Run("xmllint --noout --schema '" + (SourceDir() / "testdata/junit" / xsd).string() +
+              "' '" + xml.string() + "' 2>&1");
+      INFO(xsd << ": " << run.output);
+      CHECK(run.status == 0);
+    }
+  }
+  // The validator does reject what the old report wrote (testsuites@skipped for Jenkins).
+  auto bad = dir.path() / "bad.xml";
+  WriteFile(bad,
+            "<testsuites skipped=\"0\"><testsuite name=\"x\" tests=\"0\" failures=\"0\" "
+            "errors=\"0\"/></testsuites>\n");
+  CHECK(Run("xmllint --noout --schema '" +
+            (SourceDir() / "testdata/junit/jenkins-junit-10.xsd").string() + "' '" + bad.string() +
+            "' 2>/dev/null")
+            .status != 0);
 }
 
 TEST_CASE("codequality: GitLab's fields, on the Dockerfile line when there is one") {
@@ -253,7 +325,7 @@ TEST_CASE("codequality: GitLab's fields, on the Dockerfile line when there is on
 
 TEST_CASE("text and json name the Dockerfile line") {
   std::string text = report::Render(WithDockerfile(), report::Format::kText);
-  CHECK(text.find("    docker/gpu image/Dockerfile:7 `COPY cudnn /usr/local/cudnn`\n") !=
+  CHECK(text.find("  docker/gpu image/Dockerfile:7: COPY cudnn /usr/local/cudnn\n") !=
         std::string::npos);
   auto j = nlohmann::json::parse(report::Render(WithDockerfile(), report::Format::kJson));
   CHECK(j["findings"][0]["dockerfile"]["line"] == 7);

@@ -1,9 +1,13 @@
-// The text report: findings grouped by severity, each with its place, evidence and fix, then
-// one summary line.
+// The text report, for people who read the first screen: one summary line (image, digest,
+// counts by severity, the verdict of the exit code), then one block per finding, errors first:
+// its message, where it is, the Dockerfile line and the fix. Evidence (search lists, version
+// sources, layer digests) and quiet findings only with --verbose; `why` explains one soname.
+#include <map>
 #include <sstream>
 
 #include "report/escape.h"
 #include "report/report.h"
+#include "rules/target.h"
 
 namespace imgcheck::report {
 
@@ -27,68 +31,123 @@ std::string Plural(size_t n, std::string_view one, std::string_view many) {
   return std::to_string(n) + " " + std::string(n == 1 ? one : many);
 }
 
+// "sha256:" and the first 12 hex digits, as `docker images` shortens an ID.
+std::string ShortDigest(const std::string& digest) {
+  size_t colon = digest.find(':');
+  return colon == std::string::npos ? digest : digest.substr(0, colon + 13);
+}
+
+// "error" padded to the width of "warning", so that rule IDs line up.
+std::string SeverityWord(rules::Severity s) {
+  std::string word(rules::SeverityName(s));
+  return word + std::string(7 - word.size(), ' ');
+}
+
 }  // namespace
+
+bool Shown(const rules::Finding& f, const RenderOptions& options) {
+  return options.verbose || !f.quiet;
+}
+
+std::string Verdict(const Report& report) {
+  size_t failing = 0;
+  for (const auto& f : report.findings) failing += rules::Fails(report.fail_on, f.severity);
+  std::string gate = report.fail_on.at
+                         ? "--fail-on " + std::string(rules::SeverityName(*report.fail_on.at))
+                         : std::string("--fail-on none");
+  if (failing == 0) return "PASS (exit 0, " + gate + ")";
+  return "FAIL (exit 1: " + Plural(failing, "finding", "findings") + " at or above " + gate + ")";
+}
 
 std::string RenderText(const Report& report, const RenderOptions& options) {
   std::ostringstream out;
   auto paint = [&](const char* code, const std::string& text) {
     return options.color ? std::string(code) + text + kReset : text;
   };
+  size_t counts[3] = {0, 0, 0};
+  size_t quiet = 0;
+  for (const auto& f : report.findings) {
+    ++counts[static_cast<int>(f.severity)];
+    quiet += f.quiet;
+  }
+
+  // 1. The summary line.
   out << "imgcheck " << Visible(report.image.reference);
   if (!report.image.manifest_digest.empty())
-    out << " (" << Visible(report.image.manifest_digest) << ")";
-  out << "\n";
-  size_t counts[3] = {0, 0, 0};
-  for (const auto& f : report.findings) ++counts[static_cast<int>(f.severity)];
+    out << " " << Visible(ShortDigest(report.image.manifest_digest));
+  out << ": ";
+  if (report.findings.empty()) {
+    out << "no findings";
+  } else {
+    out << Plural(counts[2], "error", "errors") << ", " << Plural(counts[1], "warning", "warnings")
+        << ", " << counts[0] << " info";
+  }
+  std::vector<std::string> aside;
+  if (!report.suppressed.empty())
+    aside.push_back(std::to_string(report.suppressed.size()) + " suppressed");
+  if (quiet > 0 && !options.verbose) aside.push_back(std::to_string(quiet) + " quiet");
+  for (size_t i = 0; i < aside.size(); ++i) out << (i ? ", " : " (") << aside[i];
+  if (!aside.empty()) out << ")";
+  out << "; " << Verdict(report) << "\n";
+  // "No findings" in an image without CUDA means nothing was checked, not a clean stack.
+  if (!report.cuda_stack) out << "no CUDA stack found (no CUDA library, toolkit or framework)\n";
+
+  // 2. One block per finding, most severe first.
   for (rules::Severity s :
        {rules::Severity::kError, rules::Severity::kWarning, rules::Severity::kInfo}) {
-    size_t n = counts[static_cast<int>(s)];
-    if (n == 0) continue;
-    std::string heading = std::string(rules::SeverityName(s)) + (n == 1 ? "" : "s");
-    heading[0] = static_cast<char>(heading[0] - 'a' + 'A');
-    out << "\n" << paint(Colour(s), heading + " (" + std::to_string(n) + ")") << "\n";
     for (const auto& f : report.findings) {
-      if (f.severity != s) continue;
-      out << "\n  " << paint(Colour(s), Visible(f.rule)) << " " << Visible(f.name) << "\n";
-      out << "    " << Visible(f.message) << "\n";
-      for (const auto& p : f.paths) out << "    path: " << Visible(p) << "\n";
+      if (f.severity != s || !Shown(f, options)) continue;
+      out << "\n"
+          << paint(Colour(s), SeverityWord(s) + " " + Visible(f.rule)) << " " << Visible(f.name)
+          << (f.quiet ? " (quiet)" : "") << "\n";
+      out << "  " << Visible(f.message) << "\n";
       if (f.layer.index >= 0) {
-        out << "    layer " << f.layer.index;
-        if (!f.layer.digest.empty()) out << " " << Visible(f.layer.digest.substr(0, 19));
+        out << "  layer " << f.layer.index;
+        if (options.verbose && !f.layer.digest.empty())
+          out << " " << Visible(ShortDigest(f.layer.digest));
         if (!f.layer.created_by.empty()) out << ": " << Visible(f.layer.created_by);
         out << "\n";
       }
       if (f.dockerfile) {
         std::string instruction = f.dockerfile->instruction;
         if (instruction.size() > 100) instruction = instruction.substr(0, 97) + "...";
-        out << "    " << Visible(f.dockerfile->path) << ":" << f.dockerfile->line << " `"
-            << Visible(instruction) << "`\n";
+        out << "  " << Visible(f.dockerfile->path) << ":" << f.dockerfile->line << ": "
+            << Visible(instruction) << "\n";
       }
-      for (const auto& e : f.evidence)
-        out << "    " << paint(kDim, Visible(e.label + ": " + EvidenceValue(e))) << "\n";
-      if (!f.remediation.empty()) out << "    fix: " << Visible(f.remediation) << "\n";
+      if (options.verbose) {
+        for (const auto& p : f.paths) out << "  " << paint(kDim, "path: " + Visible(p)) << "\n";
+        for (const auto& e : f.evidence)
+          out << "  " << paint(kDim, Visible(e.label + ": " + EvidenceValue(e))) << "\n";
+      }
+      if (!f.remediation.empty()) out << "  fix: " << Visible(f.remediation) << "\n";
     }
   }
+
+  // 3. What could not be read or checked, each said once.
   if (!report.diagnostics.empty()) {
-    out << "\nUnreadable files (" << report.diagnostics.size() << ")\n";
+    out << "\n" << Plural(report.diagnostics.size(), "file", "files") << " could not be read:\n";
     for (const auto& d : report.diagnostics)
       out << "  " << Visible(d.path)
           << (d.layer >= 0 ? " (layer " + std::to_string(d.layer) + ")" : "") << ": "
           << Visible(d.message) << "\n";
   }
-  for (const auto& n : report.notes) out << "\nnote: " << Visible(n);
-  if (!report.notes.empty()) out << "\n";
-  out << "\n"
-      << (report.findings.empty() ? std::string("no findings")
-                                  : Plural(report.findings.size(), "finding", "findings") + ": " +
-                                        Plural(counts[2], "error", "errors") + ", " +
-                                        Plural(counts[1], "warning", "warnings") + ", " +
-                                        std::to_string(counts[0]) + " info");
-  if (!report.suppressed.empty())
-    out << " (" << report.suppressed.size() << " suppressed by ignores)";
-  // "No findings" in an image without CUDA means nothing was checked, not a clean stack.
-  if (!report.cuda_stack) out << "; no CUDA stack found (no CUDA library, toolkit or framework)";
-  out << "\n";
+  // Rules silent for lack of a target, one line per missing part, and only when the image has
+  // a CUDA stack they would check; their long form stays in the notes of JSON.
+  std::map<std::string, std::string> silent;  // reason -> rule IDs
+  if (report.cuda_stack)
+    for (const auto& n : report.not_run)
+      if (n.for_target) silent[n.reason] += (silent[n.reason].empty() ? "" : ", ") + n.rule;
+  std::vector<std::string> notes;
+  for (const auto& [reason, ids] : silent) notes.push_back("not checked: " + ids + ": " + reason);
+  for (const auto& n : report.notes)
+    if (n.find(rules::kStaysSilent) == std::string::npos) notes.push_back(n);
+  if (!notes.empty()) out << "\n";
+  for (const auto& n : notes) out << "note: " << Visible(n) << "\n";
+  if (!options.verbose && !report.findings.empty())
+    out << "\n"
+        << (quiet > 0 ? Plural(quiet, "quiet finding", "quiet findings") + " hidden; " : "")
+        << "--verbose shows the evidence; `imgcheck why IMAGE SONAME` explains one library's "
+           "search\n";
   return out.str();
 }
 

@@ -1,9 +1,11 @@
 // Checks over frameworks and cuDNN: IC001-IC004, IC041, IC050.
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 
 #include "rules/context.h"
+#include "rules/fixes.h"
 #include "util/path.h"
 
 namespace imgcheck::rules {
@@ -115,6 +117,19 @@ void CheckCudnnVersion(Context& ctx) {
       f.evidence.push_back({"acceptance", fw->name + " " + rule->from.str() + "-" + rule->to.str() +
                                               ": " + rule->source});
       AddResolutionEvidence(f, lib);
+      // The install the framework asks for, and the path change when the loader found the
+      // other cuDNN through LD_LIBRARY_PATH.
+      std::string install = RequiredInstall(ctx, "cudnn", OwningDist(ctx, fw->path));
+      std::string env = lib.how && lib.how->reason == loader::Reason::kLdLibraryPath
+                            ? EnvWithout(ctx, lib.how->entry)
+                            : "";
+      if (!install.empty() || !env.empty())
+        f.remediation = (install.empty() ? "" : install) +
+                        (install.empty() || env.empty() ? "" : ", and ") +
+                        (env.empty() ? ""
+                                     : env + " (drops " + lib.how->entry + ", where cuDNN " +
+                                           loaded->str() + " is found first)") +
+                        ".";
       ctx.findings.push_back(std::move(f));
     }
   }
@@ -245,6 +260,17 @@ void CheckSublibrarySkew(Context& ctx) {
                          {r.real_path, shim.real_path});
     f.evidence.push_back({"consumer", seen.consumer->path});
     f.evidence.push_back(ResolvedEvidence(r));
+    // The other release's sub-library goes: its package, or the file and the path entry that
+    // leads to it; libcudnn then finds its own beside it.
+    std::string env = r.reason == loader::Reason::kLdLibraryPath ? EnvWithout(ctx, r.entry) : "";
+    f.remediation =
+        (sub && sub->owner ? RemoveCommand(*sub->owner) + " (it installed " + r.real_path + ")"
+                           : "delete " + r.real_path) +
+        (env.empty() ? "" : ", or " + env + " (drops " + r.entry + ")") + ", so that " +
+        std::string(util::BaseName(shim.real_path)) + " loads the " + r.name +
+        " of its own release.";
+    f.remediation[0] =
+        static_cast<char>(std::toupper(static_cast<unsigned char>(f.remediation[0])));
     ctx.findings.push_back(std::move(f));
   }
 }

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "rules/context.h"
+#include "rules/fixes.h"
 #include "util/path.h"
 
 namespace imgcheck::rules {
@@ -78,18 +79,29 @@ void CheckStubOnPath(Context& ctx) {
     if (stub->deleted || !stub->elf || stub->elf->soname != "libcuda.so.1" ||
         !reported.insert(stub->path).second)
       continue;
-    std::vector<std::string> via =
-        OnLoaderPath(ctx, std::string(util::DirName(stub->path)), "libcuda.so.1");
-    if (via.empty()) {
-      reported.erase(stub->path);
+    std::string dir(util::DirName(stub->path));
+    std::vector<std::string> via = OnLoaderPath(ctx, dir, "libcuda.so.1");
+    // One stub under several names (libcuda.so and libcuda.so.1 copied alike) is one problem:
+    // the file the loader takes for libcuda.so.1 in that directory.
+    auto picked = ctx.tree.Resolve(util::JoinPath(dir, "libcuda.so.1"));
+    std::string path = picked && picked->node ? picked->path : stub->path;
+    if (via.empty() || (path != stub->path && !reported.insert(path).second)) {
+      if (via.empty()) reported.erase(stub->path);
       continue;
     }
     Finding f = ctx.Make("IC020",
-                         "libcuda.so.1 resolves to the toolkit stub " + stub->path + " (" + via[0] +
+                         "libcuda.so.1 resolves to the toolkit stub " + path + " (" + via[0] +
                              "): the host driver the container runtime mounts is never reached",
-                         {stub->path});
+                         {path});
     for (const auto& v : via) f.evidence.push_back({"on path", v});
-    if (via[0].starts_with("LD_LIBRARY_PATH")) f.env = "LD_LIBRARY_PATH";
+    if (via[0].starts_with("LD_LIBRARY_PATH")) {
+      f.env = "LD_LIBRARY_PATH";
+      for (const auto& e : ctx.catalog.config.LdLibraryPath())
+        if (!e.empty() && e[0] == '/' && RealDir(ctx, e) == dir)
+          if (std::string env = EnvWithout(ctx, e); !env.empty())
+            f.remediation = env + " (drops the stubs directory " + e +
+                            "; stubs are for linking, the runtime mounts the driver).";
+    }
     ctx.findings.push_back(std::move(f));
   }
   for (const auto& seen : ctx.Resolutions())

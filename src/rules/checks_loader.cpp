@@ -1,10 +1,13 @@
 // Checks over how libraries are found: IC010-IC015, IC051, IC060, IC061.
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 
 #include "catalog/metadata.h"
+#include "rules/config.h"
 #include "rules/context.h"
+#include "rules/fixes.h"
 #include "util/path.h"
 
 namespace imgcheck::rules {
@@ -48,6 +51,15 @@ void CheckShadowed(Context& ctx) {
           {r.real_path, own->path, object.real_path});
       f.evidence.push_back({"consumer", seen.consumer->path});
       f.evidence.push_back(ResolvedEvidence(r));
+      // DT_RPATH is searched before LD_LIBRARY_PATH, DT_RUNPATH after it (ld.so(8)).
+      std::string env = r.reason == loader::Reason::kLdLibraryPath ? EnvWithout(ctx, r.entry) : "";
+      f.remediation =
+          "Let " + std::string(util::BaseName(object.real_path)) + " find its own " + own->path +
+          ": " +
+          (!env.empty() ? env + " (drops " + r.entry + ", which wins over RUNPATH)"
+                        : "remove " + r.real_path + " or the directory that leads to it") +
+          ", or patchelf --force-rpath --set-rpath " + entry + " " + object.real_path +
+          " (DT_RPATH is searched before LD_LIBRARY_PATH).";
       ctx.findings.push_back(std::move(f));
       break;
     }
@@ -91,6 +103,17 @@ void CheckStale(Context& ctx) {
       Context::AddComponentEvidence(f, *c, "older copy ");
       Context::AddComponentEvidence(f, *newest, "newest copy ");
       for (const auto& user : users) f.evidence.push_back({"loaded by", user.first->path});
+      f.remediation =
+          (c->owner ? RemoveCommand(*c->owner) + " (it installed the older copy)"
+                    : "delete " + c->path + " in the layer that writes it (a later RUN rm " +
+                          "hides it but keeps its bytes in the image)") +
+          (users.empty() ? "" : ", so that " + users[0].first->path + " loads " + newest->path);
+      if (newest->owner && c->owner && newest->owner->manager == c->owner->manager &&
+          newest->owner->name == c->owner->name)
+        f.remediation = "reinstall " + c->owner->name + " " + newest->owner->version +
+                        " cleanly: files of an older version were left beside it";
+      f.remediation[0] = static_cast<char>(std::toupper(f.remediation[0]));
+      f.remediation += ".";
       ctx.findings.push_back(std::move(f));
     }
   }
@@ -110,6 +133,90 @@ bool Reached(const Context& ctx, std::string_view real_path) {
   return false;
 }
 
+// The directories a failed search tried, each once, in order.
+std::vector<std::string> TriedDirs(const loader::Resolution& r) {
+  std::vector<std::string> dirs;
+  for (const auto& a : r.tried) {
+    std::string dir(util::DirName(a.path));
+    if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
+  }
+  return dirs;
+}
+
+// What provides a soname no file of the image has: the wheel the consumer's own distribution
+// pins (its Requires-Dist of the library's family), else the family's package kinds.
+std::string Provider(const Context& ctx, const std::string& name, const std::string& consumer) {
+  std::string family = ctx.FamilyOf(name);
+  const catalog::Family* fam = nullptr;
+  for (const auto& f : ctx.knowledge.libraries().families)
+    if (f.family == family) fam = &f;
+  if (!fam) return "";
+  if (std::string pinned = RequiredInstall(ctx, family, OwningDist(ctx, consumer)); !pinned.empty())
+    return pinned;
+  // The globs of libraries.json as names to fill in: "nvidia-cudnn-cu[0-9]*" -> "nvidia-cudnn-cuN".
+  auto shown = [](std::string glob) {
+    for (size_t at = glob.find("[0-9]*"); at != std::string::npos; at = glob.find("[0-9]*"))
+      glob.replace(at, 6, "N");
+    return glob;
+  };
+  std::vector<std::string> kinds;
+  if (!fam->pip.empty()) kinds.push_back("the pip wheel " + shown(fam->pip[0]));
+  if (!fam->dpkg.empty()) kinds.push_back("the Debian/Ubuntu package " + shown(fam->dpkg[0]));
+  if (!fam->conda.empty()) kinds.push_back("the conda package " + shown(fam->conda[0]));
+  return kinds.empty() ? ""
+                       : "install " + family + " for the CUDA major " +
+                             std::string(util::BaseName(consumer)) + " was built for (" +
+                             JoinAnd(kinds) + ")";
+}
+
+// The fix IC012's evidence supports: a path change when the image has the library elsewhere,
+// an install (of what the consumer pins, where it pins) when it does not.
+std::string UnresolvedFix(const Context& ctx, const std::vector<std::string>& names,
+                          const std::string& consumer, const std::vector<std::string>& dirs,
+                          const std::map<std::string, std::string, std::less<>>& file_of) {
+  std::vector<std::string> present_dirs, present, absent;
+  for (const auto& n : names) {
+    auto at = file_of.find(n);
+    if (at == file_of.end()) {
+      absent.push_back(n);
+      continue;
+    }
+    present.push_back(n + " is at " + at->second + " (" + PackageLabel(ctx.catalog, at->second) +
+                      ")");
+    std::string dir(util::DirName(at->second));
+    if (std::find(present_dirs.begin(), present_dirs.end(), dir) == present_dirs.end())
+      present_dirs.push_back(dir);
+  }
+  std::vector<std::string> parts;
+  if (!present.empty()) {
+    std::string list;
+    for (const auto& d : present_dirs) list += (list.empty() ? "" : ":") + d;
+    std::string path = ctx.catalog.config.Env("LD_LIBRARY_PATH").value_or("");
+    const elf::ElfInfo* elf = ctx.catalog.Elf(consumer);
+    std::string runpath;
+    if (elf)
+      for (const auto& e : elf->has_runpath ? elf->runpath : elf->rpath)
+        runpath += (runpath.empty() ? "" : ":") + e;
+    parts.push_back(
+        JoinAnd(present) + ", outside the search of " + consumer +
+        (dirs.empty() ? "" : " (" + std::to_string(dirs.size()) + " directories)") +
+        "; reach it with ENV LD_LIBRARY_PATH=" + list + (path.empty() ? "" : ":" + path) +
+        ", or a file in /etc/ld.so.conf.d/ listing " + JoinAnd(present_dirs) +
+        " and ldconfig, or " +
+        (runpath.empty()
+             ? "patchelf --set-rpath " + list + " " + consumer
+             : "its " + std::string(elf->has_runpath ? "RUNPATH " : "RPATH ") + runpath +
+                   " extended: patchelf --set-rpath " + runpath + ":" + list + " " + consumer));
+  }
+  for (const auto& n : absent) {
+    std::string p = Provider(ctx, n, consumer);
+    parts.push_back("no file of the image provides " + n + (p.empty() ? "" : ": " + p));
+  }
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
+  return out.empty() ? out : out + ".";
+}
+
 void CheckUnresolved(Context& ctx) {
   // Where each soname lies in the image, for dependencies a library's own search misses.
   std::map<std::string, std::string, std::less<>> file_of;
@@ -121,25 +228,48 @@ void CheckUnresolved(Context& ctx) {
   for (const auto& seen : ctx.Resolutions())
     if (!seen.resolution.found() && IsCudaFamily(ctx, seen.resolution.name))
       by_name[seen.resolution.name].push_back(&seen);
+  // One problem per cause: the names the same requesters miss through the same search path.
+  struct Cause {
+    std::vector<std::string> names, paths, dirs;
+    std::vector<const SeenResolution*> list;
+  };
+  std::vector<Cause> causes;
   for (const auto& [name, list] : by_name) {
     std::vector<std::string> paths;
     for (const auto* s : list)
       paths.push_back(s->consumer->graph.objects[static_cast<size_t>(s->object)].real_path);
     std::sort(paths.begin(), paths.end());
     paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
+    std::vector<std::string> dirs = TriedDirs(list[0]->resolution);
+    auto same = std::find_if(causes.begin(), causes.end(), [&](const Cause& c) {
+      return c.paths == paths && c.dirs == dirs &&
+             c.list[0]->resolution.kind == list[0]->resolution.kind;
+    });
+    if (same == causes.end()) {
+      causes.push_back({{name}, paths, dirs, list});
+    } else {
+      same->names.push_back(name);
+      same->list.insert(same->list.end(), list.begin(), list.end());
+    }
+  }
+  for (const Cause& cause : causes) {
+    const auto& paths = cause.paths;
+    const auto& list = cause.list;
     bool reached = std::any_of(paths.begin(), paths.end(),
                                [&](const std::string& p) { return Reached(ctx, p); });
     const auto& r = list[0]->resolution;
     std::string how = r.kind == loader::Kind::kDlopen ? "dlopen" : "DT_NEEDED";
     // A later layer that deleted a file the search would have found broke it: blame that one.
     int deleted_in = -1;
-    for (const auto& a : r.tried)
-      if (const image::Deletion* d = ctx.tree.FindDeleted(a.path); d && deleted_in < 0)
-        deleted_in = d->layer;
+    for (const auto* s : list)
+      for (const auto& a : s->resolution.tried)
+        if (const image::Deletion* d = ctx.tree.FindDeleted(a.path); d && deleted_in < 0)
+          deleted_in = d->layer;
     Finding f = ctx.Make(
         "IC012",
-        (deleted_in >= 0 ? "deleted by " + LayerText(ctx, deleted_in) + ": " : "") + name + " (" +
-            how + " of " + paths[0] + ", " + PackageLabel(ctx.catalog, paths[0]) +
+        (deleted_in >= 0 ? "deleted by " + LayerText(ctx, deleted_in) + ": " : "") +
+            JoinAnd(cause.names) + " (" + how + " of " + paths[0] + ", " +
+            PackageLabel(ctx.catalog, paths[0]) +
             (paths.size() > 1 ? ", and " + std::to_string(paths.size() - 1) + " more" : "") +
             ") cannot be resolved" +
             (reached ? ""
@@ -160,16 +290,22 @@ void CheckUnresolved(Context& ctx) {
     // Unreached: a warning; info when the image has the library and only this object's own
     // search misses it (NVIDIA's wheels leave that to the consumer, which loads it first).
     if (!reached && !all_optional) {
-      auto elsewhere = file_of.find(name);
-      f.severity = elsewhere == file_of.end() ? Severity::kWarning : Severity::kInfo;
-      if (elsewhere != file_of.end())
-        f.message += " (the image has it at " + elsewhere->second + ")";
+      std::vector<std::string> at;
+      for (const auto& n : cause.names)
+        if (auto elsewhere = file_of.find(n); elsewhere != file_of.end())
+          at.push_back(elsewhere->second);
+      f.severity = at.size() == cause.names.size() ? Severity::kInfo : Severity::kWarning;
+      if (!at.empty()) f.message += " (the image has " + JoinAnd(at) + ")";
     }
-    f.evidence.push_back(ResolvedEvidence(r));
-    if (std::string searched = Context::Searched(r); !searched.empty())
-      f.evidence.push_back({"searched", searched});
-    for (const auto* s : list)
-      f.evidence.push_back({"consumer", s->consumer->path + " (" + s->consumer->package + ")"});
+    if (std::string fix = UnresolvedFix(ctx, cause.names, paths[0], cause.dirs, file_of);
+        !fix.empty())
+      f.remediation = fix;
+    std::set<std::string> consumers;
+    for (const auto* s : list) {
+      f.evidence.push_back(ResolvedEvidence(s->resolution));
+      if (consumers.insert(s->consumer->path).second)
+        f.evidence.push_back({"consumer", s->consumer->path + " (" + s->consumer->package + ")"});
+    }
     ctx.findings.push_back(std::move(f));
   }
   // Consumers that cannot run whatever their CUDA libraries do: once per package, as info.
@@ -314,12 +450,19 @@ void CheckUnmanaged(Context& ctx) {
       if (!names.empty()) names += ", ";
       names += std::string(util::BaseName(c->path));
     }
-    Finding f =
-        ctx.Make("IC051",
-                 std::to_string(list.size()) + " CUDA librar" + (list.size() == 1 ? "y" : "ies") +
-                     " in " + dir + " belong to no package: " + names,
-                 paths, list[0]->layer);
+    Finding f = ctx.Make(
+        "IC051",
+        std::to_string(list.size()) + " CUDA librar" + (list.size() == 1 ? "y" : "ies") + " in " +
+            dir + (list.size() == 1 ? " belongs" : " belong") + " to no package: " + names,
+        paths, list[0]->layer);
     for (const Component* c : list) Context::AddComponentEvidence(f, *c, c->name + " ");
+    const auto& release = ctx.knowledge.libraries().release_dirs;
+    f.quiet = std::any_of(release.begin(), release.end(),
+                          [&](const std::string& glob) { return PathGlobMatch(glob, dir); });
+    if (f.quiet) {
+      f.message += " (the layout of an NVIDIA release archive)";
+      f.evidence.push_back({"release layout", dir + " (rules/libraries.json release_dirs)"});
+    }
     ctx.findings.push_back(std::move(f));
   }
 }

@@ -133,6 +133,32 @@ TEST_CASE("IC012: a CUDA library's DT_NEEDED that nothing provides", "[checks]")
   CHECK(Paths(Scan(ok), "IC012").empty());
 }
 
+TEST_CASE("IC012: one finding per requester and search path, with the fix the evidence gives",
+          "[checks]") {
+  // Two libraries libcublas cannot reach through the one search path: one finding naming both.
+  FakeImage f = WithLibs(
+      {{"libcublas.so.12", So("libcublas.so.12", {"libcublasLt.so.12", "libcudart.so.12"})}});
+  auto found = Scan(f);
+  REQUIRE(found["IC012"].size() == 1);
+  const Finding& both = found["IC012"][0];
+  CHECK(both.message.rfind("libcublasLt.so.12 and libcudart.so.12 (DT_NEEDED of", 0) == 0);
+  // Truly absent: what provides them, never "installed elsewhere".
+  CHECK(both.remediation.find("no file of the image provides libcublasLt.so.12") !=
+        std::string::npos);
+  CHECK(both.remediation.find("nvidia-cublas-cuN") != std::string::npos);
+  // Present elsewhere, outside the search path: the ENV line and ld.so.conf.d that reach it.
+  f.File("/opt/other/libcublasLt.so.12", So("libcublasLt.so.12"));
+  f.File("/opt/other/libcudart.so.12", So("libcudart.so.12"));
+  auto elsewhere = Scan(f);
+  REQUIRE(elsewhere["IC012"].size() == 1);
+  const std::string& fix = elsewhere["IC012"][0].remediation;
+  CHECK(fix.find("libcublasLt.so.12 is at /opt/other/libcublasLt.so.12 (unowned in /opt/other)") !=
+        std::string::npos);
+  CHECK(fix.find("ENV LD_LIBRARY_PATH=/opt/other:" + kLib) != std::string::npos);
+  CHECK(fix.find("/etc/ld.so.conf.d/") != std::string::npos);
+  CHECK(fix.find("no file of the image provides") == std::string::npos);
+}
+
 TEST_CASE("IC012: cuDNN 9's sub-libraries by the dlopen sequence of rules/dlopen.json",
           "[checks]") {
   // libcudnn.so.9.1.0 opens libcudnn_graph.so.9.1.0, .so.9.1, then .so.9; libcudnn_graph opens
@@ -190,6 +216,20 @@ TEST_CASE("IC020: the toolkit's driver stub on the loader path", "[checks]") {
   CHECK(Paths(Scan(bad), "IC020") == std::vector<std::string>{stubs + "/libcuda.so.1"});
   FakeImage ok = image(kLib);
   CHECK(Paths(Scan(ok), "IC020").empty());
+  // The fix is the ENV line without the stubs directory.
+  auto found = Scan(bad);
+  REQUIRE(found["IC020"].size() == 1);
+  CHECK(found["IC020"][0].remediation.rfind("ENV LD_LIBRARY_PATH=" + kLib + " (drops", 0) == 0);
+  CHECK(found["IC020"][0].env == "LD_LIBRARY_PATH");
+}
+
+TEST_CASE("IC020: one stub copied under two names is one finding", "[checks]") {
+  const std::string stubs = "/usr/local/cuda/lib64/stubs";
+  FakeImage f = WithLibs({{"libcudnn.so.8", So("libcudnn.so.8", {"libcuda.so.1"})}});
+  f.File(stubs + "/libcuda.so.1", So("libcuda.so.1"));
+  f.File(stubs + "/libcuda.so", So("libcuda.so.1"));
+  SetEnv(f, "LD_LIBRARY_PATH", kLib + ":" + stubs);
+  CHECK(Paths(Scan(f), "IC020") == std::vector<std::string>{stubs + "/libcuda.so.1"});
 }
 
 TEST_CASE("IC021: user-mode driver libraries baked into the image", "[checks]") {
@@ -249,6 +289,17 @@ TEST_CASE("IC051: CUDA libraries no package owns", "[checks]") {
          "Version: 8.9.2.26-1+cuda12.1\n");
   f.File("/var/lib/dpkg/info/libcudnn8:amd64.list", kLib + "/libcudnn.so.8\n");
   CHECK(Paths(Scan(f), "IC051").empty());
+}
+
+TEST_CASE("IC051: quiet where the layout is an NVIDIA release archive's", "[checks]") {
+  FakeImage f;
+  f.image().config.env = {"LD_LIBRARY_PATH=/usr/local/cuda/lib64"};
+  f.File("/usr/local/cuda/lib64/libcudnn.so.9", So("libcudnn.so.9"));
+  f.File("/opt/vendor/libcublas.so.12", So("libcublas.so.12"));
+  auto found = Scan(f);
+  REQUIRE(found["IC051"].size() == 2);
+  for (const Finding& finding : found["IC051"])
+    CHECK(finding.quiet == (finding.paths[0] == "/usr/local/cuda/lib64/libcudnn.so.9"));
 }
 
 TEST_CASE("IC060: LD_LIBRARY_PATH with empty, relative or missing elements", "[checks]") {
@@ -493,6 +544,8 @@ TEST_CASE("IC004: a cuDNN sub-library of another release than the shim", "[check
   CHECK(Paths(found, "IC004") == std::vector<std::string>{kLib + "/libcudnn_graph.so.9.5.1"});
   REQUIRE(found["IC004"].size() == 1);
   CHECK(found["IC004"][0].message.find("cuDNN 9.5.1 while libcudnn is 9.1.0") != std::string::npos);
+  // Unowned: the file goes (libcudnn's own directory is the one on the path).
+  CHECK(found["IC004"][0].remediation.rfind("Delete " + kLib + "/libcudnn_graph.so.9.5.1", 0) == 0);
   FakeImage ok = image("9.1.0");
   CHECK(Paths(Scan(ok), "IC004").empty());
 }

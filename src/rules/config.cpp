@@ -1,7 +1,10 @@
 #include "rules/config.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <filesystem>
 
+#include "util/clock.h"
 #include "util/path.h"
 #include "util/text.h"
 
@@ -9,107 +12,75 @@ namespace imgcheck::rules {
 
 namespace {
 
-// A YAML scalar: quoted ("..." with \" and \\, or '...' with '') or plain up to a " #" comment.
-util::Expected<std::string> Scalar(std::string_view raw) {
-  std::string s(util::Trim(raw));
-  if (!s.empty() && (s[0] == '"' || s[0] == '\'')) {
-    char q = s[0];
-    std::string out;
-    size_t i = 1;
-    for (; i < s.size(); ++i) {
-      // "\x" in double quotes and '' in single quotes: the next character is literal.
-      bool escaped = i + 1 < s.size() && ((q == '"' && s[i] == '\\') ||
-                                          (q == '\'' && s[i] == '\'' && s[i + 1] == '\''));
-      if (escaped) {
-        out += s[++i];
-      } else if (s[i] == q) {
-        break;
-      } else {
-        out += s[i];
+// One YAML node as the JSON a .json config holds (scalars as strings, as the checks below read
+// them), recording the line of every value under its JSON pointer for messages.
+util::Expected<nlohmann::json> ToJson(const YAML::Node& node, const std::string& pointer,
+                                      DataFile& f, const std::string& path, int depth) {
+  auto fail = [&](const YAML::Node& n, const std::string& m) {
+    return util::MakeError(path + ":" + std::to_string(n.Mark().line + 1) + ": " + m);
+  };
+  if (depth > 16) return fail(node, "nested too deeply");
+  if (!pointer.empty()) f.lines.emplace(pointer, node.Mark().line + 1);
+  switch (node.Type()) {
+    case YAML::NodeType::Map: {
+      nlohmann::json out = nlohmann::json::object();
+      for (const auto& kv : node) {
+        if (!kv.first.IsScalar()) return fail(kv.first, "a key must be a plain string");
+        std::string key = kv.first.Scalar();
+        if (out.contains(key)) return fail(kv.first, "\"" + key + "\" appears twice");
+        f.lines.emplace(pointer + "/" + key, kv.first.Mark().line + 1);
+        auto value = ToJson(kv.second, pointer + "/" + key, f, path, depth + 1);
+        if (!value) return value.error();
+        out[key] = std::move(*value);
       }
+      return out;
     }
-    if (i >= s.size()) return util::MakeError("unterminated quoted string");
-    std::string rest(util::Trim(std::string_view(s).substr(i + 1)));
-    if (!rest.empty() && rest[0] != '#') return util::MakeError("text after a quoted string");
-    return out;
+    case YAML::NodeType::Sequence: {
+      nlohmann::json out = nlohmann::json::array();
+      for (size_t i = 0; i < node.size(); ++i) {
+        auto value = ToJson(node[i], pointer + "/" + std::to_string(i), f, path, depth + 1);
+        if (!value) return value.error();
+        out.push_back(std::move(*value));
+      }
+      return out;
+    }
+    case YAML::NodeType::Scalar:
+      return nlohmann::json(node.Scalar());
+    default:
+      return nlohmann::json(nullptr);
   }
-  if (size_t hash = s.find(" #"); hash != std::string::npos)
-    s = std::string(util::Trim(std::string_view(s).substr(0, hash)));
-  if (!s.empty() && s[0] == '#') return std::string();
-  return s;
 }
 
-// The YAML subset: top-level `key: scalar`, `key:` + an indented mapping of `key: scalar`, or
-// `key:` + an indented list of `- key: scalar` items (continued by deeper `key: scalar` lines).
-// Becomes the same JSON a .json config holds, with the line of every value for messages.
+// Full YAML 1.2 through yaml-cpp (flow collections, block scalars, anchors), as the same JSON a
+// .json config holds. A syntax error is "path:line: message".
 util::Expected<DataFile> ParseYaml(const std::string& path, std::string_view text) {
   DataFile f;
   f.path = path;
   f.name = std::filesystem::path(path).filename().string();
-  f.json = nlohmann::json::object();
-  auto fail = [&](int line, const std::string& m) {
-    return util::MakeError(path + ":" + std::to_string(line) + ": " + m);
-  };
-  std::string top;  // current top-level key with a block value
-  int item = -1;    // index of the current list item
-  int line_no = 0;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t nl = text.find('\n', pos);
-    std::string_view line =
-        text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
-    pos = nl == std::string_view::npos ? text.size() + 1 : nl + 1;
-    ++line_no;
-    std::string trimmed(util::Trim(line));
-    if (trimmed.empty() || trimmed[0] == '#' || trimmed == "---") continue;
-    if (line.find('\t') < line.find_first_not_of(" \t"))
-      return fail(line_no, "tabs are not allowed for indentation");
-    size_t indent = line.find_first_not_of(' ');
-    bool dash = trimmed[0] == '-' && (trimmed.size() == 1 || trimmed[1] == ' ');
-    std::string body(dash ? util::Trim(std::string_view(trimmed).substr(1)) : trimmed);
-    size_t colon = body.find(':');
-    if (colon == std::string::npos || (colon + 1 < body.size() && body[colon + 1] != ' '))
-      return fail(line_no, "expected \"key: value\"");
-    std::string key(util::Trim(std::string_view(body).substr(0, colon)));
-    auto value = Scalar(std::string_view(body).substr(colon + 1));
-    if (!value) return fail(line_no, value.error().message);
-    if (key.empty()) return fail(line_no, "empty key");
-    if (indent == 0 && !dash) {
-      if (f.json.contains(key)) return fail(line_no, "\"" + key + "\" appears twice");
-      item = -1;
-      if (value->empty()) {
-        top = key;
-        f.json[key] = nullptr;
-      } else {
-        top.clear();
-        f.json[key] = *value;
-      }
-      f.lines.emplace("/" + key, line_no);
-      continue;
-    }
-    if (top.empty()) return fail(line_no, "indented line outside a block");
-    auto& block = f.json[top];
-    if (dash) {
-      if (block.is_null()) block = nlohmann::json::array();
-      if (!block.is_array()) return fail(line_no, "a list item inside a mapping");
-      block.push_back(nlohmann::json::object());
-      item = static_cast<int>(block.size()) - 1;
-      f.lines.emplace("/" + top + "/" + std::to_string(item), line_no);
-    } else if (block.is_array()) {
-      if (item < 0) return fail(line_no, "expected \"- key: value\"");
-    } else {
-      if (block.is_null()) block = nlohmann::json::object();
-      if (block.contains(key)) return fail(line_no, "\"" + key + "\" appears twice");
-      block[key] = *value;
-      f.lines.emplace("/" + top + "/" + key, line_no);
-      continue;
-    }
-    auto& obj = block[static_cast<size_t>(item)];
-    if (obj.contains(key)) return fail(line_no, "\"" + key + "\" appears twice");
-    obj[key] = *value;
-    f.lines.emplace("/" + top + "/" + std::to_string(item) + "/" + key, line_no);
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return util::MakeError(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
+  if (!root.IsDefined() || root.IsNull()) {
+    f.json = nlohmann::json::object();
+    return f;
+  }
+  if (!root.IsMap()) return util::MakeError(path + ":1: the config must be a mapping of keys");
+  auto json = ToJson(root, "", f, path, 0);
+  if (!json) return json.error();
+  f.json = std::move(*json);
   return f;
+}
+
+// "YYYY-MM-DD" with a month 01-12 and a day 01-31.
+bool IsDate(const std::string& s) {
+  if (s.size() != 10 || s[4] != '-' || s[7] != '-') return false;
+  for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9})
+    if (s[i] < '0' || s[i] > '9') return false;
+  int month = std::stoi(s.substr(5, 2)), day = std::stoi(s.substr(8, 2));
+  return month >= 1 && month <= 12 && day >= 1 && day <= 31;
 }
 
 }  // namespace
@@ -128,7 +99,9 @@ std::optional<FailOn> ParseFailOn(std::string_view text) {
 bool Fails(FailOn gate, Severity severity) { return gate.at && severity >= *gate.at; }
 
 util::Expected<Config> ParseConfig(const std::string& path, std::string_view text,
-                                   const Knowledge& knowledge) {
+                                   const Knowledge& knowledge, std::string_view today) {
+  std::string now(today);
+  if (now.empty()) now = util::UtcNow("%Y-%m-%d");
   bool json = path.ends_with(".json");
   auto parsed = json ? ParseDataFile(path, text) : ParseYaml(path, text);
   if (!parsed) return parsed.error();
@@ -172,7 +145,7 @@ util::Expected<Config> ParseConfig(const std::string& path, std::string_view tex
         const auto& e = value[i];
         if (!e.is_object()) return error(item, "an ignore must be {rule, path, reason}");
         for (const auto& [k, v] : e.items()) {
-          if (k != "rule" && k != "path" && k != "reason")
+          if (k != "rule" && k != "path" && k != "reason" && k != "expires")
             return error(item + "/" + k, "unknown key \"" + k + "\" in an ignore");
           if (!v.is_string()) return error(item + "/" + k, "\"" + k + "\" must be a string");
         }
@@ -186,6 +159,16 @@ util::Expected<Config> ParseConfig(const std::string& path, std::string_view tex
         if (ig.reason.empty())
           return error(item, "the ignore of " + ig.rule + " needs a \"reason\"");
         ig.where = where(item);
+        ig.expires = e.value("expires", "");
+        if (!ig.expires.empty() && !IsDate(ig.expires))
+          return error(item + "/expires",
+                       "expires must be a date, YYYY-MM-DD, not \"" + ig.expires + "\"");
+        // ISO dates compare as strings; the ignore holds through its `expires` day.
+        if (!ig.expires.empty() && ig.expires < now) {
+          c.expired.push_back(ig.where + ": the ignore of " + ig.rule + " expired on " +
+                              ig.expires + " and no longer applies (" + ig.reason + ")");
+          continue;
+        }
         c.ignores.push_back(std::move(ig));
       }
     } else {

@@ -19,6 +19,7 @@ struct Ignore {
   std::string path;    ///< glob on image paths ('*' within a component, '**' any depth); "" = all
   std::string reason;  ///< why; required
   std::string where;   ///< "file:line" or "--ignore"
+  std::string expires = "";  ///< "YYYY-MM-DD": applies through that day (UTC); "" for ever
 };
 
 /// The CI gate: the lowest severity that fails the run, or never ("none": `at` empty).
@@ -37,12 +38,17 @@ struct Config {
   std::map<std::string, Severity> severity;  ///< rule ID -> severity
   std::vector<Ignore> ignores;
   std::optional<FailOn> fail_on;  ///< set by the file's `fail-on`
+  /// Ignores past their `expires` date, which no longer apply: "file:line: the ignore of IC051
+  /// expired on 2026-01-31 (reason)", for the report's notes.
+  std::vector<std::string> expired;
 };
 
 /// Parses a config file: JSON when `path` ends in .json, else the YAML subset of rules/README.md.
 /// Rule IDs are checked against `knowledge` (with a "did you mean"). Error: "path:line: message".
+/// An ignore whose `expires` date is before `today` ("YYYY-MM-DD"; empty: the current UTC date)
+/// goes to Config::expired instead of Config::ignores.
 util::Expected<Config> ParseConfig(const std::string& path, std::string_view text,
-                                   const Knowledge& knowledge);
+                                   const Knowledge& knowledge, std::string_view today = {});
 /// The config file in `dir`: .imgcheck.yaml, .imgcheck.yml or .imgcheck.json; "" when none.
 std::string FindConfig(const std::string& dir);
 

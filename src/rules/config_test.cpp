@@ -98,3 +98,52 @@ TEST_CASE("path globs for ignores") {
   CHECK_FALSE(PathGlobMatch("/usr/lib/*.so.8", "/usr/lib/sub/libcudnn.so.8"));
   CHECK_FALSE(PathGlobMatch("/opt/**", "/usr/opt/x"));
 }
+
+TEST_CASE("config: full YAML (flow collections, block scalars, comments)") {
+  auto flow =
+      ParseConfig("c.yaml", "ignore: [{rule: IC051, reason: x}]\nfail-on: warning\n", Builtin());
+  REQUIRE(flow);
+  CHECK(flow->ignores.at(0).rule == "IC051");
+  CHECK(flow->ignores.at(0).reason == "x");
+  auto folded =
+      ParseConfig("c.yaml",
+                  "# team policy\nignore:\n  - rule: IC051\n    reason: >-\n      vendored\n"
+                  "      on purpose\n    path: \"/opt/**\"\n",
+                  Builtin());
+  REQUIRE(folded);
+  CHECK(folded->ignores.at(0).reason == "vendored on purpose");
+  CHECK(folded->ignores.at(0).path == "/opt/**");
+  auto broken = ParseConfig("c.yaml", "ignore:\n  - rule: IC051\n   reason: [\n", Builtin());
+  REQUIRE_FALSE(broken);
+  CHECK(broken.error().message.rfind("c.yaml:", 0) == 0);
+  auto twice = ParseConfig("c.yaml", "fail-on: error\nfail-on: none\n", Builtin());
+  REQUIRE_FALSE(twice);
+  CHECK(twice.error().message == "c.yaml:2: \"fail-on\" appears twice");
+}
+
+TEST_CASE("config: an ignore past its expires date is reported and no longer applies") {
+  const std::string text =
+      "ignore:\n"
+      "  - rule: IC051\n    reason: vendored until the wheel lands\n    expires: 2026-01-31\n"
+      "  - rule: IC060\n    reason: entrypoint cds\n    expires: 2026-12-31\n";
+  auto before = ParseConfig("c.yaml", text, Builtin(), "2026-01-31");  // the last day it holds
+  REQUIRE(before);
+  CHECK(before->ignores.size() == 2);
+  CHECK(before->expired.empty());
+  auto after = ParseConfig("c.yaml", text, Builtin(), "2026-02-01");
+  REQUIRE(after);
+  REQUIRE(after->ignores.size() == 1);
+  CHECK(after->ignores[0].rule == "IC060");
+  REQUIRE(after->expired.size() == 1);
+  CHECK(after->expired[0] ==
+        "c.yaml:2: the ignore of IC051 expired on 2026-01-31 and no longer applies (vendored "
+        "until the wheel lands)");
+  std::vector<Finding> findings(1);
+  findings[0].rule = "IC051";
+  CHECK(ApplyConfig(*after, findings).empty());  // reported again
+  CHECK(findings.size() == 1);
+  auto bad = ParseConfig("c.yaml", "ignore:\n  - {rule: IC051, reason: x, expires: 31/01/2026}\n",
+                         Builtin());
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().message.find("expires must be a date, YYYY-MM-DD") != std::string::npos);
+}

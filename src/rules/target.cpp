@@ -76,7 +76,7 @@ std::string MissingTarget(const RuleInfo& r, const Target& target) {
 void NoteMissingTarget(Target& target, const Knowledge& knowledge) {
   for (const auto& r : knowledge.rules())
     if (std::string why = MissingTarget(r, target); !why.empty())
-      target.notes.push_back(r.id + " (" + r.name + ") stays silent: " + why);
+      target.notes.push_back(r.id + " (" + r.name + ")" + std::string(kStaysSilent) + why);
 }
 
 std::vector<NotRun> RulesNotRun(const Target& target, const Knowledge& knowledge,
@@ -85,7 +85,7 @@ std::vector<NotRun> RulesNotRun(const Target& target, const Knowledge& knowledge
   std::vector<NotRun> out;
   for (const auto& r : knowledge.rules()) {
     if (std::string why = MissingTarget(r, target); !why.empty()) {
-      out.push_back({r.id, why});
+      out.push_back({r.id, why, true});
     } else if (!no_probe.empty() &&
                std::find(static_rules.begin(), static_rules.end(), r.id) == static_rules.end()) {
       out.push_back({r.id, std::string(no_probe)});

@@ -34,8 +34,11 @@ void NoteMissingTarget(Target& target, const Knowledge& knowledge);
 /// A rule of the table that could not run, and why (CI reports show it as skipped).
 struct NotRun {
   std::string rule;
-  std::string reason;  ///< "no target driver (--driver VERSION or --host)"
+  std::string reason;       ///< "no target driver (--driver VERSION or --host)"
+  bool for_target = false;  ///< silent for lack of a target (else: only the GPU probe checks it)
 };
+/// What NoteMissingTarget's notes say between the rule and the reason.
+inline constexpr std::string_view kStaysSilent = " stays silent: ";
 /// The rules that stay silent for lack of a target, and, when `no_probe` says why the GPU probe
 /// did not run ("" when it ran), those only it checks (rules without a static check), in table
 /// order.
