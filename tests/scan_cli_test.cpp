@@ -1087,6 +1087,22 @@ TEST_CASE("every format renders a scan, --output writes it", "[scan]") {
   CHECK(unknown.status == 2);
 }
 
+TEST_CASE("SARIF's category is the image's repository: app:1 and app:2 share it", "[scan]") {
+  TempDir dir;
+  WriteOciLayout(dir / "layout", Seed(true), "1");
+  WriteOciLayout(dir / "layout", Seed(false), "2");
+  auto id = [&](const std::string& tag, const std::string& args) {
+    fs::path out = dir / ("r" + tag + ".sarif");
+    auto r = Run("'" + Imgcheck() + "' scan -q --no-cache oci:" + (dir / "layout").string() + ":" +
+                 tag + " --format sarif --output '" + out.string() + "'" + args);
+    CHECK(r.status <= 1);
+    return nlohmann::json::parse(ReadFile(out))["runs"][0]["automationDetails"]["id"];
+  };
+  CHECK(id("1", "") == "imgcheck/oci:" + (dir / "layout").string() + "/");
+  CHECK(id("2", "") == id("1", ""));
+  CHECK(id("2", " --sarif-category app") == "imgcheck/app/");
+}
+
 TEST_CASE("rules list and rules explain come from the rule table", "[rules]") {
   auto list = Run("'" + Imgcheck() + "' rules list");
   CHECK(list.status == 0);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "cli/build_info.h"
 #include "rules/target.h"
 #include "util/error.h"
 #include "util/file.h"
@@ -81,7 +82,8 @@ rules::Config LoadConfig(const RuleArgs& args, const rules::Knowledge& k, std::s
   return config;
 }
 
-// Every regular file under `dir`, by relative path, into `h` (the rule data's identity).
+}  // namespace
+
 void HashTree(const std::string& dir, util::Sha256& h) {
   std::vector<std::filesystem::path> files;
   std::error_code ec;
@@ -101,7 +103,11 @@ void HashTree(const std::string& dir, util::Sha256& h) {
   }
 }
 
-}  // namespace
+std::string TreeDigest(const std::string& dir) {
+  util::Sha256 h;
+  HashTree(dir, h);
+  return "sha256:" + h.HexDigest();
+}
 
 void Analyze(const ImageArgs& args, image::Image& image, catalog::Catalog& catalog,
              rules::ScanInput& input) {
@@ -151,7 +157,7 @@ Policy LoadPolicy(const RuleArgs& args) {
   rules::NoteMissingTarget(p.target, p.knowledge);
 
   util::Sha256 h;
-  h.Update("imgcheck " IMGCHECK_VERSION "\n");
+  h.Update("imgcheck " + std::string(BuildVersion()) + "\n");
   HashTree(RulesDir(), h);
   for (const auto& d : args.rules_dirs) HashTree(d, h);
   std::string rest = config_text + "\n" + args.fail_on + "\n" + args.driver + "\n" + args.gpu +
@@ -183,7 +189,7 @@ report::Report ScanReport(const ImageArgs& args, const Policy& policy, const Ext
   rep.diagnostics = img.diagnostics;
   rep.diagnostics.insert(rep.diagnostics.end(), cat.diagnostics.begin(), cat.diagnostics.end());
   rep.knowledge = &policy.knowledge;
-  rep.tool_version = IMGCHECK_VERSION;
+  rep.tool_version = BuildVersion();
   if (finish) finish(input, rep);
   return rep;
 }

@@ -13,6 +13,7 @@
 #include "rules/config.h"
 #include "rules/knowledge.h"
 #include "rules/scan.h"
+#include "util/sha256.h"
 
 namespace imgcheck::cli {
 
@@ -20,6 +21,12 @@ namespace imgcheck::cli {
 /// link map into `input`; an image whose machine the loader does not model gets a note saying
 /// so and no link maps. `input.knowledge` and its target are the caller's; `input`
 /// points into `image` and `catalog`, which must outlive it.
+/// Every regular file under `dir`, by relative path and content, into `h`: the rule data's
+/// identity (throws util::Fatal when a file cannot be read).
+void HashTree(const std::string& dir, util::Sha256& h);
+/// "sha256:HEX" of HashTree(dir) alone.
+std::string TreeDigest(const std::string& dir);
+
 void Analyze(const ImageArgs& args, image::Image& image, catalog::Catalog& catalog,
              rules::ScanInput& input);
 

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "catalog/catalog.h"
+#include "cli/build_info.h"
 #include "cli/commands.h"
 #include "report/catalog_report.h"
 #include "util/error.h"
@@ -27,7 +28,7 @@ int RunCatalog(const CatalogArgs& args) {
   cat.diagnostics.insert(cat.diagnostics.begin(), img.diagnostics.begin(), img.diagnostics.end());
   report::ImageInfo info{img.reference, img.transport, img.manifest_digest, img.config_digest,
                          args.image.platform};
-  std::string text = report::RenderCatalog(cat, info, *format, IMGCHECK_VERSION);
+  std::string text = report::RenderCatalog(cat, info, *format, BuildVersion());
   if (args.output.empty()) {
     std::cout << text << std::flush;
     return 0;

@@ -1,7 +1,10 @@
 // `imgcheck help [COMMAND]` and `imgcheck version`: words a user types, so that they are never
 // taken for image names.
 #include <iostream>
+#include <nlohmann/json.hpp>
 
+#include "cli/analysis.h"
+#include "cli/build_info.h"
 #include "cli/commands.h"
 #include "util/error.h"
 #include "util/text.h"
@@ -27,9 +30,27 @@ Runner DefineHelp(CLI::App& sub) {
   };
 }
 
-Runner DefineVersion(CLI::App&) {
-  return []() -> int {
-    std::cout << "imgcheck " IMGCHECK_VERSION "\n";
+// The rule data's identity is the digest of the directory every scan reads (RulesDir): the data
+// is read at run time, so the binary's commit alone does not say which facts it judged by.
+Runner DefineVersion(CLI::App& sub) {
+  auto format = std::make_shared<std::string>("text");
+  sub.add_option("--format", *format, "text or json")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "json"}));
+  return [format]() -> int {
+    std::string dir = RulesDir();
+    std::string digest = TreeDigest(dir);
+    if (*format == "json") {
+      nlohmann::ordered_json j;
+      j["name"] = "imgcheck";
+      j["version"] = BuildVersion();
+      j["commit"] = BuildCommit();
+      j["rules"] = {{"dir", dir}, {"digest", digest}};
+      std::cout << j.dump(2) << "\n";
+      return 0;
+    }
+    std::cout << "imgcheck " << BuildVersion() << "\ncommit: " << BuildCommit()
+              << "\nrules: " << digest << " (" << dir << ")\n";
     return 0;
   };
 }

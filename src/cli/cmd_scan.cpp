@@ -13,6 +13,7 @@
 #include "cli/analysis.h"
 #include "cli/commands.h"
 #include "image/dockerfile.h"
+#include "image/transports.h"
 #include "probe/session.h"
 #include "report/report.h"
 #include "rules/config.h"
@@ -31,6 +32,7 @@ struct ScanArgs {
   std::string format = "text";
   std::vector<std::string> outputs;  ///< FILE (in --format) or FORMAT=FILE, each once
   std::string dockerfile;            ///< --dockerfile: map findings to its lines
+  std::string sarif_category;        ///< --sarif-category ("": the reference less tag/digest)
   RuleArgs rules;
   bool fail_on_empty = false;  ///< --fail-on-empty: exit 1 when there is no CUDA stack
   bool probe = false;          ///< --probe: also run the GPU probe (src/probe)
@@ -118,6 +120,8 @@ int Scan(const ScanArgs& args) {
     if (!probe_note.empty()) rep.notes.push_back(probe_note);
   };
   report::Report rep = ScanReport(args.image, policy, probe_findings, finish);
+  rep.sarif_category = args.sarif_category.empty() ? image::WithoutTagOrDigest(args.image.reference)
+                                                   : args.sarif_category;
 
   for (const Output& o : outputs) {
     report::RenderOptions ro;
@@ -148,6 +152,9 @@ Runner DefineScan(CLI::App& sub) {
                  "one report per format from one scan");
   sub.add_option("--dockerfile", args->dockerfile,
                  "the Dockerfile the image was built from: findings name its lines");
+  sub.add_option("--sarif-category", args->sarif_category,
+                 "SARIF automationDetails category, the same for every build of one image "
+                 "(default: the image reference without tag or digest)");
   AddRuleArgs(sub, args->rules);
   sub.add_flag("--fail-on-empty", args->fail_on_empty,
                "exit 1 when the image holds no CUDA stack (no CUDA library, toolkit or framework)");

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "catalog/catalog.h"
+#include "cli/build_info.h"
 #include "report/escape.h"
 #include "util/error.h"
 #include "util/text.h"
@@ -25,7 +26,7 @@ const std::vector<Command>& Commands() {
       {"probe", "run the image's own cuDNN stack on this host's GPU (runs image code)",
        DefineProbe},
       {"help", "print this help, or a subcommand's (help scan)", DefineHelp},
-      {"version", "print imgcheck's version", DefineVersion},
+      {"version", "print imgcheck's version, commit and rule data digest", DefineVersion},
       {"serve", "answer Kubernetes admission, registry pushes and Gatekeeper over HTTPS",
        DefineServe},
   };
@@ -234,7 +235,7 @@ int Main(int argc, char** argv) {
   if (std::optional<int> refused = Rewrite(args)) return *refused;
 
   CLI::App app{"imgcheck: find broken CUDA/cuDNN stacks in container images before they ship"};
-  app.set_version_flag("--version", "imgcheck " IMGCHECK_VERSION);
+  app.set_version_flag("--version", "imgcheck " + std::string(BuildVersion()));
   app.require_subcommand(1);
   std::vector<std::pair<CLI::App*, std::function<Runner(CLI::App&)>>> subs;
   Runner run;

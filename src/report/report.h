@@ -46,6 +46,9 @@ struct Report {
   bool cuda_stack = true;                       ///< false: nothing to check (no CUDA at all)
   const rules::Knowledge* knowledge = nullptr;  ///< the rule table (SARIF rules, JUnit cases)
   std::string tool_version;
+  /// SARIF automationDetails category: one per image repository, not per build, so code
+  /// scanning closes alerts a new build fixed ("" : the image reference).
+  std::string sarif_category;
   rules::FailOn fail_on{rules::Severity::kError};  ///< the gate: JUnit fails only what fails it
   std::vector<rules::NotRun> not_run;              ///< rules that could not run (JUnit skipped)
   bool dockerfile = false;  ///< --dockerfile was given: findings carry Dockerfile lines
