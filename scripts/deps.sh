@@ -7,17 +7,25 @@ pkgs=(cmake g++ make ninja-build pkg-config
       libarchive-dev nlohmann-json3-dev libssl-dev libcli11-dev catch2 libisal-dev libzstd-dev
       libcurl4-openssl-dev
       # imgcheck serve: HTTPS server (cpp-httplib, built with OpenSSL, zlib and brotli) and Redis
-      libcpp-httplib-dev zlib1g-dev libbrotli-dev libhiredis-dev)
+      libcpp-httplib-dev zlib1g-dev libbrotli-dev libhiredis-dev
+      # registries over TLS at run time: the CA bundle
+      ca-certificates)
 [ "${1:-}" = build ] || pkgs+=(
       # the style gate (scripts/lint)
       clang-format clang-tidy
       # peers and oracles used by the tests and the benchmark
       umoci skopeo docker-registry libtree isal zstd gzip apache2-utils time python3
+      # the registry tests make their certificates with the openssl command
+      openssl
       redis-server redis-tools wrk
       # the CI gate's tests: real builds, podman's Docker API, the SARIF schema
       buildah podman python3-jsonschema
-      # scripts/build-image.sh: a Debian 12 base where no registry serves one
+      # scripts/build-image.sh: a Debian 12 base where no registry serves one; scripts/release.sh
+      # --check: pristine Debian 12 roots
       debootstrap
+      # scripts/release.sh: the .deb (dpkg-shlibdeps, lintian), the tarball's RUNPATH (patchelf),
+      # the validators' virtual environment (scripts/validate-release)
+      dpkg-dev lintian patchelf python3-venv
       # the fuzz targets (scripts/fuzz): clang with libFuzzer and the sanitizer runtimes
       clang libclang-rt-14-dev)
 missing=()
