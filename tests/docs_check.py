@@ -34,7 +34,10 @@ def help_text(sub):
 
 
 top = help_text("")
-subcommands = set(re.findall(r"^\s{2}(\w[\w-]*)\s", top.split("SUBCOMMANDS:")[-1], re.M)) if top else set()
+subcommands = set()
+if top:
+    listed = re.split(r"(?i)^subcommands:", top, flags=re.M)[-1]
+    subcommands = set(re.findall(r"^\s{2}(\w[\w-]*)\s", listed, re.M))
 if not subcommands:
     sys.exit(f"docs_check: `{imgcheck} help` lists no subcommands")
 
@@ -52,6 +55,12 @@ def check_imgcheck(words, where):
     if text is None:
         errors.append(f"{where}: `imgcheck help {sub}` fails")
         return
+    # A subcommand with subcommands of its own (rules list|explain): the next word is one.
+    m = re.split(r"(?i)^subcommands:", text, flags=re.M)
+    if sub == words[0] and len(m) > 1:
+        nested = set(re.findall(r"^\s{2}(\w[\w-]*)\s", m[-1], re.M))
+        if len(words) < 2 or words[1] not in nested:
+            errors.append(f"{where}: imgcheck {sub}: no subcommand {words[1:2]}")
     for w in words:
         if w.startswith("--") and len(w) > 2:
             flag = w.split("=", 1)[0]
