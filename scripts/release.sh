@@ -10,7 +10,8 @@
 #                                           localhost/imgcheck:VERSION in buildah's storage too
 #   SHA256SUMS                              of the three
 #   scripts/release.sh [--no-image] VERSION OUT
-#   scripts/release.sh --set-action vVERSION    before tagging: action.yml runs that image
+#   scripts/release.sh --set-action vVERSION    before tagging: action.yml and the GitLab
+#                                               template run that image
 # VERSION is the tag without its "v" (0.3.0); it is compiled in (IMGCHECK_VERSION_OVERRIDE), so
 # `imgcheck version` says what the file names say. The binaries are built by Debian's hardening
 # flags (dpkg-buildflags) in build/release (ccache when installed). IMGCHECK_RELEASE_BUILD_DIR
@@ -22,7 +23,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = --set-action ] && [ $# -eq 2 ]; then
   sed -i -E "s|(IMGCHECK_RELEASED_IMAGE: ghcr.io/[a-z0-9._-]+/imgcheck:).*|\1$2|" action.yml
-  grep -n "IMGCHECK_RELEASED_IMAGE:" action.yml
+  sed -i -E "s|(IMGCHECK_IMAGE: ghcr.io/[a-z0-9._-]+/imgcheck:).*|\1$2|" docker/gitlab/imgcheck.gitlab-ci.yml
+  grep -n "ghcr.io/.*/imgcheck:v" action.yml docker/gitlab/imgcheck.gitlab-ci.yml
   exit 0
 fi
 image=1
