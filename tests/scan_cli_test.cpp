@@ -1088,7 +1088,7 @@ TEST_CASE("every format renders a scan, --output writes it", "[scan]") {
 }
 
 TEST_CASE(
-    "SARIF's category is the image's repository: app:1 and app:2 share it; reports name "
+    "SARIF's category is the image's repository: app:1 and app:2 share it, and reports name "
     "the version",
     "[scan]") {
   TempDir dir;
