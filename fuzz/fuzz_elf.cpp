@@ -12,7 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)elf::Parse(util::SparseFile::Whole(std::string(bytes)));
 
   // libarchive hands a file over in blocks of varying size; 4093 bytes cuts every table.
-  std::unique_ptr<image::Capturer> capturer = elf::MakeCapturer();
+  std::unique_ptr<util::Capturer> capturer = elf::MakeCapturer();
   for (size_t at = 0; at < bytes.size(); at += 4093) {
     if (!capturer->Feed(bytes.substr(at, 4093))) break;
   }

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "fake_stack.h"
 #include "image_writer.h"
@@ -160,6 +162,36 @@ TEST_CASE("imgcheck scan --probe: the probe's findings join the scan's, and deci
   auto notice = Run("('" + (BinaryDir() / "imgcheck").string() + "' scan '" + img.reference +
                     "' --probe " + driver + " 2>&1 >/dev/null)");  // stderr only
   CHECK_THAT(notice.output, Catch::Contains("untrusted code"));
+}
+
+TEST_CASE(
+    "imgcheck scan --probe: the probe's findings are sorted with the scan's in JSON and SARIF") {
+  Image img;
+  FakeStack s;
+  s.sublibrary_versions["cnn"] = 91800;
+  Write(s, img);
+  // IC051 (info, the vendored stack) from the checks, IC072 (error) from the probe: the error
+  // comes first in every format, as reports promise.
+  std::string common = "--ignore IC012 --probe --test-libcuda '" + img.libcuda.string() + "'";
+  auto json = Imgcheck("scan", img, "--format json " + common);
+  INFO(json.output);
+  REQUIRE(json.status == 1);
+  std::vector<std::string> order;
+  nlohmann::json report = nlohmann::json::parse(json.output);
+  for (const auto& f : report["findings"])
+    order.push_back(f["severity"].get<std::string>() + " " + f["rule"].get<std::string>());
+  REQUIRE(order.size() >= 2);
+  CHECK(order.front() == "error IC072");
+  CHECK(order.back() == "info IC051");
+  auto sarif = Imgcheck("scan", img, "--format sarif " + common);
+  INFO(sarif.output);
+  std::vector<std::string> levels;
+  nlohmann::json log = nlohmann::json::parse(sarif.output);
+  for (const auto& r : log["runs"][0]["results"])
+    levels.push_back(r["ruleId"].get<std::string>() + " " + r["level"].get<std::string>());
+  REQUIRE(levels.size() == order.size());
+  CHECK(levels.front() == "IC072 error");
+  CHECK(levels.back() == "IC051 note");
 }
 
 TEST_CASE("imgcheck scan --probe without a GPU: a note, and the static result stands") {

@@ -123,6 +123,11 @@ std::vector<const Component*> Catalog::Find(ComponentKind kind, std::string_view
   return out;
 }
 
+bool IsLibraryKind(ComponentKind kind) {
+  return kind == ComponentKind::kCudaLibrary || kind == ComponentKind::kDriverLibrary ||
+         kind == ComponentKind::kDriverStub || kind == ComponentKind::kCompatLibrary;
+}
+
 bool Catalog::HasCudaStack() const {
   return std::any_of(components.begin(), components.end(), [](const Component& c) {
     switch (c.kind) {
@@ -142,10 +147,7 @@ bool Catalog::HasCudaStack() const {
 std::vector<const Component*> Catalog::Family(std::string_view family) const {
   std::vector<const Component*> out;
   for (const Component& c : components) {
-    bool library = c.kind == ComponentKind::kCudaLibrary ||
-                   c.kind == ComponentKind::kDriverLibrary ||
-                   c.kind == ComponentKind::kDriverStub || c.kind == ComponentKind::kCompatLibrary;
-    if (library && !c.deleted && c.family == family) out.push_back(&c);
+    if (IsLibraryKind(c.kind) && !c.deleted && c.family == family) out.push_back(&c);
   }
   return out;
 }

@@ -115,6 +115,10 @@ struct ReplacedFile {
   int layer = -1;             ///< the layer that wrote the file now in the image
 };
 
+/// True for the kinds that are shared libraries of the CUDA stack: CUDA libraries, the driver,
+/// its stubs and the forward-compatibility driver.
+bool IsLibraryKind(ComponentKind kind);
+
 struct Component {
   ComponentKind kind = ComponentKind::kCudaLibrary;
   /// Library base name ("libcudnn", "libcudnn_ops", "libcuda"), package or distribution name

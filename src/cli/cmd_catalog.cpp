@@ -2,10 +2,10 @@
 #include <iostream>
 #include <memory>
 
-#include "catalog/catalog.h"
-#include "cli/build_info.h"
 #include "cli/commands.h"
 #include "report/catalog_report.h"
+#include "scan/build_info.h"
+#include "scan/scan.h"
 #include "util/error.h"
 
 namespace imgcheck::cli {
@@ -21,14 +21,15 @@ struct CatalogArgs {
 int RunCatalog(const CatalogArgs& args) {
   std::optional<report::CatalogFormat> format = report::ParseCatalogFormat(args.format);
   if (!format) throw util::Fatal("--format: unknown format '" + args.format + "'");
-  rules::Knowledge knowledge = LoadKnowledge(args.rules_dirs);
-  image::Image img =
-      image::Load(args.image.reference, ToLoadOptions(args.image, knowledge.libraries()));
-  catalog::Catalog cat = catalog::Build(img, knowledge.libraries(), args.image.limits);
+  rules::Knowledge knowledge = scan::LoadKnowledge(args.rules_dirs);
+  scan::Request request = ScanRequest(args.image, knowledge, scan::Depth::kCatalog);
+  std::unique_ptr<scan::Result> scanned = scan::Run(request);
+  const image::Image& img = scanned->image;
+  catalog::Catalog& cat = scanned->catalog;
   cat.diagnostics.insert(cat.diagnostics.begin(), img.diagnostics.begin(), img.diagnostics.end());
   report::ImageInfo info{img.reference, img.transport, img.manifest_digest, img.config_digest,
                          args.image.platform};
-  std::string text = report::RenderCatalog(cat, info, *format, BuildVersion());
+  std::string text = report::RenderCatalog(cat, info, *format, scan::BuildVersion());
   if (args.output.empty()) {
     std::cout << text << std::flush;
     return 0;

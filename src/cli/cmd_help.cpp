@@ -3,9 +3,9 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "cli/analysis.h"
-#include "cli/build_info.h"
 #include "cli/commands.h"
+#include "scan/build_info.h"
+#include "scan/policy.h"
 #include "util/error.h"
 #include "util/text.h"
 
@@ -38,18 +38,18 @@ Runner DefineVersion(CLI::App& sub) {
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));
   return [format]() -> int {
-    std::string dir = RulesDir();
-    std::string digest = TreeDigest(dir);
+    std::string dir = scan::RulesDir();
+    std::string digest = scan::TreeDigest(dir);
     if (*format == "json") {
       nlohmann::ordered_json j;
       j["name"] = "imgcheck";
-      j["version"] = BuildVersion();
-      j["commit"] = BuildCommit();
+      j["version"] = scan::BuildVersion();
+      j["commit"] = scan::BuildCommit();
       j["rules"] = {{"dir", dir}, {"digest", digest}};
       std::cout << j.dump(2) << "\n";
       return 0;
     }
-    std::cout << "imgcheck " << BuildVersion() << "\ncommit: " << BuildCommit()
+    std::cout << "imgcheck " << scan::BuildVersion() << "\ncommit: " << scan::BuildCommit()
               << "\nrules: " << digest << " (" << dir << ")\n";
     return 0;
   };

@@ -6,13 +6,12 @@
 #include <iostream>
 #include <memory>
 
-#include "catalog/catalog.h"
-#include "cli/analysis.h"
 #include "cli/commands.h"
+#include "cli/rule_args.h"
 #include "probe/session.h"
 #include "report/escape.h"
 #include "rules/config.h"
-#include "rules/scan.h"
+#include "scan/scan.h"
 #include "util/error.h"
 
 namespace imgcheck::cli {
@@ -35,17 +34,13 @@ int Probe(const ProbeArgs& args) {
     throw util::Fatal("--fail-on: '" + args.fail_on + "' is not none, info, warning or error");
   std::cerr << kProbeNotice;
 
-  // The static scan's inputs, as `scan` builds them: the probe checks its predictions.
-  rules::Knowledge knowledge = LoadKnowledge(args.rules_dirs);
-  rules::ScanInput input;
-  input.knowledge = &knowledge;
-  image::Image img;
-  catalog::Catalog cat;
-  Analyze(args.image, img, cat, input);
-
-  probe::Session session =
-      probe::RunSession(args.image.reference, ToLoadOptions(args.image, knowledge.libraries()),
-                        input, ToRunOptions(args.run));
+  // The static scan's link maps: the probe checks their predictions.
+  rules::Knowledge knowledge = scan::LoadKnowledge(args.rules_dirs);
+  scan::Request request = ScanRequest(args.image, knowledge, scan::Depth::kLinkMaps);
+  probe::ScanStep step(ToRunOptions(args.run));
+  request.probe = &step;
+  scan::Run(request);
+  const probe::Session& session = step.session();
   std::string text = probe::Format(session, args.format);
   std::cout << (args.format == "json" ? text : report::VisibleLines(text)) << std::flush;
   return probe::ExitCode(session, *fail_on);

@@ -20,7 +20,7 @@ struct RulesArgs {
 };
 
 int List(const RulesArgs& args) {
-  rules::Knowledge k = LoadKnowledge(args.rules_dirs);
+  rules::Knowledge k = scan::LoadKnowledge(args.rules_dirs);
   auto implemented = rules::ImplementedRules();
   if (args.json) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
@@ -45,7 +45,7 @@ int List(const RulesArgs& args) {
 }
 
 int Explain(const RulesArgs& args) {
-  rules::Knowledge k = LoadKnowledge(args.rules_dirs);
+  rules::Knowledge k = scan::LoadKnowledge(args.rules_dirs);
   const rules::RuleInfo* r = k.Rule(args.id);
   if (!r) {
     std::string hint = k.SuggestRule(args.id);

@@ -2,26 +2,20 @@
 // report, and the CI exit code: 0 nothing at or above --fail-on, 1 findings, 2 scan failed.
 #include <unistd.h>
 
-#include <cstdio>
-#include <filesystem>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
+#include <optional>
 
-#include "catalog/catalog.h"
-#include "cli/analysis.h"
 #include "cli/commands.h"
-#include "image/dockerfile.h"
+#include "cli/rule_args.h"
 #include "image/transports.h"
 #include "probe/session.h"
 #include "report/report.h"
 #include "rules/config.h"
-#include "rules/scan.h"
-#include "rules/target.h"
+#include "scan/scan.h"
 #include "util/error.h"
-#include "util/file.h"
-#include "util/path.h"
 
 namespace imgcheck::cli {
 
@@ -33,46 +27,11 @@ struct ScanArgs {
   std::vector<std::string> outputs;  ///< FILE (in --format) or FORMAT=FILE, each once
   std::string dockerfile;            ///< --dockerfile: map findings to its lines
   std::string sarif_category;        ///< --sarif-category ("": the reference less tag/digest)
-  RuleArgs rules;
+  scan::PolicyArgs rules;
   bool fail_on_empty = false;  ///< --fail-on-empty: exit 1 when there is no CUDA stack
   bool probe = false;          ///< --probe: also run the GPU probe (src/probe)
   ProbeRunArgs probe_run;
 };
-
-// The Dockerfile's path as code scanning wants it: relative to the repository root (the nearest
-// directory above it with a .git), else to the working directory, else as given.
-std::string RepositoryPath(const std::string& dockerfile) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::path abs = fs::weakly_canonical(fs::absolute(dockerfile, ec), ec);
-  for (fs::path dir = abs.parent_path(); !dir.empty(); dir = dir.parent_path()) {
-    if (fs::exists(dir / ".git", ec)) return abs.lexically_relative(dir).generic_string();
-    if (dir == dir.parent_path()) break;
-  }
-  fs::path rel = abs.lexically_relative(fs::current_path(ec));
-  return rel.empty() || *rel.begin() == ".." ? dockerfile : rel.generic_string();
-}
-
-// Points every finding (reported or ignored) at the Dockerfile instruction behind it.
-void MapToDockerfile(const std::string& path, const image::Image& img, report::Report& rep) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw util::Fatal("--dockerfile: " + path + " does not exist");
-  util::Expected<std::string> text = util::ReadFile(path);
-  if (!text) throw util::Fatal("--dockerfile: " + text.error().message);
-  auto df = image::ParseDockerfile(*text);
-  if (!df) throw util::Fatal("--dockerfile: " + path + ": " + df.error().message);
-  image::BuildMap map = image::MapBuild(*df, img.config.history, img.layers.size());
-  std::string shown = RepositoryPath(path);
-  auto locate = [&](rules::Finding& f) {
-    const image::Instruction* i =
-        image::Locate(map, f.layer.index, f.paths.empty() ? "" : f.paths[0], f.env);
-    if (i) f.dockerfile = rules::SourceLine{shown, i->line, i->end_line, i->text};
-  };
-  for (auto& f : rep.findings) locate(f);
-  for (auto& s : rep.suppressed) locate(s.finding);
-  rep.dockerfile = true;
-}
 
 struct Output {
   report::Format format;
@@ -99,27 +58,18 @@ std::vector<Output> Outputs(const ScanArgs& args) {
 
 int Scan(const ScanArgs& args) {
   std::vector<Output> outputs = Outputs(args);
-  Policy policy = LoadPolicy(args.rules);
-  std::string probe_note;
-  ExtraFindings probe_findings;
-  if (args.probe)  // the GPU probe's findings join the scan's; without a GPU only a note
-    probe_findings = [&](const rules::ScanInput& input, report::Report& rep) {
-      std::cerr << kProbeNotice;
-      probe::Session ps = probe::RunSession(args.image.reference,
-                                            ToLoadOptions(args.image, policy.knowledge.libraries()),
-                                            input, ToRunOptions(args.probe_run));
-      if (ps.no_gpu) probe_note = "--probe: no GPU: probe skipped (" + ps.skip_reason + ")";
-      if (ps.nothing_to_load) probe_note = "--probe: " + ps.skip_reason;
-      rep.findings.insert(rep.findings.end(), ps.findings.begin(), ps.findings.end());
-    };
-  auto finish = [&](const rules::ScanInput& input, report::Report& rep) {
-    rep.not_run = rules::RulesNotRun(
-        input.target, policy.knowledge, rules::ImplementedRules(),
-        args.probe ? probe_note : "checked only by the GPU probe (imgcheck scan --probe)");
-    if (!args.dockerfile.empty()) MapToDockerfile(args.dockerfile, *input.image, rep);
-    if (!probe_note.empty()) rep.notes.push_back(probe_note);
-  };
-  report::Report rep = ScanReport(args.image, policy, probe_findings, finish);
+  scan::Policy policy = scan::LoadPolicy(args.rules);
+  scan::Request request = ScanRequest(args.image, policy.knowledge, scan::Depth::kFindings);
+  request.policy = &policy;
+  request.dockerfile = args.dockerfile;
+  // The GPU probe's findings join the scan's; without a GPU only a note.
+  std::optional<probe::ScanStep> probe;
+  if (args.probe) {
+    std::cerr << kProbeNotice;
+    request.probe = &probe.emplace(ToRunOptions(args.probe_run));
+  }
+  std::unique_ptr<scan::Result> scanned = scan::Run(request);
+  report::Report& rep = scanned->report;
   rep.sarif_category = args.sarif_category.empty() ? image::WithoutTagOrDigest(args.image.reference)
                                                    : args.sarif_category;
 

@@ -2,8 +2,9 @@
 // cache and rule options. The policy is loaded once; its identity keys every verdict.
 #include <memory>
 
-#include "cli/analysis.h"
 #include "cli/commands.h"
+#include "cli/rule_args.h"
+#include "scan/scan.h"
 #include "serve/log.h"
 #include "serve/server.h"
 #include "util/error.h"
@@ -14,7 +15,7 @@ namespace {
 
 struct ServeArgs {
   ImageArgs image;  ///< registry and cache options; `reference` unused
-  RuleArgs rules;
+  scan::PolicyArgs rules;
   serve::ServerOptions server;
   std::vector<std::string> allow_registry;
   std::string redis;
@@ -32,7 +33,7 @@ serve::Fallback ParseFallback(const std::string& flag, const std::string& value)
 }
 
 int Serve(ServeArgs& args) {
-  Policy policy = LoadPolicy(args.rules);
+  scan::Policy policy = scan::LoadPolicy(args.rules);
   serve::ServerOptions& o = args.server;
   o.decide.fail_on = policy.fail_on;
   o.decide.on_unknown = ParseFallback("--on-unknown", args.on_unknown);
@@ -54,18 +55,20 @@ int Serve(ServeArgs& args) {
 
   args.image.quiet = true;  // no progress line from a server
   serve::VerdictOptions vo;
-  vo.identity = policy.identity.substr(policy.identity.find(':') + 1, 16);
+  vo.identity = policy.ShortIdentity();
   vo.workers = args.workers;
   vo.cache_entries = args.cache_entries;
   serve::Metrics metrics;
   serve::Scanner scanner = [&args, &policy](const std::string& reference) {
-    ImageArgs a = args.image;
-    a.reference = reference;
-    return report::RenderJson(ScanReport(a, policy));
+    ImageArgs image = args.image;
+    image.reference = reference;
+    scan::Request request = ScanRequest(image, policy.knowledge, scan::Depth::kFindings);
+    request.policy = &policy;
+    return serve::VerdictOf(scan::Run(request)->report);
   };
   serve::Verdicts verdicts(scanner, vo, std::move(shared), metrics);
-  serve::Resolver resolver(ToLoadOptions(args.image, policy.knowledge.libraries()),
-                           args.allow_registry, std::chrono::seconds(args.resolve_ttl));
+  serve::Resolver resolver(ToLoadOptions(args.image), args.allow_registry,
+                           std::chrono::seconds(args.resolve_ttl));
   return serve::Serve(o, verdicts, resolver, metrics);
 }
 

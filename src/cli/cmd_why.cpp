@@ -2,13 +2,9 @@
 #include <iostream>
 #include <memory>
 
-#include "catalog/catalog.h"
 #include "cli/commands.h"
-#include "loader/why.h"
 #include "report/why.h"
-#include "rules/scan.h"
-#include "util/error.h"
-#include "util/path.h"
+#include "scan/scan.h"
 
 namespace imgcheck::cli {
 namespace {
@@ -22,37 +18,14 @@ struct WhyArgs {
 };
 
 int RunWhy(const WhyArgs& args) {
-  rules::Knowledge knowledge = LoadKnowledge(args.rules_dirs);
-  image::Image img =
-      image::Load(args.image.reference, ToLoadOptions(args.image, knowledge.libraries()));
-  catalog::Catalog cat = catalog::Build(img, knowledge.libraries(), args.image.limits);
-
-  util::Expected<loader::Options> loaded = rules::LoaderOptions(img, cat, knowledge.dlopen());
-  if (!loaded) throw util::Fatal(loaded.error().message);
-  loader::Options options = std::move(*loaded);
-  options.limits = args.image.limits;
-  if (args.ld_library_path) options.ld_library_path = *args.ld_library_path;
-
-  std::vector<rules::Consumer> consumers;
-  if (args.consumers.empty()) {
-    consumers = rules::LoadConsumers(img, cat, knowledge, options);
-  } else {
-    for (const std::string& c : args.consumers) {
-      auto resolved = img.tree.Resolve(c);
-      if (!resolved || cat.Elf(resolved->path) == nullptr)
-        throw util::Fatal("--consumer: " + c + " is not an ELF file in the image");
-      rules::Consumer consumer;
-      consumer.path = resolved->path;
-      consumer.role = "--consumer";
-      consumer.graph = loader::Load(
-          img.tree, [&](std::string_view p) { return cat.Elf(p); }, resolved->path, options);
-      consumers.push_back(std::move(consumer));
-    }
-  }
-  std::vector<loader::Root> roots;
-  roots.reserve(consumers.size());
-  for (const rules::Consumer& c : consumers) roots.push_back({c.path, c.role, &c.graph});
-  std::vector<loader::WhyEntry> entries = loader::FindWhy(img.tree, roots, args.target);
+  rules::Knowledge knowledge = scan::LoadKnowledge(args.rules_dirs);
+  scan::Request request = ScanRequest(args.image, knowledge, scan::Depth::kLinkMaps);
+  request.ld_library_path = args.ld_library_path;
+  request.roots = args.consumers;
+  request.loader_required = true;
+  std::unique_ptr<scan::Result> scanned = scan::Run(request);
+  const image::Image& img = scanned->image;
+  std::vector<loader::WhyEntry> entries = scan::Why(*scanned, args.target);
   std::cout << report::RenderWhy(img.tree, args.target, entries) << std::flush;
   bool all_found = !entries.empty();
   for (const loader::WhyEntry& e : entries) all_found &= e.resolution.found();

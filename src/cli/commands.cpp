@@ -8,9 +8,8 @@
 #include <optional>
 #include <thread>
 
-#include "catalog/catalog.h"
-#include "cli/build_info.h"
 #include "report/escape.h"
+#include "scan/build_info.h"
 #include "util/error.h"
 #include "util/text.h"
 
@@ -128,7 +127,7 @@ void AddLimitArgs(CLI::App& sub, util::Limits& limits) {
   count("--deadline", limits.deadline_s, "seconds for reading a whole image from a registry");
 }
 
-image::LoadOptions ToLoadOptions(const ImageArgs& args, const catalog::LibraryRules& libraries) {
+image::LoadOptions ToLoadOptions(const ImageArgs& args) {
   image::LoadOptions o;
   o.platform = args.platform;
   o.registry.creds = args.creds;
@@ -142,22 +141,17 @@ image::LoadOptions ToLoadOptions(const ImageArgs& args, const catalog::LibraryRu
   o.cache_max_bytes = std::min<uint64_t>(args.cache_max_mb, uint64_t{1} << 40) << 20;
   o.progress = !args.quiet;
   o.limits = args.limits;
-  // Every subcommand captures what the catalog needs, so cached layers serve them all alike.
-  o.capture = catalog::CapturePolicy(libraries);
-  o.capture_id = catalog::CapturePolicyId(libraries);
   return o;
 }
 
-std::string RulesDir() {
-  if (const char* env = std::getenv("IMGCHECK_RULES_DIR"); env != nullptr && *env != '\0')
-    return env;
-  std::error_code ec;
-  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    std::filesystem::path installed = exe.parent_path() / "../share/imgcheck/rules";
-    if (std::filesystem::is_directory(installed, ec)) return installed.lexically_normal().string();
-  }
-  return IMGCHECK_RULES_DIR;
+scan::Request ScanRequest(const ImageArgs& args, const rules::Knowledge& knowledge,
+                          scan::Depth depth) {
+  scan::Request request;
+  request.reference = args.reference;
+  request.load = ToLoadOptions(args);
+  request.knowledge = &knowledge;
+  request.depth = depth;
+  return request;
 }
 
 void AddRulesArg(CLI::App& sub, std::vector<std::string>& rules_dirs) {
@@ -165,12 +159,6 @@ void AddRulesArg(CLI::App& sub, std::vector<std::string>& rules_dirs) {
   sub.add_option("--rules", rules_dirs, "directory of rule files that add to or override rules/")
       ->check(CLI::ExistingDirectory)
       ->allow_extra_args(false);
-}
-
-rules::Knowledge LoadKnowledge(const std::vector<std::string>& rules_dirs) {
-  std::vector<std::string> dirs = {RulesDir()};
-  dirs.insert(dirs.end(), rules_dirs.begin(), rules_dirs.end());
-  return rules::Knowledge::Load(dirs);
 }
 
 namespace {
@@ -227,7 +215,7 @@ std::string SuggestCommand(std::string_view word) {
 }
 
 void PrintError(std::string_view message) {
-  std::cerr << "imgcheck: " << report::OneLine(message) << "\n";
+  std::cerr << "imgcheck: " << report::LogLine(message) << "\n";
 }
 
 int Main(int argc, char** argv) {
@@ -235,9 +223,8 @@ int Main(int argc, char** argv) {
   if (std::optional<int> refused = Rewrite(args)) return *refused;
 
   CLI::App app{"imgcheck: find broken CUDA/cuDNN stacks in container images before they ship"};
-  app.set_version_flag("--version", "imgcheck " + std::string(BuildVersion()));
+  app.set_version_flag("--version", "imgcheck " + std::string(scan::BuildVersion()));
   app.require_subcommand(1);
-  std::vector<std::pair<CLI::App*, std::function<Runner(CLI::App&)>>> subs;
   Runner run;
   for (const auto& c : Commands()) {
     CLI::App* sub = app.add_subcommand(std::string(c.name), std::string(c.summary));

@@ -8,9 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "catalog/library_rules.h"
 #include "image/image.h"
-#include "rules/knowledge.h"
+#include "scan/scan.h"
 
 namespace imgcheck::cli {
 
@@ -42,9 +41,11 @@ struct ImageArgs {
   util::Limits limits;           ///< --max-*, --read-timeout, --deadline
 };
 void AddImageArgs(CLI::App& sub, ImageArgs& args);
-/// Load options from the shared flags, with the catalog's capture policy for `libraries` (and
-/// its cache identity).
-image::LoadOptions ToLoadOptions(const ImageArgs& args, const catalog::LibraryRules& libraries);
+/// Load options from the shared flags (scan::Run adds the catalog's capture policy).
+image::LoadOptions ToLoadOptions(const ImageArgs& args);
+/// The scan of the image `args` names, as far as `depth`, with `knowledge`'s rule data.
+scan::Request ScanRequest(const ImageArgs& args, const rules::Knowledge& knowledge,
+                          scan::Depth depth);
 /// The registry and layer cache options of AddImageArgs, without the image and --platform
 /// (`serve` takes images from requests).
 void AddPullArgs(CLI::App& sub, ImageArgs& args);
@@ -70,15 +71,10 @@ Runner DefineVersion(CLI::App& sub);
 std::string SuggestCommand(std::string_view word);
 Runner DefineServe(CLI::App& sub);
 
-/// Where the built-in rule data lives: $IMGCHECK_RULES_DIR, else ../share/imgcheck/rules beside
-/// the executable (an installed copy), else the source tree's rules/ the build was made from.
-std::string RulesDir();
 /// Adds --rules DIR (repeatable) to `sub`.
 void AddRulesArg(CLI::App& sub, std::vector<std::string>& rules_dirs);
-/// The rule data every subcommand uses, each file read once: RulesDir(), then `rules_dirs`.
-rules::Knowledge LoadKnowledge(const std::vector<std::string>& rules_dirs);
 
-/// Prints "imgcheck: MESSAGE" on stderr as exactly one line (report::OneLine): how every
+/// Prints "imgcheck: MESSAGE" on stderr as exactly one line (report::LogLine): how every
 /// refused command line and failed run ends.
 void PrintError(std::string_view message);
 

@@ -40,7 +40,7 @@ constexpr uint64_t kMaxFatbinRanges = 1u << 15;
 /// Below this many kept bytes Finish keeps everything: trimming would not pay for the re-parse.
 constexpr uint64_t kTrimThreshold = 256u << 10;
 
-class ElfCapturer : public image::Capturer {
+class ElfCapturer : public util::Capturer {
  public:
   bool Feed(std::string_view chunk) override {
     if (stopped_) return false;
@@ -330,6 +330,6 @@ class ElfCapturer : public image::Capturer {
 
 }  // namespace
 
-std::unique_ptr<image::Capturer> MakeCapturer() { return std::make_unique<ElfCapturer>(); }
+std::unique_ptr<util::Capturer> MakeCapturer() { return std::make_unique<ElfCapturer>(); }
 
 }  // namespace imgcheck::elf

@@ -1,6 +1,5 @@
 // The streaming capturer: what it keeps must parse exactly like the whole file, for any chunking.
 #include <catch2/catch.hpp>
-#include <chrono>
 #include <fstream>
 #include <random>
 
@@ -47,31 +46,23 @@ util::SparseFile CaptureInChunks(std::string_view bytes, std::mt19937& rng) {
 }
 
 /// Streams the file at `path` from disk in 1 MiB chunks, as a layer reader would.
-util::SparseFile CaptureFromDisk(const std::filesystem::path& path, double* seconds = nullptr) {
+util::SparseFile CaptureFromDisk(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   auto capturer = MakeCapturer();
   std::string buffer(1 << 20, '\0');
   uint64_t size = 0;
-  double fed = 0;
   while (in) {
     in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
     auto n = static_cast<size_t>(in.gcount());
     if (n == 0) break;
     size += n;
-    auto start = std::chrono::steady_clock::now();
-    bool more = capturer->Feed(std::string_view(buffer.data(), n));
-    fed += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (!more) break;
+    if (!capturer->Feed(std::string_view(buffer.data(), n))) break;
   }
   while (in) {  // the rest of a file the capturer declined, only to learn its size
     in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
     size += static_cast<uint64_t>(in.gcount());
   }
-  auto start = std::chrono::steady_clock::now();
-  util::SparseFile kept = capturer->Finish(size);
-  fed += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (seconds) *seconds = fed;
-  return kept;
+  return capturer->Finish(size);
 }
 
 ElfInfo ParseCaptured(const util::SparseFile& file) {
@@ -236,8 +227,7 @@ TEST_CASE("The capturer keeps little of the large CUDA libraries") {
     if (!std::filesystem::exists(path)) continue;
     any = true;
     INFO(path);
-    double seconds = 0;
-    util::SparseFile kept = CaptureFromDisk(path, &seconds);
+    util::SparseFile kept = CaptureFromDisk(path);
     ElfInfo info = ParseCaptured(kept);
     CHECK(info.problems.empty());
     CHECK_FALSE(info.soname.empty());
@@ -248,21 +238,4 @@ TEST_CASE("The capturer keeps little of the large CUDA libraries") {
     CheckSame(info, ParseFile(path));
   }
   if (!any) imgcheck::testing::Skip("no large CUDA library here");
-}
-
-TEST_CASE("Capture ratio and Feed throughput on a large library", "[.bench]") {
-  for (const char* path : {"/usr/local/cuda/lib/libcublasLt.so.13",
-                           "/usr/local/cuda/lib/libcudnn_engines_precompiled.so.9",
-                           "/usr/local/cuda/lib/libnccl.so.2"}) {
-    if (!std::filesystem::exists(path)) continue;
-    double seconds = 0;
-    util::SparseFile kept = CaptureFromDisk(path, &seconds);
-    auto r = Parse(kept);
-    size_t entries = r && r->has_value() ? (*r)->fatbin.size() : 0;
-    WARN(path << ": kept " << kept.captured_bytes() << " of " << kept.size() << " bytes ("
-              << 100.0 * static_cast<double>(kept.captured_bytes()) /
-                     static_cast<double>(kept.size())
-              << "%), Feed+Finish " << static_cast<double>(kept.size()) / 1e6 / seconds << " MB/s, "
-              << entries << " fatbin entries");
-  }
 }

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "image/capture.h"
+#include "util/capturer.h"
 #include "util/error.h"
 #include "util/sparse_file.h"
 
@@ -36,11 +36,16 @@ struct FatbinEntry {
   unsigned version_major = 0, version_minor = 0;
 };
 
+/// ELF e_type values (System V ABI, "ELF Header"): a fixed-address executable, and a shared
+/// object (libraries, and position-independent executables).
+inline constexpr uint16_t kTypeExecutable = 2;    // ET_EXEC
+inline constexpr uint16_t kTypeSharedObject = 3;  // ET_DYN
+
 struct ElfInfo {
   bool is64 = true;
   bool big_endian = false;
   uint16_t machine = 0;              ///< e_machine (EM_X86_64 = 62, EM_AARCH64 = 183)
-  uint16_t type = 0;                 ///< e_type (ET_EXEC = 2, ET_DYN = 3)
+  uint16_t type = 0;                 ///< e_type (kTypeExecutable, kTypeSharedObject)
   std::string interpreter;           ///< PT_INTERP, empty for shared libraries
   std::string soname;                ///< DT_SONAME
   std::vector<std::string> needed;   ///< DT_NEEDED, in order
@@ -82,6 +87,6 @@ util::Expected<std::optional<ElfInfo>> Parse(const util::SparseFile& file,
 /// false after the first 4 bytes of a non-ELF file. Memory: at most 44 MiB while streaming
 /// (16 MiB for real libraries), and after Finish only the bytes Parse reads (0.08% of
 /// libcublasLt.so.13). Details in capture.cpp.
-std::unique_ptr<image::Capturer> MakeCapturer();
+std::unique_ptr<util::Capturer> MakeCapturer();
 
 }  // namespace imgcheck::elf

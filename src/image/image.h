@@ -73,6 +73,10 @@ struct LoadOptions {
   /// of some layers only (the probe, extracting libraries the full tree says those layers hold).
   /// A dir: image's one layer is always read.
   std::function<bool(int layer)> read_layer;
+  /// Non-empty: the manifest this reading must reach ("sha256:..."), as an earlier reading of
+  /// the same reference found it; another one (a tag moved, a layout rewritten) is a
+  /// util::Fatal. For a caller reading an image again (the probe extracting libraries).
+  std::string manifest_digest;
 };
 
 /// Reads, verifies and merges an image named like skopeo does ("oci:PATH[:REF]", "dir:PATH", ...).

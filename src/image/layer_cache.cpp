@@ -72,13 +72,8 @@ bool GetString(util::Reader& r, std::string& out) {
   return true;
 }
 
-bool IsLowerHex(std::string_view s) {
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
-
 // Empty (none computed) or 32 lower-case hex digits.
-bool IsMd5(std::string_view s) { return s.empty() || (s.size() == 32 && IsLowerHex(s)); }
+bool IsMd5(std::string_view s) { return s.empty() || (s.size() == 32 && util::IsLowerHex(s)); }
 
 bool ParsePayload(util::Reader& r, int layer, LayerContents& c) {
   if (!GetString(r, c.digest) || !GetString(r, c.diff_id)) return false;
@@ -165,7 +160,9 @@ bool WriteAll(int fd, std::string_view data) {
   return true;
 }
 
-bool IsEntryName(std::string_view name) { return name.size() == kDigestHex && IsLowerHex(name); }
+bool IsEntryName(std::string_view name) {
+  return name.size() == kDigestHex && util::IsLowerHex(name);
+}
 
 }  // namespace
 

@@ -29,7 +29,8 @@ class DigestMismatch : public util::Fatal {
       : util::Fatal(what + ": digest mismatch: content is " + got) {}
 };
 
-void CheckDigest(const Descriptor& d, const std::string& got, const std::string& what) {
+// A blob whose content digest `got` is not the one its descriptor states (when it states one).
+void VerifyContentDigest(const Descriptor& d, const std::string& got, const std::string& what) {
   if (!d.digest.empty() && got != d.digest) throw DigestMismatch(what, got);
 }
 
@@ -84,7 +85,7 @@ std::unique_ptr<BlobReader> OpenChecked(Source& src, const Descriptor& d, const 
 // Checks a small blob against its descriptor.
 void Verify(const Descriptor& d, std::string_view bytes, const std::string& what) {
   CheckSize(d, bytes.size(), what);
-  if (!d.digest.empty()) CheckDigest(d, util::Sha256Digest(bytes), what);
+  if (!d.digest.empty()) VerifyContentDigest(d, util::Sha256Digest(bytes), what);
 }
 
 // The checks below, for a layer its transport read as it streamed past.
@@ -127,7 +128,7 @@ LayerContents ReadVerified(Source& src, const Descriptor& d, const std::string& 
     throw;
   } catch (const util::Fatal& e) {
     try {
-      CheckDigest(d, stored.Finish(), what);
+      VerifyContentDigest(d, stored.Finish(), what);
     } catch (const DigestMismatch&) {
       throw;
     } catch (const util::Fatal&) {  // the stream's own error says more
@@ -135,7 +136,7 @@ LayerContents ReadVerified(Source& src, const Descriptor& d, const std::string& 
     throw util::Fatal(what + ": " + e.what());
   }
   std::string got = stored.Finish();
-  CheckDigest(d, got, what);
+  VerifyContentDigest(d, got, what);
   CheckSize(d, stored.count(), what);
   if (contents.diff_id != diff_id)
     throw util::Fatal(what + ": diff_id mismatch: config says " + diff_id +
@@ -185,6 +186,9 @@ void LoadFromSource(Source& src, const std::string& transport, const LoadOptions
   // A legacy docker save archive has no manifest blob: its image is named by the config
   // digest, which is Docker's image ID.
   if (img.manifest_digest.empty()) img.manifest_digest = m.config.digest;
+  if (!options.manifest_digest.empty() && img.manifest_digest != options.manifest_digest)
+    throw util::Fatal(src.Describe() + ": manifest is now " + img.manifest_digest + ", not the " +
+                      options.manifest_digest + " read before");
   img.config = pc.config;
   if (pc.diff_ids.size() != m.layers.size())
     throw util::Fatal(cwhat + ": lists " + std::to_string(pc.diff_ids.size()) +

@@ -57,6 +57,22 @@ std::string Dump(const Image& img) {
   return out;
 }
 
+TEST_CASE("a reading pinned to a manifest digest refuses another manifest", "[load]") {
+  TempDir tmp;
+  WrittenImage w = WriteOciLayout(tmp / "layout", Sample(), "v1");
+  std::string ref = "oci:" + (tmp / "layout").string() + ":v1";
+  LoadOptions pinned;
+  pinned.manifest_digest = w.manifest_digest;
+  CHECK(Load(ref, pinned).manifest_digest == w.manifest_digest);
+  // The tag now names another image (a rebuilt layout): the reading stops, saying which.
+  ImageRecipe other = Sample();
+  other.env.push_back("REBUILT=1");
+  WrittenImage w2 = WriteOciLayout(tmp / "layout", other, "v1");
+  REQUIRE(w2.manifest_digest != w.manifest_digest);
+  CHECK_THROWS_WITH(Load(ref, pinned), Contains("manifest is now " + w2.manifest_digest) &&
+                                           Contains("not the " + w.manifest_digest));
+}
+
 TEST_CASE("an OCI layout loads with config, history and layer provenance", "[load]") {
   TempDir tmp;
   WrittenImage w = WriteOciLayout(tmp / "layout", Sample(), "v1");

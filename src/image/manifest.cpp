@@ -5,6 +5,7 @@
 #include "image/stream.h"
 #include "util/error.h"
 #include "util/path.h"
+#include "util/sha256.h"
 
 namespace imgcheck::image {
 
@@ -85,7 +86,7 @@ Descriptor ParseDescriptor(const json& j, const std::string& what) {
   // given as the descriptor's first url). Only that transport accepts such descriptors.
   std::vector<std::string> urls = GetStrings(j, "urls", what);
   if (!urls.empty()) d.location = urls.front();
-  if (!IsSha256Digest(d.digest) && d.location.empty())
+  if (!util::IsSha256Digest(d.digest) && d.location.empty())
     throw util::Fatal(what + ": unsupported or malformed digest '" + d.digest + "'");
   auto size = j.find("size");
   if (size != j.end()) {
@@ -195,7 +196,7 @@ ParsedConfig ParseConfig(const json& doc, const std::string& what) {
   if (rootfs == doc.end() || !rootfs->is_object()) throw util::Fatal(what + ": no rootfs");
   out.diff_ids = GetStrings(*rootfs, "diff_ids", what);
   for (const std::string& d : out.diff_ids)
-    if (!IsSha256Digest(d)) throw util::Fatal(what + ": malformed diff_id '" + d + "'");
+    if (!util::IsSha256Digest(d)) throw util::Fatal(what + ": malformed diff_id '" + d + "'");
   if (auto h = doc.find("history"); h != doc.end() && h->is_array()) {
     for (const json& entry : *h) {
       if (!entry.is_object()) throw util::Fatal(what + ": history entry is not an object");

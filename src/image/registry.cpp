@@ -57,15 +57,14 @@ bool IsSchema1(std::string_view t) {
 }
 
 // A digest that may go into a URL path: nothing but sha256 and 64 hex digits.
-void CheckDigest(const std::string& digest, const std::string& where) {
-  bool ok = digest.size() == 71 && digest.starts_with("sha256:") &&
-            std::all_of(digest.begin() + 7, digest.end(),
-                        [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-  if (!ok) throw util::Fatal(where + ": bad digest '" + digest.substr(0, 80) + "'");
+void RequireSha256Digest(const std::string& digest, const std::string& where) {
+  if (!util::IsSha256Digest(digest))
+    throw util::Fatal(where + ": bad digest '" + digest.substr(0, 80) + "'");
 }
 
-// Registry-provided text, made safe for a one-line message.
-std::string OneLine(std::string_view s, size_t max = 200) {
+// Registry-provided text, made safe for a one-line message: control characters as spaces, at
+// most `max` bytes.
+std::string ClipRegistryText(std::string_view s, size_t max = 200) {
   std::string out;
   for (char c : s.substr(0, max)) out += (c >= 0x20 && c != 0x7f) ? c : ' ';
   return out;
@@ -273,7 +272,8 @@ class Client {
     std::string body;
     ex.ReadAll(body, kMaxSmallBody);
     RegistryError e = ParseRegistryError(body);
-    std::string detail = e.code.empty() ? "" : " (" + e.code + ": " + OneLine(e.message) + ")";
+    std::string detail =
+        e.code.empty() ? "" : " (" + e.code + ": " + ClipRegistryText(e.message) + ")";
     long st = ex.status();
     if (st == 401) {
       std::string hint = cred_.anonymous()
@@ -305,7 +305,7 @@ class Client {
       nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
       if (!j.is_object() || !j.contains("tags") || !j["tags"].is_array()) return tags;
       for (const auto& t : j["tags"]) {
-        if (t.is_string()) tags.push_back(OneLine(t.get<std::string>(), 128));
+        if (t.is_string()) tags.push_back(ClipRegistryText(t.get<std::string>(), 128));
         if (tags.size() > max) break;
       }
     } catch (const util::Fatal&) {
@@ -498,8 +498,8 @@ class RegistryBlobReader : public BlobReader {
     if (delivered_ > 0 && st == 206) {
       std::string range = ex_->Header("content-range");  // "bytes START-END/TOTAL"
       if (!range.starts_with("bytes " + std::to_string(delivered_) + "-")) {
-        throw util::Fatal(what_ + ": the registry resumed at the wrong offset (" + OneLine(range) +
-                          ")");
+        throw util::Fatal(what_ + ": the registry resumed at the wrong offset (" +
+                          ClipRegistryText(range) + ")");
       }
       return;
     }
@@ -569,13 +569,13 @@ class RegistrySource : public Source {
                         "read; push it again with a current client (schema 2 or OCI)");
     }
     if (!IsManifestType(type)) {
-      throw util::Fatal(ref.String() + ": the registry answered '" + OneLine(type, 100) +
+      throw util::Fatal(ref.String() + ": the registry answered '" + ClipRegistryText(type, 100) +
                         "', not an image manifest or index");
     }
     std::string digest = ref.digest;
     if (digest.empty()) digest = ex->Header("docker-content-digest");
     if (digest.empty()) digest = util::Sha256Digest(body);
-    CheckDigest(digest, ref.String());
+    RequireSha256Digest(digest, ref.String());
     root_.media_type = type;
     root_.digest = digest;
     root_.size = static_cast<int64_t>(body.size());
@@ -601,7 +601,7 @@ class RegistrySource : public Source {
   }
 
   std::unique_ptr<RegistryBlobReader> Reader(const Descriptor& d) {
-    CheckDigest(d.digest, Describe());
+    RequireSha256Digest(d.digest, Describe());
     bool manifest = IsManifestType(d.media_type);
     std::vector<std::string> headers;
     if (manifest) headers.push_back(kAcceptManifests);

@@ -6,6 +6,7 @@
 #include "image/registry_reference.h"
 #include "image/stream.h"
 #include "util/error.h"
+#include "util/sha256.h"
 #include "util/text.h"
 
 namespace imgcheck::image {
@@ -18,7 +19,7 @@ constexpr std::string_view kRefAnnotation = "org.opencontainers.image.ref.name";
 constexpr std::string_view kBlobDir = "blobs/sha256/";
 
 std::string BlobName(const Descriptor& d, const std::string& what) {
-  if (!IsSha256Digest(d.digest)) throw util::Fatal(what + ": blob without a valid digest");
+  if (!util::IsSha256Digest(d.digest)) throw util::Fatal(what + ": blob without a valid digest");
   return std::string(kBlobDir) + d.digest.substr(7);
 }
 
@@ -92,7 +93,7 @@ json ArchiveFileDescriptor(const std::string& media_type, const std::string& nam
   else if (name.size() == 69 && name.substr(64) == ".json")
     hex = name.substr(0, 64);
   json d{{"mediaType", media_type}, {"urls", json::array({name})}};
-  if (IsSha256Digest("sha256:" + hex)) d["digest"] = "sha256:" + hex;
+  if (util::IsSha256Digest("sha256:" + hex)) d["digest"] = "sha256:" + hex;
   return d;
 }
 

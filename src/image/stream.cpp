@@ -73,15 +73,6 @@ const char* CompressionName(Compression c) {
   return "?";
 }
 
-bool IsSha256Digest(const std::string& digest) {
-  if (digest.size() != 71 || !digest.starts_with("sha256:")) return false;
-  for (size_t i = 7; i < digest.size(); ++i) {
-    char c = digest[i];
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
-}
-
 struct Decompressor::Gzip {
   inflate_state state;
 };

@@ -104,7 +104,4 @@ class Decompressor : public BlobReader {
   std::unique_ptr<Zstd> zstd_;
 };
 
-/// True for "sha256:" followed by 64 lower-case hex digits: the only digests imgcheck accepts.
-bool IsSha256Digest(const std::string& digest);
-
 }  // namespace imgcheck::image

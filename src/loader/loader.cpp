@@ -80,10 +80,9 @@ std::string Origin(std::string_view path) {
   return std::string(path.substr(0, slash));
 }
 
-// Dynamic string tokens (glibc _dl_dst_substitute): $ORIGIN, $PLATFORM, $LIB, also in the
-// ${NAME} form; a token must not run on into further identifier characters. Unknown
-// tokens stay as written.
-std::string ExpandTokens(std::string_view in, const std::string& origin, const Platform& p) {
+}  // namespace
+
+std::string ExpandDynamicTokens(std::string_view in, std::string_view origin, const Platform& p) {
   std::string out;
   for (size_t i = 0; i < in.size();) {
     if (in[i] != '$') {
@@ -116,6 +115,8 @@ std::string ExpandTokens(std::string_view in, const std::string& origin, const P
   return out;
 }
 
+namespace {
+
 struct SearchDir {
   std::string entry;  // as written
   std::string dir;    // expanded, DirPrefix form
@@ -132,7 +133,7 @@ std::vector<SearchDir> SearchList(const std::vector<std::string>& entries,
   if (entries.size() == 1 && entries[0].empty()) return out;
   std::unordered_set<std::string> seen;
   for (const std::string& e : entries) {
-    SearchDir d{e, DirPrefix(ExpandTokens(e, origin, platform))};
+    SearchDir d{e, DirPrefix(ExpandDynamicTokens(e, origin, platform))};
     if (!seen.insert(d.dir).second) continue;
     if (out.size() == limits.search_dirs)
       util::LimitExceeded("the directories of " + what, std::to_string(limits.search_dirs),
@@ -480,7 +481,7 @@ Resolution ResolveIn(const image::Tree& tree, const ElfLookup& elf, const LoadGr
   Search s(tree, elf, options, map.budget(), r);
   const Platform& p = options.platform;
   if (name.find('/') != std::string_view::npos) {
-    s.Try(Reason::kDirectPath, r.name, ExpandTokens(name, map.OriginOf(consumer), p));
+    s.Try(Reason::kDirectPath, r.name, ExpandDynamicTokens(name, map.OriginOf(consumer), p));
     return r;
   }
 

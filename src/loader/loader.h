@@ -154,6 +154,14 @@ struct Platform {
   std::string interpreter{elf::kX8664.interpreter};  ///< PT_INTERP when the root has none
 };
 
+/// `entry` (a DT_RPATH/DT_RUNPATH/LD_LIBRARY_PATH element or a DT_NEEDED with a '/') with its
+/// dynamic string tokens expanded as glibc's _dl_dst_substitute does: $ORIGIN (`origin`, the
+/// directory of the object), $PLATFORM and $LIB of `platform`, each also as ${NAME}. A token
+/// must not run on into identifier characters ($ORIGINX stays); unknown tokens stay as written.
+/// The one expansion of these tokens: the loader's search and every check use it.
+std::string ExpandDynamicTokens(std::string_view entry, std::string_view origin,
+                                const Platform& platform);
+
 /// The platform of a glibc in `tree` for objects of `machine`/class: Debian/Ubuntu multiarch
 /// layout when the tree has /lib/<triplet>/libc.so.6 (or /usr/lib/<triplet>/), else upstream.
 Platform DetectPlatform(const image::Tree& tree, uint16_t machine, bool is64);

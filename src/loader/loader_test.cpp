@@ -58,6 +58,22 @@ Resolution Res(const LoadGraph& g, std::string_view consumer, std::string_view n
   throw;
 }
 
+TEST_CASE("dynamic string tokens expand as glibc's _dl_dst_substitute does", "[loader]") {
+  Platform p;
+  p.platform = "haswell";
+  p.lib = "lib/x86_64-linux-gnu";
+  CHECK(ExpandDynamicTokens("$ORIGIN/../lib", "/opt/a", p) == "/opt/a/../lib");
+  CHECK(ExpandDynamicTokens("${ORIGIN}/x:$ORIGIN", "/o", p) == "/o/x:/o");
+  CHECK(ExpandDynamicTokens("/usr/$LIB/${PLATFORM}", "/o", p) ==
+        "/usr/lib/x86_64-linux-gnu/haswell");
+  // A token runs on into no identifier character: $ORIGINX is another (unknown) name.
+  CHECK(ExpandDynamicTokens("$ORIGINX/lib", "/o", p) == "$ORIGINX/lib");
+  CHECK(ExpandDynamicTokens("$ORIGIN_1", "/o", p) == "$ORIGIN_1");
+  CHECK(ExpandDynamicTokens("$ORIGIN-1", "/o", p) == "/o-1");
+  CHECK(ExpandDynamicTokens("${ORIGIN", "/o", p) == "${ORIGIN");
+  CHECK(ExpandDynamicTokens("$HOME/$", "/o", p) == "$HOME/$");
+}
+
 TEST_CASE("search order: RPATH, LD_LIBRARY_PATH, RUNPATH, cache, default dirs", "[loader]") {
   FakeImage img;
   for (std::string d : {"/rp", "/llp", "/run", "/cached", "/usr/lib64"})

@@ -19,16 +19,7 @@ class Findings {
 
   // A finding of `rule` with the catalogue's name, severity and remediation.
   void Add(std::string_view rule, std::string message, const PlannedLibrary* lib) {
-    Finding f;
-    f.rule = std::string(rule);
-    if (const rules::RuleInfo* info = k_.Rule(rule)) {
-      f.name = info->name;
-      f.severity = info->severity;
-      f.remediation = info->remediation;
-    } else {
-      f.name = f.rule;  // a --rules directory without probe.json: still report it
-    }
-    f.message = std::move(message);
+    Finding f = rules::MakeFinding(k_, rule, std::move(message));
     if (lib) {
       f.paths.push_back(lib->image_path);
       f.layer.index = lib->layer;

@@ -15,13 +15,13 @@ namespace imgcheck::probe {
 
 namespace fs = std::filesystem;
 
-Session RunSession(const std::string& reference, const image::LoadOptions& load,
-                   const rules::ScanInput& scan, const RunOptions& run) {
+Session RunSession(const scan::Result& scanned, const RunOptions& run) {
+  const rules::ScanInput& scan = scanned.input;
   // From here a SIGINT or SIGTERM removes the staging directory and kills imgcheck-probe's
   // group before imgcheck exits.
   InterruptCleanup interrupts;
   Session s;
-  s.image = reference;
+  s.image = scanned.reference;
   // The host first: without a driver or a GPU there is no point reading the image again.
   Observation host = RunProbe({}, run);
   if (host.outcome == Observation::Outcome::kNoGpu) {
@@ -44,7 +44,8 @@ Session RunSession(const std::string& reference, const image::LoadOptions& load,
   std::error_code ec;
   if (!fs::create_directory(copies, ec) || !fs::create_directory(staged, ec))
     throw util::Fatal("cannot create a directory in " + dir.path().string());
-  auto extracted = ExtractFiles(reference, load, scan.image->tree, paths, copies);
+  auto extracted =
+      ExtractFiles(scanned.reference, scan::PinnedLoad(scanned), scan.image->tree, paths, copies);
   s.staged = Materialise(s.plan.libraries, staged, extracted);
   std::vector<std::pair<std::string, std::string>> libs;
   for (const auto& st : s.staged) libs.emplace_back(st.planned.role, st.local_path);
@@ -59,6 +60,15 @@ Session RunSession(const std::string& reference, const image::LoadOptions& load,
   s.findings =
       Compare(s.staged, dir.path().string(), s.observation, *scan.knowledge, scan.image->layers);
   return s;
+}
+
+scan::ProbeStep::Outcome ScanStep::Run(const scan::Result& scanned) {
+  session_ = RunSession(scanned, run_);
+  Outcome out;
+  if (session_.no_gpu) out.note = "--probe: no GPU: probe skipped (" + session_.skip_reason + ")";
+  if (session_.nothing_to_load) out.note = "--probe: " + session_.skip_reason;
+  out.findings = session_.findings;
+  return out;
 }
 
 int ExitCode(const Session& s, std::optional<rules::Severity> fail_on) {

@@ -15,6 +15,7 @@
 #include "rules/finding.h"
 #include "rules/knowledge.h"
 #include "rules/scan.h"
+#include "scan/scan.h"
 
 namespace imgcheck::probe {
 
@@ -41,10 +42,23 @@ struct Session {
   std::string skip_reason;
 };
 
-/// Plans from `scan`, extracts and stages the libraries from `reference` (read again with
-/// `load`), runs imgcheck-probe and compares. util::Fatal when the image cannot be read again.
-Session RunSession(const std::string& reference, const image::LoadOptions& load,
-                   const rules::ScanInput& scan, const RunOptions& run);
+/// Plans from `scanned`'s link maps, extracts and stages the libraries from the image scanned
+/// (read again, pinned to its manifest digest), runs imgcheck-probe and compares. util::Fatal
+/// when the image cannot be read again or is no longer the one scanned.
+Session RunSession(const scan::Result& scanned, const RunOptions& run);
+
+/// The probe as a step of `scan --probe`: RunSession on the scan's image, its findings for the
+/// report and a note when it could not run. The session stays here for the caller.
+class ScanStep : public scan::ProbeStep {
+ public:
+  explicit ScanStep(RunOptions run) : run_(std::move(run)) {}
+  Outcome Run(const scan::Result& scanned) override;
+  const Session& session() const { return session_; }
+
+ private:
+  RunOptions run_;
+  Session session_;
+};
 
 /// `imgcheck probe`'s exit status: kExitNoGpu when skipped, 1 with a finding at or above
 /// `fail_on` (nullopt: never), else 0.

@@ -62,8 +62,7 @@ ordered_json ComponentJson(const catalog::Catalog& cat, const Component& c) {
   if (!c.overwritten_layers.empty()) j["overwritten_layers"] = c.overwritten_layers;
   j["deleted"] = c.deleted;
   if (!c.aliases.empty()) j["aliases"] = c.aliases;
-  bool library = c.kind == ComponentKind::kCudaLibrary || c.kind == ComponentKind::kDriverLibrary ||
-                 c.kind == ComponentKind::kDriverStub || c.kind == ComponentKind::kCompatLibrary;
+  bool library = catalog::IsLibraryKind(c.kind);
   if (c.owner) {
     ordered_json o;
     o["manager"] = catalog::ManagerName(c.owner->manager);

@@ -97,7 +97,7 @@ std::string VisibleLines(std::string_view text) {
   return out;
 }
 
-std::string OneLine(std::string_view message) {
+std::string LogLine(std::string_view message) {
   size_t end = message.find_last_not_of(" \t\n\r");
   return Visible(message.substr(0, end == std::string_view::npos ? 0 : end + 1));
 }

@@ -21,7 +21,7 @@ std::string VisibleLines(std::string_view text);
 
 /// A message for one line of stderr: trailing whitespace dropped, then Visible (so a newline
 /// inside shows as "\x0A" and the message stays one line).
-std::string OneLine(std::string_view message);
+std::string LogLine(std::string_view message);
 
 /// For JSON: valid UTF-8 unchanged (control characters are JSON's to escape); otherwise each
 /// byte of an invalid sequence as "\xHH" and each backslash as "\\", so the bytes can be

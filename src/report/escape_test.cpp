@@ -40,12 +40,12 @@ TEST_CASE("Visible is recoverable and idempotent") {
     CHECK(Visible(Visible(s)) == Visible(s));
 }
 
-TEST_CASE("VisibleLines keeps the text's newlines, OneLine makes one line") {
+TEST_CASE("VisibleLines keeps the text's newlines, LogLine makes one line") {
   CHECK(VisibleLines("a\x1B\nb\n") == "a\\x1B\nb\n");
   CHECK(VisibleLines("x\r\n") == "x\\x0D\n");
-  CHECK(OneLine("corrupt tar: bad header\n") == "corrupt tar: bad header");
-  CHECK(OneLine("first\nsecond \x1B[2J\r\n") == "first\\x0Asecond \\x1B[2J");
-  CHECK(OneLine("\n") == "");
+  CHECK(LogLine("corrupt tar: bad header\n") == "corrupt tar: bad header");
+  CHECK(LogLine("first\nsecond \x1B[2J\r\n") == "first\\x0Asecond \\x1B[2J");
+  CHECK(LogLine("\n") == "");
 }
 
 TEST_CASE("DumpJson writes DEL and C1 controls as u-escapes, which read back the same") {

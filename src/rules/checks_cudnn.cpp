@@ -83,7 +83,7 @@ void AddResolutionEvidence(Finding& f, const Context::LoadedLibrary& lib) {
 
 std::vector<const Component*> Frameworks(const Context& ctx) {
   std::vector<const Component*> out;
-  for (const Component* fw : ctx.cat.Find(catalog::ComponentKind::kFramework))
+  for (const Component* fw : ctx.catalog.Find(catalog::ComponentKind::kFramework))
     if (!fw->deleted) out.push_back(fw);
   return out;
 }
@@ -93,15 +93,15 @@ void CheckCudnnVersion(Context& ctx) {
     auto compiled = CompiledCudnn(ctx, *fw);
     auto version = ctx.FrameworkVersion(*fw);
     if (!compiled || !version) continue;
-    const AcceptanceRow* rule = ctx.k.Acceptance(AcceptanceKey(*fw), *version);
+    const AcceptanceRow* rule = ctx.knowledge.Acceptance(AcceptanceKey(*fw), *version);
     if (!rule) continue;
     for (const auto& lib : ctx.LoadedWithPrefix(ctx.ConsumersOf(*fw), "libcudnn.so.")) {
       auto loaded = ctx.VersionOf(lib.component);
       if (!loaded || Accepts(*rule, compiled->version, *loaded)) continue;
       const std::string& path =
           lib.consumer->graph.objects[static_cast<size_t>(lib.index)].real_path;
-      std::string text =
-          FrameworkMessage(ctx.k, rule->message, rule->version_format, *loaded, compiled->version);
+      std::string text = FrameworkMessage(ctx.knowledge, rule->message, rule->version_format,
+                                          *loaded, compiled->version);
       Finding f = ctx.Make(
           "IC001",
           Title(ctx, *fw) + " was compiled with cuDNN " + compiled->version.str() + Basis(*fw) +
@@ -198,7 +198,7 @@ void CheckCudnnCuda(Context& ctx) {
         why = "was built for CUDA " + built->version.str() + " (" + built->how + ")";
       } else if (!built) {
         auto v = ctx.VersionOf(lib.component);
-        const CudnnReleaseRow* row = v ? ctx.k.CudnnRelease(*v) : nullptr;
+        const CudnnReleaseRow* row = v ? ctx.knowledge.CudnnRelease(*v) : nullptr;
         if (!row ||
             std::count(row->cuda_majors.begin(), row->cuda_majors.end(), runtime->version.major()))
           continue;
@@ -250,37 +250,37 @@ void CheckSublibrarySkew(Context& ctx) {
 }
 
 void CheckCudnnGpu(Context& ctx) {
-  if (!ctx.in.target.sm) return;
-  int sm = *ctx.in.target.sm;
+  if (!ctx.input.target.sm) return;
+  int sm = *ctx.input.target.sm;
   std::set<std::string> reported;
   // PyTorch's own floor first: it is the message users will see.
   for (const Component* fw : Frameworks(ctx)) {
     for (const auto& lib : ctx.LoadedWithPrefix(ctx.ConsumersOf(*fw), "libcudnn.so.")) {
       auto v = ctx.VersionOf(lib.component);
-      const SmFloorRow* floor = v ? ctx.k.SmFloor(AcceptanceKey(*fw), *v) : nullptr;
+      const SmFloorRow* floor = v ? ctx.knowledge.SmFloor(AcceptanceKey(*fw), *v) : nullptr;
       if (!floor || sm >= floor->min_sm || !reported.insert(lib.component->path).second) continue;
       std::string text =
-          Replace(floor->message, "{loaded_int}", std::to_string(ctx.k.EncodeCudnn(*v)));
+          Replace(floor->message, "{loaded_int}", std::to_string(ctx.knowledge.EncodeCudnn(*v)));
       Finding f = ctx.Make("IC041",
                            Title(ctx, *fw) + " loads cuDNN " + v->str() + " (" +
                                lib.component->path + "), which it refuses on GPUs below SM " +
                                std::to_string(floor->min_sm) + "; the target GPU is sm_" +
-                               std::to_string(sm) + " (" + ctx.in.target.gpu_from + "): " + text,
+                               std::to_string(sm) + " (" + ctx.input.target.gpu_from + "): " + text,
                            {lib.component->path, fw->path});
       f.evidence.push_back({"rule", floor->source});
       ctx.findings.push_back(std::move(f));
     }
   }
-  for (const Component* c : ctx.cat.Family("cudnn")) {
+  for (const Component* c : ctx.catalog.Family("cudnn")) {
     if (c->name != "libcudnn" || reported.count(c->path)) continue;
     auto v = ctx.VersionOf(c);
-    const CudnnReleaseRow* row = v ? ctx.k.CudnnRelease(*v) : nullptr;
+    const CudnnReleaseRow* row = v ? ctx.knowledge.CudnnRelease(*v) : nullptr;
     if (!row || sm >= row->min_sm) continue;
     Finding f = ctx.Make("IC041",
                          "cuDNN " + v->str() + " at " + c->path + " supports GPUs from SM " +
-                             std::to_string(row->min_sm) + " (" + ctx.k.ArchName(row->min_sm) +
-                             "); the target GPU is sm_" + std::to_string(sm) + " (" +
-                             ctx.in.target.gpu_from + ")",
+                             std::to_string(row->min_sm) + " (" +
+                             ctx.knowledge.ArchName(row->min_sm) + "); the target GPU is sm_" +
+                             std::to_string(sm) + " (" + ctx.input.target.gpu_from + ")",
                          {c->path});
     f.evidence.push_back({"support matrix", row->source});
     ctx.findings.push_back(std::move(f));
@@ -289,7 +289,7 @@ void CheckCudnnGpu(Context& ctx) {
 
 void CheckMultipleCudnn(Context& ctx) {
   std::vector<const Component*> shims;
-  for (const Component* c : ctx.cat.Family("cudnn"))
+  for (const Component* c : ctx.catalog.Family("cudnn"))
     if (c->name == "libcudnn") shims.push_back(c);
   if (shims.size() < 2) return;
   std::set<std::string> versions, managers;

@@ -34,7 +34,7 @@ std::string RealDir(const Context& ctx, std::string_view dir) {
 std::vector<std::string> OnLoaderPath(const Context& ctx, const std::string& dir,
                                       std::string_view soname = {}) {
   std::vector<std::string> via;
-  for (const auto& e : ctx.cat.config.LdLibraryPath()) {
+  for (const auto& e : ctx.catalog.config.LdLibraryPath()) {
     if (e.empty() || e[0] != '/' || RealDir(ctx, e) != dir) continue;
     if (!soname.empty()) {
       auto file = ctx.tree.Resolve(util::JoinPath(e, soname));
@@ -42,21 +42,21 @@ std::vector<std::string> OnLoaderPath(const Context& ctx, const std::string& dir
     }
     via.push_back("LD_LIBRARY_PATH entry " + e);
   }
-  for (const auto& d : ctx.cat.config.ld_so_conf.dirs)
+  for (const auto& d : ctx.catalog.config.ld_so_conf.dirs)
     if (RealDir(ctx, d.dir) == dir)
       via.push_back(d.file + ":" + std::to_string(d.line) + " names " + d.dir);
-  if (const auto& cache = ctx.cat.config.ld_so_cache)
+  if (const auto& cache = ctx.catalog.config.ld_so_cache)
     for (const auto& e : cache->entries)
       if ((soname.empty() || e.name == soname) &&
           (util::DirName(e.path) == dir || RealDir(ctx, util::DirName(e.path)) == dir)) {
-        via.push_back(ctx.cat.config.ld_so_cache_path + " maps " + e.name + " to " + e.path);
+        via.push_back(ctx.catalog.config.ld_so_cache_path + " maps " + e.name + " to " + e.path);
         break;
       }
   return via;
 }
 
 void CheckStubOnPath(Context& ctx) {
-  auto lookup = [&ctx](std::string_view p) { return ctx.cat.Elf(p); };
+  auto lookup = [&ctx](std::string_view p) { return ctx.catalog.Elf(p); };
   std::set<std::string> reported;
   auto report = [&](const Consumer& consumer, const loader::Resolution& r) {
     if (!r.found() || !IsStub(ctx, r.real_path) || !reported.insert(r.real_path).second) return;
@@ -74,7 +74,7 @@ void CheckStubOnPath(Context& ctx) {
   // Any CUDA program started in the container later, with or without one in the image: a stub
   // whose directory the image's loader configuration names gets libcuda.so.1 before the host
   // driver the runtime mounts into a system directory.
-  for (const Component* stub : ctx.cat.Find(ComponentKind::kDriverStub)) {
+  for (const Component* stub : ctx.catalog.Find(ComponentKind::kDriverStub)) {
     if (stub->deleted || !stub->elf || stub->elf->soname != "libcuda.so.1" ||
         !reported.insert(stub->path).second)
       continue;
@@ -98,7 +98,7 @@ void CheckStubOnPath(Context& ctx) {
   for (const Consumer* consumer : ctx.AllConsumers())
     for (const auto& lib : ctx.LoadedWithPrefix({consumer}, "libcudart.so."))
       report(*consumer, loader::Resolve(ctx.tree, lookup, consumer->graph, lib.index,
-                                        "libcuda.so.1", loader::Kind::kDlopen, ctx.in.options));
+                                        "libcuda.so.1", loader::Kind::kDlopen, ctx.input.options));
 }
 
 std::string OwnerKey(const Component& c) {
@@ -109,7 +109,7 @@ std::string OwnerKey(const Component& c) {
 
 void CheckDriverInImage(Context& ctx) {
   std::map<std::string, std::vector<const Component*>> groups;
-  for (const Component* c : ctx.cat.Find(ComponentKind::kDriverLibrary))
+  for (const Component* c : ctx.catalog.Find(ComponentKind::kDriverLibrary))
     if (!c->deleted) groups[OwnerKey(*c)].push_back(c);
   for (const auto& [owner, list] : groups) {
     std::vector<std::string> paths;
@@ -128,7 +128,7 @@ void CheckDriverInImage(Context& ctx) {
 
 void CheckForwardCompat(Context& ctx) {
   std::map<std::string, std::vector<const Component*>> dirs;
-  for (const Component* c : ctx.cat.Find(ComponentKind::kCompatLibrary))
+  for (const Component* c : ctx.catalog.Find(ComponentKind::kCompatLibrary))
     if (!c->deleted) dirs[std::string(util::DirName(c->path))].push_back(c);
   for (const auto& [dir, list] : dirs) {
     std::vector<std::string> via = OnLoaderPath(ctx, dir);
@@ -147,7 +147,7 @@ void CheckForwardCompat(Context& ctx) {
 }
 
 void CheckDriverTooOld(Context& ctx) {
-  const Target& t = ctx.in.target;
+  const Target& t = ctx.input.target;
   if (!t.driver) return;
   const std::pair<Known, std::string>* worst = nullptr;
   Version worst_min;
@@ -156,7 +156,7 @@ void CheckDriverTooOld(Context& ctx) {
   auto needs = CudaNeeds(ctx);
   for (const auto& need : needs) {
     std::string how;
-    auto min = ctx.k.MinDriver(need.first.version, &how);
+    auto min = ctx.knowledge.MinDriver(need.first.version, &how);
     if (!min) continue;
     evidence.push_back({"CUDA " + need.first.version.str(),
                         "needs driver " + min->str() + " (" + how + "): " + need.second});
@@ -199,7 +199,7 @@ std::optional<Version> DeclaredCuda(const std::string& value) {
 }
 
 void CheckRequireCuda(Context& ctx) {
-  const auto& config = ctx.cat.config;
+  const auto& config = ctx.catalog.config;
   if (auto disable = config.Env("NVIDIA_DISABLE_REQUIRE")) {
     std::string d = Lower(*disable);
     if (d == "1" || d == "t" || d == "true") return;
@@ -247,7 +247,7 @@ std::string SmList(const std::vector<unsigned>& sms, std::string_view prefix) {
 // "-cu12" suffix or its nvidia/cu13/ directory, the deb's "-12-4" suffix; nullopt when the
 // owner is no CUDA release package or does not say.
 std::optional<int> ReleaseMajor(const Context& ctx, const Component& c) {
-  if (!c.owner || !ctx.k.libraries().IsCudaPackage(c.owner->manager, c.owner->name))
+  if (!c.owner || !ctx.knowledge.libraries().IsCudaPackage(c.owner->manager, c.owner->name))
     return std::nullopt;
   auto digits = [](std::string_view s) -> std::optional<int> {
     if (s.empty() || s.size() > 3 || !std::all_of(s.begin(), s.end(), ::isdigit))
@@ -273,19 +273,20 @@ std::optional<int> ReleaseMajor(const Context& ctx, const Component& c) {
 }
 
 void CheckGpuArch(Context& ctx) {
-  if (!ctx.in.target.sm) return;
-  unsigned target = static_cast<unsigned>(*ctx.in.target.sm);
+  if (!ctx.input.target.sm) return;
+  unsigned target = static_cast<unsigned>(*ctx.input.target.sm);
   std::map<std::string, std::vector<std::string>> by_dir;
   std::map<std::string, std::string> detail;  // by file: its device code
-  for (const auto& [path, elf] : ctx.cat.elves()) {
+  for (const auto& [path, elf] : ctx.catalog.elves()) {
     if (elf.fatbin.empty()) continue;
     // The fatbin listing of NVIDIA's release libraries is not all their device code (the cu13
     // wheel's libcufft.so.12 lists only sm_75 SASS and runs on sm_90): they are judged by the
     // SM range of their release; for framework and application code the fatbin is the truth.
     if (const Component* c = ctx.LibraryAt(path);
-        c && c->owner && ctx.k.libraries().IsCudaPackage(c->owner->manager, c->owner->name)) {
+        c && c->owner &&
+        ctx.knowledge.libraries().IsCudaPackage(c->owner->manager, c->owner->name)) {
       const CudaSmRow* range = nullptr;
-      if (auto major = ReleaseMajor(ctx, *c)) range = ctx.k.CudaSm(*major);
+      if (auto major = ReleaseMajor(ctx, *c)) range = ctx.knowledge.CudaSm(*major);
       if (!range || static_cast<int>(target) >= range->min_sm) continue;
       by_dir[std::string(util::DirName(path))].push_back(path);
       detail[path] = "CUDA " + std::to_string(range->cuda_major) +
@@ -306,16 +307,16 @@ void CheckGpuArch(Context& ctx) {
                    SmList({ptx.begin(), ptx.end()}, "compute_");
   }
   for (const auto& [dir, paths] : by_dir) {
-    std::string arch = ctx.k.ArchName(*ctx.in.target.sm);
+    std::string arch = ctx.knowledge.ArchName(*ctx.input.target.sm);
     Finding f =
         ctx.Make("IC040",
                  std::to_string(paths.size()) + " file(s) in " + dir + " (" + paths[0] + ": " +
                      detail[paths[0]] + ") have no device code for the target GPU sm_" +
                      std::to_string(target) + (arch.empty() ? "" : " (" + arch + ")") + ", " +
-                     ctx.in.target.gpu_from,
+                     ctx.input.target.gpu_from,
                  paths);
     f.evidence.push_back(
-        {"target GPU", "sm_" + std::to_string(target) + " (" + ctx.in.target.gpu_from + ")"});
+        {"target GPU", "sm_" + std::to_string(target) + " (" + ctx.input.target.gpu_from + ")"});
     for (const auto& p : paths) f.evidence.push_back({"device code", p + ": " + detail[p]});
     ctx.findings.push_back(std::move(f));
   }

@@ -18,14 +18,6 @@ bool IsCudaFamily(const Context& ctx, std::string_view name) {
   return !f.empty() && f != "driver";
 }
 
-// $ORIGIN / ${ORIGIN} expanded against the directory of `object`.
-std::string ExpandOrigin(std::string entry, std::string_view origin) {
-  for (std::string_view token : {"${ORIGIN}", "$ORIGIN"})
-    for (size_t at = entry.find(token); at != std::string::npos; at = entry.find(token))
-      entry.replace(at, token.size(), origin);
-  return entry;
-}
-
 void CheckShadowed(Context& ctx) {
   for (const auto& seen : ctx.Resolutions()) {
     const auto& r = seen.resolution;
@@ -38,9 +30,9 @@ void CheckShadowed(Context& ctx) {
     std::string origin(util::DirName(object.real_path));
     const auto& entries = object.elf->has_runpath ? object.elf->runpath : object.elf->rpath;
     for (const auto& entry : entries) {
-      if (entry.find('$') != std::string::npos && entry.find("ORIGIN") == std::string::npos)
-        continue;
-      auto own = ctx.tree.Resolve(util::JoinPath(ExpandOrigin(entry, origin), r.name));
+      std::string dir = loader::ExpandDynamicTokens(entry, origin, ctx.input.options.platform);
+      if (dir.find('$') != std::string::npos) continue;  // a token ld.so does not know either
+      auto own = ctx.tree.Resolve(util::JoinPath(dir, r.name));
       if (!own || !own->node || own->node->type != image::NodeType::kRegular ||
           own->path == r.real_path)
         continue;
@@ -77,7 +69,7 @@ std::string SonameKey(const Component& c) {
 
 void CheckStale(Context& ctx) {
   std::map<std::string, std::vector<const Component*>> groups;
-  for (const auto& c : ctx.cat.components)
+  for (const auto& c : ctx.catalog.components)
     if (c.kind == catalog::ComponentKind::kCudaLibrary && !c.deleted && ctx.VersionOf(&c))
       groups[SonameKey(c)].push_back(&c);
   for (const auto& [key, copies] : groups) {
@@ -121,7 +113,7 @@ bool Reached(const Context& ctx, std::string_view real_path) {
 void CheckUnresolved(Context& ctx) {
   // Where each soname lies in the image, for dependencies a library's own search misses.
   std::map<std::string, std::string, std::less<>> file_of;
-  for (const auto& [path, elf] : ctx.cat.elves()) {
+  for (const auto& [path, elf] : ctx.catalog.elves()) {
     file_of.emplace(util::BaseName(path), path);
     if (!elf.soname.empty()) file_of.emplace(elf.soname, path);
   }
@@ -147,13 +139,13 @@ void CheckUnresolved(Context& ctx) {
     Finding f = ctx.Make(
         "IC012",
         (deleted_in >= 0 ? "deleted by " + LayerText(ctx, deleted_in) + ": " : "") + name + " (" +
-            how + " of " + paths[0] + ", " + PackageLabel(ctx.cat, paths[0]) +
+            how + " of " + paths[0] + ", " + PackageLabel(ctx.catalog, paths[0]) +
             (paths.size() > 1 ? ", and " + std::to_string(paths.size() - 1) + " more" : "") +
             ") cannot be resolved" +
             (reached ? ""
                      : "; no program, extension or framework in the image loads " +
                            std::string(util::BaseName(paths[0]))),
-        paths, deleted_in >= 0 ? deleted_in : -2);
+        paths, deleted_in >= 0 ? deleted_in : Context::kLayerOfFirstPath);
     // Only files their package loads on request need it: info that says when.
     const Consumer* optional = nullptr;
     for (const auto* s : list)
@@ -182,7 +174,7 @@ void CheckUnresolved(Context& ctx) {
   }
   // Consumers that cannot run whatever their CUDA libraries do: once per package, as info.
   std::map<std::string, std::vector<const Consumer*>> stranded;
-  for (const Consumer& c : ctx.in.consumers)
+  for (const Consumer& c : ctx.input.consumers)
     if (!c.not_runnable.empty()) stranded[c.package].push_back(&c);
   for (const auto& [package, list] : stranded) {
     std::vector<std::string> paths;
@@ -206,7 +198,7 @@ void CheckUnresolved(Context& ctx) {
     ctx.findings.push_back(std::move(f));
   }
   // Files a package lists (pip RECORD) but the image lacks.
-  for (const Component* d : ctx.cat.Find(catalog::ComponentKind::kPythonDist)) {
+  for (const Component* d : ctx.catalog.Find(catalog::ComponentKind::kPythonDist)) {
     if (d->deleted) continue;
     for (const auto& file : d->missing_files) {
       if (file.find(".so") == std::string::npos || !IsCudaFamily(ctx, util::BaseName(file)))
@@ -228,7 +220,7 @@ void CheckMissingSymbols(Context& ctx) {
     const auto& r = seen.resolution;
     if (!r.found() || !IsCudaFamily(ctx, r.name)) continue;
     const auto& object = seen.consumer->graph.objects[static_cast<size_t>(seen.object)];
-    const elf::ElfInfo* provider = ctx.cat.Elf(r.real_path);
+    const elf::ElfInfo* provider = ctx.catalog.Elf(r.real_path);
     if (!object.elf || !provider || !provider->problems.empty() ||
         provider->version_definitions.empty())
       continue;
@@ -264,7 +256,7 @@ void CheckMissingSymbols(Context& ctx) {
 }
 
 void CheckReplaced(Context& ctx) {
-  for (const auto& file : ctx.cat.replaced) {
+  for (const auto& file : ctx.catalog.replaced) {
     std::string_view name = util::BaseName(file.path);
     if (name.find(".so") == std::string_view::npos) continue;
     std::string family = ctx.FamilyOf(name);
@@ -321,7 +313,7 @@ void CheckBrokenLinks(Context& ctx) {
 
 void CheckUnmanaged(Context& ctx) {
   std::map<std::string, std::vector<const Component*>> by_dir;
-  for (const auto& c : ctx.cat.components)
+  for (const auto& c : ctx.catalog.components)
     if (c.kind == catalog::ComponentKind::kCudaLibrary && !c.deleted && !c.owner)
       by_dir[std::string(util::DirName(c.path))].push_back(&c);
   for (const auto& [dir, list] : by_dir) {
@@ -343,7 +335,7 @@ void CheckUnmanaged(Context& ctx) {
 }
 
 void CheckLibraryPath(Context& ctx) {
-  auto value = ctx.cat.config.Env("LD_LIBRARY_PATH");
+  auto value = ctx.catalog.config.Env("LD_LIBRARY_PATH");
   if (!value) return;
   std::vector<std::string> problems;
   std::vector<std::string> entries = util::Split(*value, ':');
@@ -353,7 +345,7 @@ void CheckLibraryPath(Context& ctx) {
       problems.push_back("element " + std::to_string(i + 1) + " is empty (the working directory)");
     } else if (e[0] != '/') {
       problems.push_back("\"" + e + "\" is relative (to the working directory)");
-    } else if (!ctx.k.IsContainerMount(util::NormalizePath(e))) {
+    } else if (!ctx.knowledge.IsContainerMount(util::NormalizePath(e))) {
       auto r = ctx.tree.Resolve(e);
       if (!r || !r->node || r->node->type != image::NodeType::kDirectory)
         problems.push_back("\"" + e + "\" does not exist in the image");
@@ -369,9 +361,9 @@ void CheckLibraryPath(Context& ctx) {
 }
 
 void CheckLdCache(Context& ctx) {
-  const auto& cache = ctx.cat.config.ld_so_cache;
+  const auto& cache = ctx.catalog.config.ld_so_cache;
   if (!cache) return;
-  const std::string& cache_path = ctx.cat.config.ld_so_cache_path;
+  const std::string& cache_path = ctx.catalog.config.ld_so_cache_path;
   std::set<std::string> names;
   for (const auto& e : cache->entries) {
     names.insert(e.name);
@@ -380,21 +372,22 @@ void CheckLdCache(Context& ctx) {
     if (r && r->node) continue;
     Finding f = ctx.Make(
         "IC061", cache_path + " maps " + e.name + " to " + e.path + ", which is not in the image",
-        {e.path, cache_path}, ctx.cat.config.ld_so_cache_layer);
-    f.evidence.push_back(
-        {"ld.so.cache", cache_path + " (layer " + std::to_string(ctx.cat.config.ld_so_cache_layer) +
-                            ", " + std::to_string(cache->entries.size()) + " entries)"});
+        {e.path, cache_path}, ctx.catalog.config.ld_so_cache_layer);
+    f.evidence.push_back({"ld.so.cache", cache_path + " (layer " +
+                                             std::to_string(ctx.catalog.config.ld_so_cache_layer) +
+                                             ", " + std::to_string(cache->entries.size()) +
+                                             " entries)"});
     f.evidence.push_back({"entry", e.name + " -> " + e.path});
     f.evidence.push_back({"looked up", e.path + ": not in the merged tree"});
     ctx.findings.push_back(std::move(f));
   }
-  std::vector<std::string> dirs = ctx.in.options.platform.default_dirs;
-  for (const auto& d : ctx.cat.config.ld_so_conf.dirs) dirs.push_back(d.dir);
+  std::vector<std::string> dirs = ctx.input.options.platform.default_dirs;
+  for (const auto& d : ctx.catalog.config.ld_so_conf.dirs) dirs.push_back(d.dir);
   std::set<std::string> reported;
   for (const auto& dir : dirs) {
     std::string prefix = util::NormalizePath(dir) + "/";
-    for (auto it = ctx.cat.elves().lower_bound(prefix);
-         it != ctx.cat.elves().end() && it->first.starts_with(prefix); ++it) {
+    for (auto it = ctx.catalog.elves().lower_bound(prefix);
+         it != ctx.catalog.elves().end() && it->first.starts_with(prefix); ++it) {
       const std::string& soname = it->second.soname;
       if (soname.empty() || it->first.find('/', prefix.size()) != std::string::npos) continue;
       if (!IsCudaFamily(ctx, soname) || names.count(soname) || !reported.insert(soname).second)
@@ -408,10 +401,10 @@ void CheckLdCache(Context& ctx) {
       f.evidence.push_back({"library", it->first + " (SONAME " + soname + ", layer " +
                                            std::to_string(n ? n->layer : -1) + ")"});
       f.evidence.push_back({"loader directory", dir});
-      f.evidence.push_back({"ld.so.cache", cache_path + " (layer " +
-                                               std::to_string(ctx.cat.config.ld_so_cache_layer) +
-                                               ", " + std::to_string(cache->entries.size()) +
-                                               " entries, none for " + soname + ")"});
+      f.evidence.push_back(
+          {"ld.so.cache",
+           cache_path + " (layer " + std::to_string(ctx.catalog.config.ld_so_cache_layer) + ", " +
+               std::to_string(cache->entries.size()) + " entries, none for " + soname + ")"});
       ctx.findings.push_back(std::move(f));
     }
   }

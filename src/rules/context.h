@@ -25,9 +25,9 @@ class Context {
  public:
   explicit Context(const ScanInput& input);
 
-  const ScanInput& in;
-  const catalog::Catalog& cat;
-  const Knowledge& k;
+  const ScanInput& input;
+  const catalog::Catalog& catalog;
+  const Knowledge& knowledge;
   const image::Tree& tree;
   std::vector<Finding> findings;
 
@@ -65,10 +65,12 @@ class Context {
   /// Every consumer that can run as shipped (Consumer::not_runnable empty).
   const std::vector<const Consumer*>& AllConsumers() const { return consumers_; }
 
+  /// Make's `layer` when the finding's layer is the one that wrote its first path.
+  static constexpr int kLayerOfFirstPath = -2;
   /// A finding of `rule` with the table's name, severity and remediation, and the layer that
-  /// wrote `paths[0]` (or `layer` when given).
+  /// wrote `paths[0]` (or `layer` when given; -1: none).
   Finding Make(std::string_view rule, std::string message, std::vector<std::string> paths,
-               int layer = -2) const;
+               int layer = kLayerOfFirstPath) const;
   LayerRef Layer(int index) const;
   /// Every path a resolution tried, with its outcome ("/a/libx.so.1 (missing), ..."); "" when
   /// it tried none.
@@ -83,6 +85,9 @@ class Context {
   std::vector<const Consumer*> consumers_;
   std::vector<SeenResolution> resolutions_;
 };
+
+/// True for the cuDNN shim's soname ("libcudnn.so.9"), with its major in `major`.
+bool IsCudnnShim(std::string_view soname, int* major);
 
 /// A version and where it was learned.
 struct Known {

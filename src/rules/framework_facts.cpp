@@ -20,7 +20,7 @@ namespace {
 const JaxPluginRow* JaxPlugin(const Context& ctx, const Component& fw) {
   auto version = ctx.FrameworkVersion(fw);
   const JaxPluginRow* fallback = nullptr;
-  for (const auto& r : ctx.k.jax_plugins()) {
+  for (const auto& r : ctx.knowledge.jax_plugins()) {
     if (r.plugin != fw.name) continue;
     if (r.from.size() == 0) {
       if (!fallback) fallback = &r;
@@ -52,12 +52,12 @@ std::optional<Known> CompiledCudnn(const Context& ctx, const Component& fw) {
             return Known{*v, "Requires-Dist " + req.raw + " (" + dist->path + ")"};
     auto cuda = BuildFact(fw, "cuda");
     if (version && cuda)
-      if (const TorchBuildRow* row = ctx.k.TorchBuild(*version, *cuda))
+      if (const TorchBuildRow* row = ctx.knowledge.TorchBuild(*version, *cuda))
         return Known{row->cudnn, "PyTorch " + row->torch.str() + " CUDA " + row->cuda.str() +
                                      " release matrix (" + row->source + ")"};
   } else if (key == "tensorflow") {
     auto fact = BuildFact(fw, "cudnn_version");
-    const TensorflowBuildRow* row = version ? ctx.k.TensorflowBuild(*version) : nullptr;
+    const TensorflowBuildRow* row = version ? ctx.knowledge.TensorflowBuild(*version) : nullptr;
     // build_info often states only the major ("9"); the tested configuration is more precise.
     if (row && (!fact || (fact->size() < 2 && fact->major() == row->cudnn.major())))
       return Known{row->cudnn, "TensorFlow " + row->tensorflow.str() +
@@ -78,7 +78,7 @@ std::optional<Known> CompiledCuda(const Context& ctx, const Component& fw) {
     if (auto v = BuildFact(fw, "cuda_version"); v && v->size() >= 2)
       return Known{*v, "cuda_version in " + fw.path};
     auto version = ctx.FrameworkVersion(fw);
-    if (const TensorflowBuildRow* row = version ? ctx.k.TensorflowBuild(*version) : nullptr)
+    if (const TensorflowBuildRow* row = version ? ctx.knowledge.TensorflowBuild(*version) : nullptr)
       return Known{row->cuda,
                    "TensorFlow " + row->tensorflow.str() + " tested build configuration"};
   } else if (key == "jax") {
@@ -90,13 +90,13 @@ std::optional<Known> CompiledCuda(const Context& ctx, const Component& fw) {
 
 std::vector<std::pair<Known, std::string>> CudaNeeds(const Context& ctx) {
   std::vector<std::pair<Known, std::string>> out;
-  for (const Component* c : ctx.cat.Family("cudart"))
+  for (const Component* c : ctx.catalog.Family("cudart"))
     if (auto v = ctx.VersionOf(c); v && c->name == "libcudart")
       out.push_back({Known{*v, "libcudart " + v->str()}, c->path});
-  for (const Component* fw : ctx.cat.Find(catalog::ComponentKind::kFramework))
+  for (const Component* fw : ctx.catalog.Find(catalog::ComponentKind::kFramework))
     if (!fw->deleted)
       if (auto k = CompiledCuda(ctx, *fw)) out.push_back({*k, fw->path});
-  for (const Component* t : ctx.cat.Find(catalog::ComponentKind::kCudaToolkit))
+  for (const Component* t : ctx.catalog.Find(catalog::ComponentKind::kCudaToolkit))
     if (auto v = ctx.VersionOf(t); v && !t->deleted)
       out.push_back({Known{*v, "CUDA toolkit " + v->str()}, t->path});
   return out;

@@ -203,4 +203,9 @@ class Knowledge {
   std::vector<ArchRow> archs_;
 };
 
+/// A finding of `rule` with the table's name, severity and remediation, and `message`: how the
+/// checks and the probe make every finding. A rule the table lacks (a --rules directory without
+/// probe.json) is named by its ID.
+Finding MakeFinding(const Knowledge& knowledge, std::string_view rule, std::string message);
+
 }  // namespace imgcheck::rules

@@ -71,8 +71,10 @@ std::vector<Consumer> LoadConsumers(const image::Image& image, const catalog::Ca
                                     const Knowledge& knowledge, const loader::Options& options,
                                     size_t limit = 2000);
 
-/// Runs every check; findings are ordered by severity (errors first), then rule, then path.
+/// Runs every check; findings are ordered as SortFindings orders them.
 std::vector<Finding> RunChecks(const ScanInput& input);
+/// The order of every report: by severity (errors first), then rule, then path (stable).
+void SortFindings(std::vector<Finding>& findings);
 
 /// IDs of the rules that have a check, sorted (each must be in the catalogue).
 std::vector<std::string> ImplementedRules();

@@ -114,9 +114,9 @@ AdmissionAnswer Decide(const std::vector<ImageResult>& images, const DecideOptio
     if (o.state == Outcome::State::kReady) {
       for (const VerdictFinding& f : o.verdict->findings) {
         if (rules::Fails(options.fail_on, f.severity))
-          denials.push_back(r.use.where + " " + who + ": " + OneLine(f));
+          denials.push_back(r.use.where + " " + who + ": " + FindingLine(f));
         else if (f.severity != rules::Severity::kInfo)
-          a.warnings.push_back("imgcheck: " + r.use.image + ": " + OneLine(f));
+          a.warnings.push_back("imgcheck: " + r.use.image + ": " + FindingLine(f));
       }
       continue;
     }

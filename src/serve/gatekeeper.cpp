@@ -46,9 +46,9 @@ std::string ProviderResponse(const std::vector<ImageResult>& images, rules::Fail
       nlohmann::json errors = nlohmann::json::array(), warnings = nlohmann::json::array();
       for (const VerdictFinding& f : o.verdict->findings) {
         if (rules::Fails(fail_on, f.severity))
-          errors.push_back(OneLine(f));
+          errors.push_back(FindingLine(f));
         else if (f.severity != rules::Severity::kInfo)
-          warnings.push_back(OneLine(f));
+          warnings.push_back(FindingLine(f));
       }
       item["value"] = {{"verdict", errors.empty() ? "pass" : "fail"},
                        {"digest", r.digest},

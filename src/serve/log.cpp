@@ -9,7 +9,7 @@ namespace imgcheck::serve {
 
 void Log(std::string_view message) {
   // One write per line, so that lines of concurrent requests do not interleave.
-  std::cerr << ("imgcheck serve: " + report::OneLine(message) + "\n") << std::flush;
+  std::cerr << ("imgcheck serve: " + report::LogLine(message) + "\n") << std::flush;
 }
 
 }  // namespace imgcheck::serve

@@ -6,7 +6,7 @@
 
 namespace imgcheck::serve {
 
-/// Writes "imgcheck serve: MESSAGE" as one line, the message through report::OneLine.
+/// Writes "imgcheck serve: MESSAGE" as one line, the message through report::LogLine.
 void Log(std::string_view message);
 
 }  // namespace imgcheck::serve

@@ -75,19 +75,16 @@ class Handlers {
   std::vector<ImageResult> Judge(const std::vector<ImageUse>& uses, const std::string& platform,
                                  Clock::time_point deadline) {
     std::vector<ImageResult> out;
-    std::vector<std::string> pinned;
     auto budget_end = std::min(deadline, Clock::now() + options_.scan_budget);
     for (const ImageUse& use : uses) {
       ImageResult r;
       r.use = use;
       auto res = resolver_.Resolve(use.image, platform, deadline);
-      pinned.emplace_back();
       if (!res) {
         r.outcome.state = Outcome::State::kFailed;
         r.outcome.error = res.error().message;
       } else {
         r.digest = res->digest;
-        pinned.back() = res->pinned;
         r.outcome = verdicts_.Get(r.digest, res->pinned, milliseconds(0));
       }
       out.push_back(std::move(r));

@@ -10,6 +10,17 @@ bool Verdict::Fails(rules::FailOn gate) const {
   return false;
 }
 
+Verdict VerdictOf(const report::Report& report) {
+  Verdict v;
+  v.digest = report.image.manifest_digest;
+  v.reference = report.image.reference;
+  for (const rules::Finding& f : report.findings)
+    v.findings.push_back({f.rule, f.name, f.severity, f.message,
+                          f.paths.empty() ? "" : f.paths[0], f.remediation});
+  v.report = report::RenderJson(report);
+  return v;
+}
+
 util::Expected<Verdict> ParseVerdict(std::string_view report) {
   nlohmann::json j = nlohmann::json::parse(report, nullptr, false);
   if (j.is_discarded() || !j.is_object() || j.value("schema", "") != "imgcheck-report/1")
@@ -39,7 +50,7 @@ util::Expected<Verdict> ParseVerdict(std::string_view report) {
   return v;
 }
 
-std::string OneLine(const VerdictFinding& f) {
+std::string FindingLine(const VerdictFinding& f) {
   std::string s = f.rule + " " + f.name;
   if (!f.path.empty()) s += " in " + f.path;
   if (!f.remediation.empty()) s += "; fix: " + f.remediation;

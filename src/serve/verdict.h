@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "report/report.h"
 #include "rules/config.h"
 #include "rules/finding.h"
 #include "util/error.h"
@@ -29,10 +30,12 @@ struct Verdict {
   bool Fails(rules::FailOn gate) const;
 };
 
-/// Reads an imgcheck-report/1 document; the error names what is missing.
+/// The verdict of a scan's report, typed, with its imgcheck-report/1 JSON for the shared store.
+Verdict VerdictOf(const report::Report& report);
+/// Reads an imgcheck-report/1 document (from the shared store); the error names what is missing.
 util::Expected<Verdict> ParseVerdict(std::string_view report);
 
 /// "IC001 cudnn-version-mismatch in /opt/x/libcudnn.so.5: fix: ..." (one line, for messages).
-std::string OneLine(const VerdictFinding& f);
+std::string FindingLine(const VerdictFinding& f);
 
 }  // namespace imgcheck::serve

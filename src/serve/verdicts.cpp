@@ -237,16 +237,13 @@ Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) 
   }
   metrics_.ScanStarted();
   auto start = Clock::now();
-  std::string report;
+  std::optional<Verdict> v;
   try {
-    report = scanner_(reference);
+    v = scanner_(reference);
   } catch (const std::exception& e) {
     out.error = e.what();
   }
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  util::Expected<Verdict> v =
-      out.error.empty() ? ParseVerdict(report) : util::Expected<Verdict>(util::MakeError(""));
-  if (out.error.empty() && !v) out.error = "the scan's report: " + v.error().message;
   metrics_.ScanFinished(seconds, out.error.empty());
   if (!out.error.empty()) {
     if (locked) shared_->Unlock(Key(digest) + ":lock");

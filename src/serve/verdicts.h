@@ -23,9 +23,10 @@
 
 namespace imgcheck::serve {
 
-/// Scans the image `reference` (pinned by digest) and returns its imgcheck-report/1 JSON.
-/// Throws (util::Fatal) when the image cannot be scanned. Called on worker threads.
-using Scanner = std::function<std::string(const std::string& reference)>;
+/// Scans the image `reference` (pinned by digest) and returns its verdict (VerdictOf its report):
+/// kept typed in memory, its JSON written only to the shared store. Throws (util::Fatal) when
+/// the image cannot be scanned. Called on worker threads.
+using Scanner = std::function<Verdict(const std::string& reference)>;
 
 struct VerdictOptions {
   std::string identity;          ///< policy identity (tool version, rules, config): part of keys

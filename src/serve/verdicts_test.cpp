@@ -3,6 +3,7 @@
 #include "serve/verdicts.h"
 
 #include <atomic>
+#include <stdexcept>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -45,7 +46,10 @@ struct FakeScanner {
       ++calls;
       for (int i = 0; i < 1000 && !release; ++i) std::this_thread::sleep_for(5ms);
       if (fail) throw imgcheck::util::Fatal("cannot reach reg:5000: connection refused");
-      return Report(reference, reference.find("bad") != std::string::npos);
+      // On a worker thread: no Catch2 assertion here (the first test checks ParseVerdict).
+      auto v = ParseVerdict(Report(reference, reference.find("bad") != std::string::npos));
+      if (!v) throw std::runtime_error("the fake report does not parse");
+      return *v;
     };
   }
 };
@@ -60,11 +64,37 @@ TEST_CASE("a verdict parses from the report and knows whether it fails the gate"
   CHECK(v->findings[0].path == "/usr/local/cuda/lib64/stubs/libcuda.so.1");
   CHECK(v->Fails({imgcheck::rules::Severity::kError}));
   CHECK_FALSE(v->Fails({std::nullopt}));
-  CHECK(OneLine(v->findings[0]) ==
+  CHECK(FindingLine(v->findings[0]) ==
         "IC020 driver-stub-on-path in /usr/local/cuda/lib64/stubs/libcuda.so.1; fix: drop stubs "
         "from LD_LIBRARY_PATH");
   CHECK_FALSE(ParseVerdict("{}"));
   CHECK_FALSE(ParseVerdict(R"({"schema":"imgcheck-report/1","image":{}})"));
+}
+
+TEST_CASE("a scan's typed verdict is what its stored JSON reads back as", "[verdicts]") {
+  imgcheck::report::Report rep;
+  rep.image = {"reg/app@" + Digest('b'), "docker", Digest('b'), Digest('c'), "linux/amd64"};
+  imgcheck::rules::Finding f;
+  f.rule = "IC020";
+  f.name = "driver-stub-on-path";
+  f.severity = imgcheck::rules::Severity::kWarning;
+  f.message = "the stub is found first";
+  f.paths = {"/usr/local/cuda/lib64/stubs/libcuda.so.1", "/other"};
+  f.remediation = "drop stubs from LD_LIBRARY_PATH";
+  rep.findings = {f};
+  Verdict typed = VerdictOf(rep);
+  auto stored = ParseVerdict(typed.report);
+  REQUIRE(stored);
+  CHECK(typed.digest == Digest('b'));
+  CHECK(stored->digest == typed.digest);
+  CHECK(stored->reference == typed.reference);
+  REQUIRE(typed.findings.size() == 1);
+  REQUIRE(stored->findings.size() == 1);
+  CHECK(FindingLine(typed.findings[0]) == FindingLine(stored->findings[0]));
+  CHECK(typed.findings[0].severity == stored->findings[0].severity);
+  CHECK(typed.findings[0].message == stored->findings[0].message);
+  CHECK(typed.Fails({imgcheck::rules::Severity::kWarning}));
+  CHECK_FALSE(typed.Fails({imgcheck::rules::Severity::kError}));
 }
 
 TEST_CASE("concurrent askers for one unknown digest share one scan", "[verdicts]") {

@@ -2,6 +2,8 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
+
 #include "util/error.h"
 
 namespace imgcheck::util {
@@ -97,6 +99,15 @@ std::string Sha256Digest(std::string_view bytes) {
   Sha256 h;
   h.Update(bytes);
   return "sha256:" + h.HexDigest();
+}
+
+bool IsLowerHex(std::string_view s) {
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+bool IsSha256Digest(std::string_view digest) {
+  return digest.size() == 71 && digest.starts_with("sha256:") && IsLowerHex(digest.substr(7));
 }
 
 std::string Md5Hex(std::string_view bytes) {

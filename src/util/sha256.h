@@ -73,6 +73,11 @@ class AsyncSha256 {
 
 /// "sha256:<hex>" of `bytes`.
 std::string Sha256Digest(std::string_view bytes);
+/// True when `s` is nothing but lower-case hex digits (as every digest here is written).
+bool IsLowerHex(std::string_view s);
+/// True when `digest` is "sha256:" and 64 lower-case hex digits: the only digest imgcheck
+/// verifies, and safe to put into a path or a URL.
+bool IsSha256Digest(std::string_view digest);
 /// Lower-case hex MD5 of `bytes`.
 std::string Md5Hex(std::string_view bytes);
 

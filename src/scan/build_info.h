@@ -4,7 +4,7 @@
 
 #include <string_view>
 
-namespace imgcheck::cli {
+namespace imgcheck::scan {
 
 /// "0.3.0" on a v0.3.0 tag, "0.3.0-5-gabc1234[-dirty]" after it, the CMake project version
 /// without git; scripts/release.sh sets it (IMGCHECK_VERSION_OVERRIDE).
@@ -12,4 +12,4 @@ std::string_view BuildVersion();
 /// The full git commit hash, or "unknown" when built outside git.
 std::string_view BuildCommit();
 
-}  // namespace imgcheck::cli
+}  // namespace imgcheck::scan

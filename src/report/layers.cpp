@@ -1,0 +1,87 @@
+#include "report/layers.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "report/escape.h"
+#include "util/text.h"
+
+namespace imgcheck::report {
+
+namespace {
+
+// A history line on one line: whitespace runs collapsed, long ones cut.
+std::string CollapsedLine(const std::string& s, size_t max) {
+  std::string out;
+  for (char c : s) {
+    bool space = c == ' ' || c == '\t' || c == '\n' || c == '\r';
+    if (space && (out.empty() || out.back() == ' ')) continue;
+    out += space ? ' ' : c;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  if (out.size() > max) out = out.substr(0, max - 3) + "...";
+  return out;
+}
+
+}  // namespace
+
+std::string RenderLayersText(const image::Image& img) {
+  std::string out = "image:    " + Visible(img.reference) + "\n";
+  if (!img.manifest_digest.empty()) out += "manifest: " + img.manifest_digest + "\n";
+  if (!img.config_digest.empty()) out += "config:   " + img.config_digest + "\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "\n%3s  %-19s  %10s  %10s  %7s  %7s  %7s  %s\n", "#", "DIGEST",
+                "COMPRESSED", "SIZE", "ADDED", "CHANGED", "DELETED", "CREATED BY");
+  out += line;
+  for (const image::Layer& l : img.layers) {
+    std::string digest = l.digest.empty() ? "-" : l.digest.substr(0, 19);
+    std::snprintf(
+        line, sizeof line, "%3d  %-19s  %10s  %10s  %7d  %7d  %7d  ", l.index, digest.c_str(),
+        l.digest.empty() && l.compressed_size == 0
+            ? "-"
+            : util::HumanBytes(static_cast<double>(l.compressed_size)).c_str(),
+        util::HumanBytes(static_cast<double>(l.size)).c_str(), l.added, l.changed, l.deleted);
+    out += line + Visible(CollapsedLine(l.created_by, 100)) + "\n";
+  }
+  if (!img.diagnostics.empty()) {
+    out += "\n" + std::to_string(img.diagnostics.size()) + " diagnostic(s):\n";
+    for (const util::Diagnostic& d : img.diagnostics)
+      out += "  " + (d.layer >= 0 ? "layer " + std::to_string(d.layer) + " " : std::string()) +
+             (d.path.empty() ? "" : Visible(d.path) + ": ") + Visible(d.message) + "\n";
+  }
+  return VisibleLines(out);
+}
+
+std::string RenderLayersJson(const image::Image& img) {
+  nlohmann::json j{{"reference", img.reference},
+                   {"transport", img.transport},
+                   {"manifest_digest", img.manifest_digest},
+                   {"config_digest", img.config_digest},
+                   {"layers", nlohmann::json::array()},
+                   {"diagnostics", nlohmann::json::array()}};
+  for (const image::Layer& l : img.layers)
+    j["layers"].push_back({{"index", l.index},
+                           {"digest", l.digest},
+                           {"diff_id", l.diff_id},
+                           {"media_type", l.media_type},
+                           {"compressed_size", l.compressed_size},
+                           {"size", l.size},
+                           {"created_by", l.created_by},
+                           {"added", l.added},
+                           {"changed", l.changed},
+                           {"deleted", l.deleted}});
+  for (const util::Diagnostic& d : img.diagnostics)
+    j["diagnostics"].push_back({{"path", d.path}, {"layer", d.layer}, {"message", d.message}});
+  // Invalid UTF-8 in names or history lines must not abort the output.
+  return DumpJson(j, 2) + "\n";
+}
+
+const std::vector<LayersFormatInfo>& LayersFormats() {
+  static const std::vector<LayersFormatInfo> kFormats = {
+      {"text", "a table for people", RenderLayersText},
+      {"json", "one JSON document", RenderLayersJson},
+  };
+  return kFormats;
+}
+
+}  // namespace imgcheck::report

@@ -1,0 +1,125 @@
+#include "scan/scan.h"
+
+#include <utility>
+
+#include "catalog/library_rules.h"
+#include "loader/loader.h"
+#include "rules/config.h"
+#include "rules/target.h"
+#include "scan/build_info.h"
+#include "scan/dockerfile.h"
+#include "util/error.h"
+
+namespace imgcheck::scan {
+
+namespace {
+
+// The link map of each object `roots` names (why --consumer), in the order given.
+std::vector<rules::Consumer> LoadRoots(const Result& r, const std::vector<std::string>& roots) {
+  std::vector<rules::Consumer> out;
+  for (const std::string& root : roots) {
+    auto resolved = r.image.tree.Resolve(root);
+    if (!resolved || r.catalog.Elf(resolved->path) == nullptr)
+      throw util::Fatal("--consumer: " + root + " is not an ELF file in the image");
+    rules::Consumer consumer;
+    consumer.path = resolved->path;
+    consumer.role = "--consumer";
+    consumer.graph = loader::Load(
+        r.image.tree, [&](std::string_view p) { return r.catalog.Elf(p); }, resolved->path,
+        r.input.options);
+    out.push_back(std::move(consumer));
+  }
+  return out;
+}
+
+// The loader's options for the image and every consumer's link map into `r.input`. An image
+// whose machine the loader does not model gets a note saying so (the loader's rules stay
+// silent), or a util::Fatal when the request needs the link maps.
+void LoadLinkMaps(const Request& request, Result& r) {
+  const rules::Knowledge& knowledge = *r.input.knowledge;
+  util::Expected<loader::Options> options =
+      rules::LoaderOptions(r.image, r.catalog, knowledge.dlopen());
+  if (!options) {
+    if (request.loader_required) throw util::Fatal(options.error().message);
+    r.input.target.notes.push_back(options.error().message);
+    return;
+  }
+  r.input.options = std::move(*options);
+  r.input.options.limits = r.load.limits;
+  if (request.ld_library_path) r.input.options.ld_library_path = *request.ld_library_path;
+  r.input.consumers = request.roots.empty()
+                          ? rules::LoadConsumers(r.image, r.catalog, knowledge, r.input.options)
+                          : LoadRoots(r, request.roots);
+}
+
+// The checks, the probe's findings, one sort, then the config; the rest of the report.
+void Judge(const Request& request, const ProbeStep::Outcome* probe, Result& r) {
+  const Policy& policy = *request.policy;
+  report::Report& rep = r.report;
+  rep.image = {r.image.reference, r.image.transport, r.image.manifest_digest, r.image.config_digest,
+               r.load.platform};
+  rep.findings = rules::RunChecks(r.input);
+  if (probe) {
+    rep.findings.insert(rep.findings.end(), probe->findings.begin(), probe->findings.end());
+    rules::SortFindings(rep.findings);  // the probe's join the checks' in the report's order
+  }
+  rep.suppressed = rules::ApplyConfig(policy.config, rep.findings);
+  rep.fail_on = policy.fail_on;
+  rep.notes = r.input.target.notes;
+  rep.cuda_stack = r.catalog.HasCudaStack();
+  rep.diagnostics = r.image.diagnostics;
+  rep.diagnostics.insert(rep.diagnostics.end(), r.catalog.diagnostics.begin(),
+                         r.catalog.diagnostics.end());
+  rep.knowledge = &policy.knowledge;
+  rep.tool_version = BuildVersion();
+  rep.not_run = rules::RulesNotRun(
+      r.input.target, policy.knowledge, rules::ImplementedRules(),
+      probe ? probe->note : "checked only by the GPU probe (imgcheck scan --probe)");
+  if (!request.dockerfile.empty()) MapToDockerfile(request.dockerfile, r.image, rep);
+  if (probe && !probe->note.empty()) rep.notes.push_back(probe->note);
+}
+
+}  // namespace
+
+std::unique_ptr<Result> Run(const Request& request) {
+  if (request.depth == Depth::kFindings && request.policy == nullptr)
+    throw util::Fatal("internal error: a scan for findings without a policy");
+  const rules::Knowledge& knowledge =
+      request.policy ? request.policy->knowledge : *request.knowledge;
+  auto r = std::make_unique<Result>();
+  r->reference = request.reference;
+  r->load = request.load;
+  // Every caller captures what the catalog needs, so cached layers serve them all alike.
+  r->load.capture = catalog::CapturePolicy(knowledge.libraries());
+  r->load.capture_id = catalog::CapturePolicyId(knowledge.libraries());
+  r->image = image::Load(request.reference, r->load);
+  if (request.depth == Depth::kImage) return r;
+  r->catalog = catalog::Build(r->image, knowledge.libraries(), r->load.limits);
+  r->input.image = &r->image;
+  r->input.catalog = &r->catalog;
+  r->input.knowledge = &knowledge;
+  if (request.policy) r->input.target = request.policy->target;
+  if (request.depth == Depth::kCatalog) return r;
+
+  LoadLinkMaps(request, *r);
+  std::optional<ProbeStep::Outcome> probe;
+  if (request.probe) probe = request.probe->Run(*r);
+  if (request.depth == Depth::kFindings) Judge(request, probe ? &*probe : nullptr, *r);
+  return r;
+}
+
+std::vector<loader::WhyEntry> Why(const Result& scanned, std::string_view target) {
+  std::vector<loader::Root> roots;
+  roots.reserve(scanned.input.consumers.size());
+  for (const rules::Consumer& c : scanned.input.consumers)
+    roots.push_back({c.path, c.role, &c.graph});
+  return loader::FindWhy(scanned.image.tree, roots, target);
+}
+
+image::LoadOptions PinnedLoad(const Result& scanned) {
+  image::LoadOptions o = scanned.load;
+  o.manifest_digest = scanned.image.manifest_digest;
+  return o;
+}
+
+}  // namespace imgcheck::scan

@@ -1,0 +1,72 @@
+// `imgcheck catalog` through the built binary: JSON and CycloneDX of an image written from a
+// recipe, and an unknown format refused.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "image_writer.h"
+#include "support.h"
+
+namespace imgcheck::testing {
+namespace {
+
+TEST_CASE("imgcheck catalog prints an image's components as JSON and CycloneDX", "[catalog]") {
+  TempDir dir;
+  const std::string lib = "usr/lib/x86_64-linux-gnu/";
+  auto so = [&](const std::string& soname) {
+    SharedObject obj;
+    obj.soname = soname;
+    std::filesystem::path out = dir / "so" / soname;
+    Compile(obj, out);
+    return out;
+  };
+  LayerRecipe base;
+  base.created_by = "RUN apt-get install -y libcudnn8=8.9.2.26-1+cuda12.1";
+  base.entries = {
+      Dir("usr"),
+      Dir("usr/lib"),
+      Dir("usr/lib/x86_64-linux-gnu"),
+      FileFrom(lib + "libcudnn.so.8.9.2", so("libcudnn.so.8")),
+      Symlink(lib + "libcudnn.so.8", "libcudnn.so.8.9.2"),
+      File("var/lib/dpkg/status",
+           "Package: libcudnn8\nStatus: hold ok installed\nVersion: 8.9.2.26-1+cuda12.1\n"),
+      File("var/lib/dpkg/info/libcudnn8:amd64.list", "/" + lib + "libcudnn.so.8.9.2\n"),
+  };
+  LayerRecipe top;
+  top.created_by = "RUN install driver";
+  top.entries = {FileFrom(lib + "libcuda.so.535.104.05", so("libcuda.so.1")),
+                 FileFrom("usr/local/cuda-12.1/compat/libcuda.so.530.30.02", so("libcuda.so.1"))};
+  ImageRecipe r;
+  r.layers = {base, top};
+  WrittenImage written = WriteOciLayout(dir / "layout", r);
+  std::string ref = "oci:" + (dir / "layout").string() + ":latest";
+
+  std::filesystem::path bin = BinaryDir() / "imgcheck";
+  CommandResult json = Run(bin.string() + " catalog -q --format json " + ref);
+  INFO(json.output);
+  REQUIRE(json.status == 0);
+  nlohmann::json j = nlohmann::json::parse(json.output);
+  bool found = false;
+  for (const auto& c : j["components"]) {
+    if (c["path"] != "/" + lib + "libcudnn.so.8.9.2") continue;
+    found = true;
+    CHECK(c["name"] == "libcudnn");
+    CHECK(c["version"] == "8.9.2.26");
+    CHECK(c["version_source"] == "dpkg");
+    CHECK(c["layer"]["digest"] == written.layers[0].digest);
+  }
+  CHECK(found);
+  std::filesystem::path out = dir / "bom.json";
+  CommandResult bom =
+      Run(bin.string() + " catalog -q --format cyclonedx --output " + out.string() + " " + ref);
+  REQUIRE(bom.status == 0);
+  nlohmann::json b = nlohmann::json::parse(ReadFile(out));
+  CHECK(b["specVersion"] == "1.5");
+  CHECK(b["components"].size() >= 3);
+  CommandResult bad = Run(bin.string() + " catalog -q --format yaml " + ref);
+  CHECK(bad.status == 2);
+}
+
+}  // namespace
+}  // namespace imgcheck::testing
