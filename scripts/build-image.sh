@@ -3,6 +3,9 @@
 # the demo image (build/demo, made by `cmake --build build --target demo_image`) must report
 # IC001 and IC020 and exit 1, as on the host. .ci/run runs it after the test suite.
 #   scripts/build-image.sh [TAG]          default TAG: localhost/imgcheck:dev
+# The version and commit compiled in and labelled (org.opencontainers.image.version, .revision):
+# $IMGCHECK_VERSION and $IMGCHECK_COMMIT (scripts/release.sh sets them), else git's. The demo scan
+# runs as the image's own user, which must not be root.
 # The Dockerfile's bases are Docker Hub's Debian 12 images. Where neither this machine's storage
 # nor a registry has them, one Debian 12 made here by debootstrap (from DEBIAN_MIRROR, default
 # http://deb.debian.org/debian) serves as both, as localhost/imgcheck-debian:12.
@@ -60,12 +63,18 @@ if ! obtain docker.io/library/debian:12 || ! obtain docker.io/library/debian:12-
   have_image "$local_base" || make_local_base
   bases=(--pull=false --build-arg "BASE=$local_base" --build-arg "RUNTIME_BASE=$local_base")
 fi
-buildah bud --isolation chroot --layers "${bases[@]}" -f docker/Dockerfile -t "$tag" .
+version=${IMGCHECK_VERSION:-$(git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null | sed 's/^v//')}
+commit=${IMGCHECK_COMMIT:-$(git rev-parse HEAD 2>/dev/null || true)}
+buildah bud --isolation chroot --layers "${bases[@]}" --build-arg "VERSION=$version" \
+  --build-arg "REVISION=$commit" -f docker/Dockerfile -t "$tag" .
 
 if [ ! -d build/demo/image ]; then
   cmake -S . -B build -G Ninja >/dev/null && cmake --build build --target demo_image
 fi
 ctr=$(buildah from "$tag")
+uid=$(buildah run --isolation chroot "$ctr" -- id -u)
+[ "$uid" != 0 ] || { echo "the image runs as root" >&2; exit 1; }
+echo "the image runs as uid $uid; $(buildah run --isolation chroot "$ctr" -- imgcheck version | head -n1)"
 set +e
 out=$(buildah run --isolation chroot -v "$PWD/build/demo:/demo:ro" "$ctr" -- \
       imgcheck scan oci:/demo/image:latest --format json -q 2>"$tmp/stderr")

@@ -9,23 +9,29 @@ pkgs=(cmake g++ make ninja-build pkg-config
       # the config file (.imgcheck.yaml): full YAML
       libyaml-cpp-dev
       # imgcheck serve: HTTPS server (Boost.Beast/Asio, header-only) and Redis
-      libboost-dev libhiredis-dev)
+      libboost-dev libhiredis-dev
+      # registries over TLS at run time: the CA bundle
+      ca-certificates)
 [ "${1:-}" = build ] || pkgs+=(
       # the style gate (scripts/lint)
       clang-format clang-tidy
       # peers and oracles used by the tests and the benchmark
       umoci skopeo docker-registry libtree isal zstd gzip apache2-utils time python3
+      # the registry tests make their certificates with the openssl command
+      openssl
       redis-server redis-tools wrk
       # the tests' HTTPS clients and fake registries (cpp-httplib, with OpenSSL, zlib and brotli)
       libcpp-httplib-dev zlib1g-dev libbrotli-dev
       # the CI gate's tests: real builds, podman's Docker API, the SARIF schema
       buildah podman python3-jsonschema
-      # scripts/validate-sbom: a venv for the PyPI validators of the SBOMs
-      python3-venv
       # the JUnit report against the Jenkins and Ant/JUnit 5 XSDs (testdata/junit)
       libxml2-utils
-      # scripts/build-image.sh: a Debian 12 base where no registry serves one
+      # scripts/build-image.sh: a Debian 12 base where no registry serves one; scripts/release.sh
+      # --check: pristine Debian 12 roots
       debootstrap
+      # scripts/release.sh: the .deb (dpkg-shlibdeps, lintian), the tarball's RUNPATH (patchelf),
+      # the validators' virtual environment (scripts/validate-release)
+      dpkg-dev lintian patchelf python3-venv
       # the fuzz targets (scripts/fuzz): clang with libFuzzer and the sanitizer runtimes
       clang libclang-rt-14-dev)
 missing=()

@@ -286,9 +286,10 @@ TEST_CASE("words are not images: help, version, typos and flags before the image
   CHECK_THAT(help_scan.output, Contains("--fail-on"));
   CommandResult version = Run(ImgcheckCommand("version"));
   CHECK(version.status == 0);
-  CHECK_THAT(version.output, Contains("imgcheck "));
-  CHECK_THAT(version.output, Contains("\nrules 20"));  // the rule data's version too
-  CHECK(version.output.back() == '\n');
+  CHECK(version.output.starts_with("imgcheck "));  // then the commit and the rule data
+  CHECK_THAT(version.output, Contains("\ncommit: "));
+  CHECK_THAT(version.output, Contains("\nrules: sha256:"));
+  CHECK_THAT(version.output, Contains("\nrules data: 20"));  // the rule data's version too
 
   // Refused before any registry is asked: no registry error, no retries.
   CommandResult list = Run(ImgcheckCommand("list"));

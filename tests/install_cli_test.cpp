@@ -4,6 +4,8 @@
 // rule data, $IMGCHECK_RULES_DIR and --rules, for the subcommands that read an image.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 
 #include "image_writer.h"
@@ -86,8 +88,28 @@ TEST_CASE("the installed tree works from any directory without the source tree",
   CHECK(list.status == 0);
   CHECK(list.output.find("IC001") != std::string::npos);
 
+  // `version` names the build and the rule data this installed copy reads.
+  CommandResult version = Imgcheck(bin, elsewhere.path(), "version --format json");
+  REQUIRE(version.status == 0);
+  auto v = nlohmann::json::parse(version.output);
+  CHECK(v["name"] == "imgcheck");
+  std::string number = v["version"];
+  CHECK(std::regex_match(number, std::regex(R"(\d+\.\d+\.\d+([-+~][0-9A-Za-z.+~-]+)?)")));
+  CHECK(std::regex_match(std::string(v["commit"]), std::regex("[0-9a-f]{40}|unknown")));
+  CHECK(v["rules"]["dir"] == fs::canonical(rules).string());
+  std::string digest = v["rules"]["digest"];
+  CHECK(std::regex_match(digest, std::regex("sha256:[0-9a-f]{64}")));
+  CommandResult text = Imgcheck(bin, elsewhere.path(), "version");
+  CHECK(text.status == 0);
+  CHECK(text.output.starts_with("imgcheck " + number + "\n"));
+  CHECK(text.output.find("rules: " + digest) != std::string::npos);
+  CHECK(Imgcheck(bin, elsewhere.path(), "--version").output == "imgcheck " + number + "\n");
+
   // It is the installed copy that was read: break it, and every subcommand says where.
   WriteFile(rules / "libraries.json", "{\n  \"families\": [\n");
+  auto changed =
+      nlohmann::json::parse(Imgcheck(bin, elsewhere.path(), "version --format json").output);
+  CHECK(changed["rules"]["digest"] != digest);
   for (const std::string& args : {"catalog -q " + img.ref + cache, std::string("rules list")}) {
     CommandResult broken = Imgcheck(bin, elsewhere.path(), args);
     CHECK(broken.status == 2);

@@ -1106,6 +1106,34 @@ TEST_CASE("every format renders a scan, --output writes it", "[scan]") {
   CHECK(unknown.status == 2);
 }
 
+TEST_CASE(
+    "SARIF's category is the image's repository: app:1 and app:2 share it, and reports name "
+    "the version",
+    "[scan]") {
+  TempDir dir;
+  WriteOciLayout(dir / "layout", Seed(true), "1");
+  WriteOciLayout(dir / "layout", Seed(false), "2");
+  auto id = [&](const std::string& tag, const std::string& args) {
+    fs::path out = dir / ("r" + tag + ".sarif");
+    auto r = Run("'" + Imgcheck() + "' scan -q --no-cache oci:" + (dir / "layout").string() + ":" +
+                 tag + " --format sarif --output '" + out.string() + "'" + args);
+    CHECK(r.status <= 1);
+    return nlohmann::json::parse(ReadFile(out))["runs"][0]["automationDetails"]["id"];
+  };
+  CHECK(id("1", "") == "imgcheck/oci:" + (dir / "layout").string() + "/");
+  CHECK(id("2", "") == id("1", ""));
+  CHECK(id("2", " --sarif-category app") == "imgcheck/app/");
+
+  // The reports name the version `imgcheck version` prints.
+  auto version = nlohmann::json::parse(Run("'" + Imgcheck() + "' version --format json").output);
+  auto sarif = nlohmann::json::parse(ReadFile(dir / "r1.sarif"));
+  CHECK(sarif["runs"][0]["tool"]["driver"]["version"] == version["version"]);
+  fs::path json = dir / "r.json";
+  Run("'" + Imgcheck() + "' scan -q --no-cache oci:" + (dir / "layout").string() +
+      ":1 --format json --output '" + json.string() + "'");
+  CHECK(nlohmann::json::parse(ReadFile(json))["tool"]["version"] == version["version"]);
+}
+
 TEST_CASE("rules list and rules explain come from the rule table", "[rules]") {
   auto list = Run("'" + Imgcheck() + "' rules list");
   CHECK(list.status == 0);

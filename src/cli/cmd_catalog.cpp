@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "report/catalog_report.h"
+#include "scan/build_info.h"
 #include "scan/scan.h"
 #include "util/error.h"
 
@@ -28,8 +29,8 @@ int RunCatalog(const CatalogArgs& args) {
   cat.diagnostics.insert(cat.diagnostics.begin(), img.diagnostics.begin(), img.diagnostics.end());
   report::ImageInfo info{img.reference, img.transport, img.manifest_digest, img.config_digest,
                          args.image.platform};
-  std::string text =
-      report::RenderCatalog(cat, info, *format, IMGCHECK_VERSION, knowledge.version().str());
+  std::string text = report::RenderCatalog(cat, info, *format, scan::BuildVersion(),
+                                           knowledge.version().str());
   if (args.output.empty()) {
     std::cout << text << std::flush;
     return 0;

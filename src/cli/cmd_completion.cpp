@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/completion.h"
+#include "scan/build_info.h"
 #include "util/error.h"
 
 namespace imgcheck::cli {
@@ -27,7 +28,7 @@ Runner DefineCompletion(CLI::App& sub) {
 Runner DefineMan(CLI::App& sub) {
   CLI::App* app = sub.get_parent();
   return [app]() -> int {
-    std::cout << ManPage(*app, IMGCHECK_VERSION);
+    std::cout << ManPage(*app, scan::BuildVersion());
     return 0;
   };
 }

@@ -1,8 +1,10 @@
 // `imgcheck help [COMMAND]` and `imgcheck version`: words a user types, so that they are never
 // taken for image names.
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "scan/build_info.h"
 #include "scan/policy.h"
 #include "util/error.h"
 #include "util/text.h"
@@ -28,15 +30,39 @@ Runner DefineHelp(CLI::App& sub) {
   };
 }
 
-Runner DefineVersion(CLI::App&) {
-  return []() -> int {
-    std::cout << "imgcheck " IMGCHECK_VERSION "\n";
-    // The data too: a binary judges by whatever rules/ (or update) it finds.
+// The rule data's identity is the digest of the directory every scan reads (RulesDir): the data
+// is read at run time, so the binary's commit alone does not say which facts it judged by. Its
+// version (the newest fact's date and a content hash) is shown when the data loads.
+Runner DefineVersion(CLI::App& sub) {
+  auto format = std::make_shared<std::string>("text");
+  sub.add_option("--format", *format, "text or json")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "json"}));
+  return [format]() -> int {
+    std::string dir = scan::RulesDir();
+    std::string digest = scan::TreeDigest(dir);
+    std::string data_version, data_error;
     try {
-      std::cout << "rules " << scan::LoadKnowledge({}).version().str() << "\n";
+      data_version = scan::LoadKnowledge({}).version().str();
     } catch (const util::Fatal& e) {
-      std::cout << "rules: unreadable (" << e.what() << ")\n";
+      data_error = e.what();
     }
+    if (*format == "json") {
+      nlohmann::ordered_json j;
+      j["name"] = "imgcheck";
+      j["version"] = scan::BuildVersion();
+      j["commit"] = scan::BuildCommit();
+      j["rules"] = {{"dir", dir}, {"digest", digest}};
+      if (data_error.empty())
+        j["rules"]["version"] = data_version;
+      else
+        j["rules"]["error"] = data_error;
+      std::cout << j.dump(2) << "\n";
+      return 0;
+    }
+    std::cout << "imgcheck " << scan::BuildVersion() << "\ncommit: " << scan::BuildCommit()
+              << "\nrules: " << digest << " (" << dir << ")\nrules data: "
+              << (data_error.empty() ? data_version : "unreadable (" + data_error + ")") << "\n";
     return 0;
   };
 }

@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/rule_args.h"
+#include "image/transports.h"
 #include "probe/session.h"
 #include "report/report.h"
 #include "rules/config.h"
@@ -28,6 +29,7 @@ struct ScanArgs {
   std::string format = "text";
   std::vector<std::string> outputs;  ///< FILE (in --format) or FORMAT=FILE, each once
   std::string dockerfile;            ///< --dockerfile: map findings to its lines
+  std::string sarif_category;        ///< --sarif-category ("": the reference less tag/digest)
   scan::PolicyArgs rules;
   bool fail_on_empty = false;  ///< --fail-on-empty: exit 1 when there is no CUDA stack
   bool probe = false;          ///< --probe: also run the GPU probe (src/probe)
@@ -82,6 +84,8 @@ int Scan(const ScanArgs& args) {
   report::Report& rep = scanned->report;
   rep.timestamp = util::UtcNow("%Y-%m-%dT%H:%M:%S");
   rep.notes.insert(rep.notes.end(), policy.config.expired.begin(), policy.config.expired.end());
+  rep.sarif_category = args.sarif_category.empty() ? image::WithoutTagOrDigest(args.image.reference)
+                                                   : args.sarif_category;
 
   for (const Output& o : outputs) {
     report::RenderOptions ro;
@@ -114,6 +118,9 @@ Runner DefineScan(CLI::App& sub) {
                  "one report per format from one scan");
   sub.add_option("--dockerfile", args->dockerfile,
                  "the Dockerfile the image was built from: findings name its lines");
+  sub.add_option("--sarif-category", args->sarif_category,
+                 "SARIF automationDetails category, the same for every build of one image "
+                 "(default: the image reference without tag or digest)");
   AddRuleArgs(sub, args->rules);
   sub.add_flag("-v,--verbose", args->verbose,
                "text report: the evidence of each finding (search lists, version sources, "

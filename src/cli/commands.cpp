@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "report/escape.h"
+#include "scan/build_info.h"
 #include "util/error.h"
 #include "util/profile.h"
 #include "util/text.h"
@@ -27,7 +28,7 @@ const std::vector<Command>& Commands() {
       {"probe", "run the image's own cuDNN stack on this host's GPU (runs image code)",
        DefineProbe},
       {"help", "print this help, or a subcommand's (help scan)", DefineHelp},
-      {"version", "print imgcheck's version", DefineVersion},
+      {"version", "print imgcheck's version, commit and rule data version", DefineVersion},
       {"completion", "print a shell completion script: completion bash|zsh|fish", DefineCompletion},
       {"man", "print the man page imgcheck(1), in roff", DefineMan},
       {"serve", "answer Kubernetes admission, registry pushes and Gatekeeper over HTTPS",
@@ -248,7 +249,7 @@ void PrintError(std::string_view message) {
 void DefineApp(CLI::App& app, Runner& run) {
   app.description("imgcheck: find broken CUDA/cuDNN stacks in container images before they ship");
   app.name("imgcheck");
-  app.set_version_flag("--version", "imgcheck " IMGCHECK_VERSION);
+  app.set_version_flag("--version", "imgcheck " + std::string(scan::BuildVersion()));
   app.require_subcommand(1);
   app.footer(kExitCodes);
   for (const auto& c : Commands()) {

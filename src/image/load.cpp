@@ -428,6 +428,19 @@ std::pair<const Transport*, std::string> SplitReference(std::string_view referen
   return {docker, std::string(reference)};
 }
 
+std::string WithoutTagOrDigest(std::string_view reference) {
+  auto [transport, rest] = SplitReference(reference);
+  std::string_view prefix = reference.substr(0, reference.size() - rest.size());
+  bool named = transport->name == "docker" || transport->name == "docker-daemon";
+  if (named) rest = rest.substr(0, rest.find('@'));
+  if (named || transport->syntax.find("[:REF]") != std::string_view::npos) {
+    size_t colon = rest.rfind(':'), slash = rest.rfind('/');
+    if (colon != std::string::npos && (slash == std::string::npos || colon > slash))
+      rest.resize(colon);
+  }
+  return std::string(prefix) + rest;
+}
+
 const Transport* RecognizePath(const std::string& path) {
   std::error_code ec;
   if (path.empty() || !std::filesystem::exists(path, ec)) return nullptr;

@@ -211,6 +211,22 @@ TEST_CASE("references name their transport from one table", "[load]") {
   CHECK_THROWS_WITH(Load("oci:", {}), Contains("names no image; expected oci:PATH[:REF]"));
 }
 
+TEST_CASE("a reference without its tag or digest: the same for every build of one image",
+          "[load]") {
+  CHECK(WithoutTagOrDigest("docker-daemon:app:1") == "docker-daemon:app");
+  CHECK(WithoutTagOrDigest("docker-daemon:app:2") == "docker-daemon:app");
+  CHECK(WithoutTagOrDigest("docker-daemon:app") == "docker-daemon:app");
+  CHECK(WithoutTagOrDigest("nvidia/cuda:12.2.0-runtime-ubuntu22.04") == "nvidia/cuda");
+  CHECK(WithoutTagOrDigest("docker://localhost:5000/x/app@sha256:" + std::string(64, 'a')) ==
+        "docker://localhost:5000/x/app");
+  CHECK(WithoutTagOrDigest("localhost:5000/app:3@sha256:" + std::string(64, 'b')) ==
+        "localhost:5000/app");
+  CHECK(WithoutTagOrDigest("localhost:5000/app") == "localhost:5000/app");
+  CHECK(WithoutTagOrDigest("oci:/tmp/layout:v2") == "oci:/tmp/layout");
+  CHECK(WithoutTagOrDigest("oci-archive:image.tar") == "oci-archive:image.tar");
+  CHECK(WithoutTagOrDigest("dir:/tmp/a:b") == "dir:/tmp/a:b");
+}
+
 // ---- bad input: each gives one precise util::Fatal ----
 
 std::string Compressed(const std::vector<Entry>& entries, Compression c, const fs::path& dir,

@@ -29,6 +29,11 @@ const std::vector<Transport>& Transports();
 /// reference ("docker"); "docker://x" gives "x".
 std::pair<const Transport*, std::string> SplitReference(std::string_view reference);
 
+/// The reference as typed, less its tag or digest (the image's repository, for names stable
+/// across builds): "docker-daemon:app:1" -> "docker-daemon:app", "nvidia/cuda:12@sha256:.." ->
+/// "nvidia/cuda", "oci:/x:tag" -> "oci:/x"; "dir:PATH" and names without either unchanged.
+std::string WithoutTagOrDigest(std::string_view reference);
+
 /// The transport that recognizes what is at `path` (see Transport::recognizes); null when none.
 const Transport* RecognizePath(const std::string& path);
 

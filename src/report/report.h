@@ -47,6 +47,9 @@ struct Report {
   const rules::Knowledge* knowledge = nullptr;  ///< the rule table (SARIF rules, JUnit cases)
   std::string tool_version;
   std::string rules_version;  ///< rules::DataVersion::str() of the data the findings used
+  /// SARIF automationDetails category: one per image repository, not per build, so code
+  /// scanning closes alerts a new build fixed ("" : the image reference).
+  std::string sarif_category;
   rules::FailOn fail_on{rules::Severity::kError};  ///< the gate: JUnit fails only what fails it
   std::vector<rules::NotRun> not_run;              ///< rules that could not run (JUnit skipped)
   bool dockerfile = false;  ///< --dockerfile was given: findings carry Dockerfile lines

@@ -164,8 +164,11 @@ std::string RenderSarif(const Report& report) {
   run["originalUriBaseIds"] = {
       {kImageRoot,
        {{"description", {{"text", "the root file system of " + report.image.reference}}}}}};
-  // GitHub's category is the part before the last '/': one per image.
-  run["automationDetails"] = {{"id", "imgcheck/" + report.image.reference + "/"}};
+  // GitHub's category is the part before the last '/': one per image repository (--sarif-category),
+  // the same from build to build, or a new build's scan would never close the old one's alerts.
+  const std::string& category =
+      report.sarif_category.empty() ? report.image.reference : report.sarif_category;
+  run["automationDetails"] = {{"id", "imgcheck/" + category + "/"}};
   run["results"] = results;
   nlohmann::ordered_json j;
   j["$schema"] = "https://json.schemastore.org/sarif-2.1.0.json";

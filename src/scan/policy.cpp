@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "rules/update.h"
+#include "scan/build_info.h"
 #include "util/error.h"
 #include "util/file.h"
 #include "util/path.h"
@@ -148,7 +149,7 @@ void HashTree(const std::string& dir, util::Sha256& h) {
 // The policy's identity: the tool, every rule file, the config's text and the flags.
 std::string Identity(const PolicyArgs& args, const Policy& p, const std::string& config_text) {
   util::Sha256 h;
-  h.Update("imgcheck " IMGCHECK_VERSION "\n");
+  h.Update("imgcheck " + std::string(BuildVersion()) + "\n");
   h.Update("rules " + p.knowledge.version().str() + "\n");
   HashTree(RulesDir(), h);
   for (const auto& d : args.rules_dirs) HashTree(d, h);
@@ -161,6 +162,12 @@ std::string Identity(const PolicyArgs& args, const Policy& p, const std::string&
 }
 
 }  // namespace
+
+std::string TreeDigest(const std::string& dir) {
+  util::Sha256 h;
+  HashTree(dir, h);
+  return "sha256:" + h.HexDigest();
+}
 
 std::string Policy::ShortIdentity() const { return identity.substr(identity.find(':') + 1, 16); }
 

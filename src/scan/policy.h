@@ -22,6 +22,9 @@ std::string RulesDir();
 /// $XDG_DATA_HOME/imgcheck/rules; rules::RulesCacheDir).
 void SetRulesCache(const std::string& dir);
 const std::string& RulesCache();
+/// "sha256:HEX" of every regular file under `dir`, by relative path and content: the rule
+/// data's identity (`imgcheck version`); util::Fatal when a file cannot be read.
+std::string TreeDigest(const std::string& dir);
 /// The rule data every caller uses, each file read once: RulesDir(), then `rules_dirs`.
 rules::Knowledge LoadKnowledge(const std::vector<std::string>& rules_dirs);
 

@@ -6,6 +6,7 @@
 #include "loader/loader.h"
 #include "rules/config.h"
 #include "rules/target.h"
+#include "scan/build_info.h"
 #include "scan/dockerfile.h"
 #include "util/error.h"
 #include "util/profile.h"
@@ -71,7 +72,7 @@ void Judge(const Request& request, const ProbeStep::Outcome* probe, Result& r) {
   rep.diagnostics.insert(rep.diagnostics.end(), r.catalog.diagnostics.begin(),
                          r.catalog.diagnostics.end());
   rep.knowledge = &policy.knowledge;
-  rep.tool_version = IMGCHECK_VERSION;
+  rep.tool_version = BuildVersion();
   rep.rules_version = policy.knowledge.version().str();
   rep.not_run = rules::RulesNotRun(
       r.input.target, policy.knowledge, rules::ImplementedRules(),
