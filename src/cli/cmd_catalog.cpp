@@ -29,8 +29,8 @@ int RunCatalog(const CatalogArgs& args) {
   cat.diagnostics.insert(cat.diagnostics.begin(), img.diagnostics.begin(), img.diagnostics.end());
   report::ImageInfo info{img.reference, img.transport, img.manifest_digest, img.config_digest,
                          args.image.platform};
-  std::string text = report::RenderCatalog(cat, info, *format, scan::BuildVersion(),
-                                           knowledge.version().str());
+  std::string text =
+      report::RenderCatalog(cat, info, *format, scan::BuildVersion(), knowledge.version().str());
   if (args.output.empty()) {
     std::cout << text << std::flush;
     return 0;

@@ -736,8 +736,8 @@ std::string PushToRegistry(const std::string& reference, const std::vector<std::
     if (location.empty()) throw util::Fatal(client.ref().domain + " gave no upload location");
     location += std::string(location.find('?') == std::string::npos ? "?" : "&") +
                 "digest=" + UrlEscape(digest);
-    auto put = client.Send("PUT", location, {"Content-Type: application/octet-stream"},
-                           Fetch::kApi, "", blob);
+    auto put = client.Send("PUT", location, {"Content-Type: application/octet-stream"}, Fetch::kApi,
+                           "", blob);
     if (put->status() != 201) client.Fail("the upload of blob " + digest, *put);
   }
   std::string tag = client.ref().ManifestRef();
