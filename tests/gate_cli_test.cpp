@@ -158,9 +158,10 @@ TEST_CASE("dockerfile: findings of a buildah-built image map to their lines", "[
     CHECK(Finding(j, "IC060")["dockerfile"]["end_line"] == 9);
 
     std::string text = ReadFile(dir / "r.txt");
-    CHECK(text.find("images/gpu/Dockerfile:7 `COPY lib /opt/cudnn/lib64`") != std::string::npos);
-    CHECK(text.find("images/gpu/Dockerfile:8 `ENV LD_LIBRARY_PATH=/usr/local/cuda/lib64/stubs:lib "
-                    "OTHER=1`") != std::string::npos);
+    INFO(text);
+    CHECK(text.find("images/gpu/Dockerfile:7: COPY lib /opt/cudnn/lib64") != std::string::npos);
+    CHECK(text.find("images/gpu/Dockerfile:8: ENV LD_LIBRARY_PATH=/usr/local/cuda/lib64/stubs:lib "
+                    "OTHER=1") != std::string::npos);
 
     auto sarif = Run("python3 " + Quote(SourceDir() / "testdata/sarif/validate.py") + " " +
                      Quote(dir / "r.sarif"));

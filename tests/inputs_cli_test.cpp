@@ -321,7 +321,7 @@ TEST_CASE("words are not images: help, version, typos and flags before the image
   CHECK_THAT(extra.output, Contains("two three"));
 }
 
-TEST_CASE("bare imgcheck prints the help; in a script it exits 2", "[cli]") {
+TEST_CASE("bare imgcheck prints the help, and in a script exits 2", "[cli]") {
   CommandResult bare = Run(ImgcheckCommand(""));
   CHECK(bare.status == 2);  // stdout is no terminal here
   CHECK_THAT(bare.output, Contains("scan"));
@@ -342,7 +342,7 @@ TEST_CASE("a path that does not exist is no such file, never a registry lookup",
   }
 }
 
-TEST_CASE("--output FORMAT=FILE refuses an unknown FORMAT with the list", "[cli]") {
+TEST_CASE("output: -o FORMAT=FILE refuses an unknown FORMAT with the list", "[cli]") {
   TempDir tmp;
   ImageRecipe r;
   r.layers.push_back(MakeLayer({File("etc/os-release", "ID=debian\n")}, Compression::kGzip, "ADD"));
@@ -363,7 +363,7 @@ TEST_CASE("--output FORMAT=FILE refuses an unknown FORMAT with the list", "[cli]
   CHECK(fs::exists(tmp / "a=b.txt"));
 }
 
-TEST_CASE("completion scripts parse in their shells; the man page is roff", "[cli]") {
+TEST_CASE("completion scripts parse in their shells, and the man page is roff", "[cli]") {
   CommandResult bash = Run(ImgcheckCommand("completion bash") + " > /dev/null");
   CHECK(bash.status == 0);
   TempDir tmp;

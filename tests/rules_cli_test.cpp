@@ -29,7 +29,7 @@ TEST_CASE("rules data: pushed, updated from an OCI layout, listed, refused when 
 
   CommandResult version = Run(ImgcheckCommand("version"));
   REQUIRE(version.status == 0);
-  CHECK_THAT(version.output, Catch::Contains("\nrules 20"));
+  CHECK_THAT(version.output, Catch::Contains("\nrules data: 20"));
 
   // A newer copy of the bundled data.
   fs::path newer = tmp / "newer";

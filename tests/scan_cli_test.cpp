@@ -1054,7 +1054,7 @@ TEST_CASE("an image without a CUDA stack says so, --fail-on-empty fails it", "[s
   CHECK(stack.status == 0);
 }
 
-TEST_CASE("--profile prints each stage's time on stderr, and the report stays as it was",
+TEST_CASE("profile: --profile prints each stage's time on stderr, and the report stays as it was",
           "[scan]") {
   TempDir dir;
   WriteOciLayout(dir / "layout", Seed(true));

@@ -954,9 +954,11 @@ TEST_CASE("serve: Redis down is degraded, not unready, and a dead replica's lock
   std::string url = "redis://127.0.0.1:" + std::to_string(redis_port);
   SlowRegistry reg(work.path());
   Server a(work / "a", certs,
-           {"--redis", url, "--allow-registry", reg.host(), "--scan-budget", "0"});
+           {"--redis", url, "--insecure-unsigned-verdicts", "--allow-registry", reg.host(),
+            "--scan-budget", "0"});
   Server b(work / "b", certs,
-           {"--redis", url, "--allow-registry", reg.host(), "--scan-budget", "0"});
+           {"--redis", url, "--insecure-unsigned-verdicts", "--allow-registry", reg.host(),
+            "--scan-budget", "0"});
   auto metrics = [](Server& s) { return s.Client()->Get("/metrics")->body; };
   // No Redis yet: ready, and degraded.
   CHECK(a.Client()->Get("/readyz")->status == 200);

@@ -134,7 +134,10 @@ Runner DefineRules(CLI::App& sub) {
       ->required();
   push->callback([mode] { *mode = "push"; });
   for (CLI::App* c : {update, push}) {
-    c->add_option("--creds", args->registry.creds, "USER:PASS for the registry");
+    c->add_option("--creds", args->registry.credentials.creds,
+                  "[HOST=]USER:PASS for the registry (HOST= binds it to that registry)");
+    c->add_option("--authfile", args->registry.credentials.authfile,
+                  "an auth file (docker config.json or containers auth.json) to read");
     c->add_flag("--tls-verify", args->registry.tls_verify,
                 "check the registry's TLS certificate (--tls-verify=false to skip)");
     c->add_option("--cert-dir", args->registry.cert_dir,

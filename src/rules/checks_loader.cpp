@@ -241,9 +241,9 @@ void CheckUnresolved(Context& ctx) {
     std::sort(paths.begin(), paths.end());
     paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
     std::vector<std::string> dirs = TriedDirs(list[0]->resolution);
+    const auto kind = list[0]->resolution.kind;  // clang 14 lambdas cannot name a binding
     auto same = std::find_if(causes.begin(), causes.end(), [&](const Cause& c) {
-      return c.paths == paths && c.dirs == dirs &&
-             c.list[0]->resolution.kind == list[0]->resolution.kind;
+      return c.paths == paths && c.dirs == dirs && c.list[0]->resolution.kind == kind;
     });
     if (same == causes.end()) {
       causes.push_back({{name}, paths, dirs, list});
@@ -457,8 +457,9 @@ void CheckUnmanaged(Context& ctx) {
         paths, list[0]->layer);
     for (const Component* c : list) Context::AddComponentEvidence(f, *c, c->name + " ");
     const auto& release = ctx.knowledge.libraries().release_dirs;
+    const std::string& where = dir;  // clang 14 lambdas cannot name a binding
     f.quiet = std::any_of(release.begin(), release.end(),
-                          [&](const std::string& glob) { return PathGlobMatch(glob, dir); });
+                          [&](const std::string& glob) { return PathGlobMatch(glob, where); });
     if (f.quiet) {
       f.message += " (the layout of an NVIDIA release archive)";
       f.evidence.push_back({"release layout", dir + " (rules/libraries.json release_dirs)"});
