@@ -63,7 +63,7 @@ if ! obtain docker.io/library/debian:12 || ! obtain docker.io/library/debian:12-
   have_image "$local_base" || make_local_base
   bases=(--pull=false --build-arg "BASE=$local_base" --build-arg "RUNTIME_BASE=$local_base")
 fi
-version=${IMGCHECK_VERSION:-$(git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null | sed 's/^v//')}
+version=${IMGCHECK_VERSION:-$( (git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || true) | sed 's/^v//')}
 commit=${IMGCHECK_COMMIT:-$(git rev-parse HEAD 2>/dev/null || true)}
 buildah bud --isolation chroot --layers "${bases[@]}" --build-arg "VERSION=$version" \
   --build-arg "REVISION=$commit" -f docker/Dockerfile -t "$tag" .
