@@ -25,12 +25,11 @@ int RunCatalog(const CatalogArgs& args) {
   scan::Request request = ScanRequest(args.image, knowledge, scan::Depth::kCatalog);
   std::unique_ptr<scan::Result> scanned = scan::Run(request);
   const image::Image& img = scanned->image;
-  catalog::Catalog& cat = scanned->catalog;
-  cat.diagnostics.insert(cat.diagnostics.begin(), img.diagnostics.begin(), img.diagnostics.end());
+  scanned->catalog.diagnostics = scan::Diagnostics(*scanned);
   report::ImageInfo info{img.reference, img.transport, img.manifest_digest, img.config_digest,
                          args.image.platform};
-  std::string text =
-      report::RenderCatalog(cat, info, *format, scan::BuildVersion(), knowledge.version().str());
+  std::string text = report::RenderCatalog(scanned->catalog, info, *format, scan::BuildVersion(),
+                                           knowledge.version().str());
   if (args.output.empty()) {
     std::cout << text << std::flush;
     return 0;

@@ -123,6 +123,50 @@ class Reloader {
   std::thread thread_;
 };
 
+// The verdict store shared by the replicas (--redis), or null; its sealing key into `vo`.
+std::unique_ptr<serve::SharedStore> OpenSharedStore(const ServeArgs& args,
+                                                    serve::VerdictOptions& vo) {
+  if (!args.verdict_key_file.empty()) {
+    auto key = serve::VerdictSeal::ReadKeyFile(args.verdict_key_file);
+    if (!key) throw util::Fatal(key.error().message);
+    vo.verdict_key = std::move(*key);
+  }
+  if (args.redis.empty()) return nullptr;
+  // Every replica believes what it reads from Redis: unsealed, a verdict anyone with access
+  // to Redis writes would admit any image (README "Trust model").
+  if (vo.verdict_key.empty() && !args.insecure_unsigned_verdicts) {
+    throw util::Fatal(
+        "--redis needs --verdict-key-file (a Secret shared by the replicas): without it, "
+        "anyone who can write to Redis could make the gate allow any image; pass "
+        "--insecure-unsigned-verdicts to accept that");
+  }
+  if (vo.verdict_key.empty())
+    serve::Log("--insecure-unsigned-verdicts: verdicts in Redis are trusted as they are");
+  std::string password;
+  if (!args.redis_password_file.empty()) {
+    auto text = util::ReadFile(args.redis_password_file, 4096);
+    if (!text) throw util::Fatal("--redis-password-file: " + text.error().message);
+    password = std::move(*text);
+    while (!password.empty() && (password.back() == '\n' || password.back() == '\r'))
+      password.pop_back();
+    if (password.empty()) throw util::Fatal("--redis-password-file is empty");
+  }
+  auto store = serve::OpenRedis(args.redis, password);
+  if (!store) throw util::Fatal(store.error().message);
+  std::unique_ptr<serve::SharedStore> shared = std::move(*store);
+  if (!shared->Ping()) {
+    std::string where = args.redis;  // without a password the URL may hold
+    if (size_t at = where.rfind('@'); at != std::string::npos)
+      where = "redis://" + where.substr(at + 1);
+    serve::Log("--redis " + where + " does not answer yet");
+  }
+  return shared;
+}
+
+std::chrono::milliseconds Millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
 int Serve(ServeArgs& args) {
   Reloader::BlockHangup();
   PolicyHolder holder(scan::LoadPolicy(args.rules));
@@ -132,49 +176,13 @@ int Serve(ServeArgs& args) {
   o.decide.fail_on = policy.fail_on;
   o.decide.on_unknown = ParseFallback("--on-unknown", args.on_unknown);
   o.decide.on_error = ParseFallback("--on-error", args.on_error);
-  o.scan_budget = std::chrono::milliseconds(static_cast<int64_t>(args.scan_budget * 1000));
-  o.request_deadline =
-      std::chrono::milliseconds(static_cast<int64_t>(args.request_deadline * 1000));
-  o.shutdown_grace = std::chrono::milliseconds(static_cast<int64_t>(args.shutdown_grace * 1000));
+  o.scan_budget = Millis(args.scan_budget);
+  o.request_deadline = Millis(args.request_deadline);
+  o.shutdown_grace = Millis(args.shutdown_grace);
   o.platform = args.image.platform;
 
   serve::VerdictOptions vo;
-  if (!args.verdict_key_file.empty()) {
-    auto key = serve::VerdictSeal::ReadKeyFile(args.verdict_key_file);
-    if (!key) throw util::Fatal(key.error().message);
-    vo.verdict_key = std::move(*key);
-  }
-  std::unique_ptr<serve::SharedStore> shared;
-  if (!args.redis.empty()) {
-    // Every replica believes what it reads from Redis: unsealed, a verdict anyone with access
-    // to Redis writes would admit any image (README "Trust model").
-    if (vo.verdict_key.empty() && !args.insecure_unsigned_verdicts) {
-      throw util::Fatal(
-          "--redis needs --verdict-key-file (a Secret shared by the replicas): without it, "
-          "anyone who can write to Redis could make the gate allow any image; pass "
-          "--insecure-unsigned-verdicts to accept that");
-    }
-    if (vo.verdict_key.empty())
-      serve::Log("--insecure-unsigned-verdicts: verdicts in Redis are trusted as they are");
-    std::string password;
-    if (!args.redis_password_file.empty()) {
-      auto text = util::ReadFile(args.redis_password_file, 4096);
-      if (!text) throw util::Fatal("--redis-password-file: " + text.error().message);
-      password = std::move(*text);
-      while (!password.empty() && (password.back() == '\n' || password.back() == '\r'))
-        password.pop_back();
-      if (password.empty()) throw util::Fatal("--redis-password-file is empty");
-    }
-    auto store = serve::OpenRedis(args.redis, password);
-    if (!store) throw util::Fatal(store.error().message);
-    shared = std::move(*store);
-    if (!shared->Ping()) {
-      std::string where = args.redis;  // without a password the URL may hold
-      if (size_t at = where.rfind('@'); at != std::string::npos)
-        where = "redis://" + where.substr(at + 1);
-      serve::Log("--redis " + where + " does not answer yet");
-    }
-  }
+  std::unique_ptr<serve::SharedStore> shared = OpenSharedStore(args, vo);
   if (args.allow_registry.empty())
     serve::Log("no --allow-registry: pod specs may make this server pull from any registry");
   BindServeCreds(args.image.creds, args.allow_registry);
@@ -198,6 +206,41 @@ int Serve(ServeArgs& args) {
   serve::Resolver resolver(ToLoadOptions(args.image), args.allow_registry,
                            std::chrono::seconds(args.resolve_ttl));
   return serve::Serve(o, verdicts, resolver, metrics);
+}
+
+// The HTTP server's bounds: body size, threads, connections, images per request.
+void AddHttpArgs(CLI::App& sub, serve::ServerOptions& s) {
+  sub.add_option("--max-body", s.http.max_body,
+                 "largest request body in bytes, whatever its framing")
+      ->capture_default_str();
+  sub.add_option("--http-threads", s.http.workers,
+                 "requests decided at once (connections cost no thread)")
+      ->capture_default_str()
+      ->check(Positive());
+  sub.add_option("--max-connections", s.http.max_connections, "connections open at once")
+      ->capture_default_str()
+      ->check(Positive());
+  sub.add_option("--max-connections-per-client", s.http.max_per_peer,
+                 "connections open at once from one client address")
+      ->capture_default_str()
+      ->check(Positive());
+  sub.add_option("--max-images", s.max_images,
+                 "distinct images one request may name (more: answered per --on-error)")
+      ->capture_default_str()
+      ->check(Positive());
+}
+
+// The verdicts shared by the replicas: Redis, its password and the key that seals them.
+void AddSharedStoreArgs(CLI::App& sub, ServeArgs& args) {
+  sub.add_option("--redis", args.redis,
+                 "redis://[:PASSWORD@]HOST[:PORT][/DB]: verdicts shared by replicas");
+  sub.add_option("--redis-password-file", args.redis_password_file,
+                 "file holding the Redis password (a mounted Secret), instead of the URL's");
+  sub.add_option("--verdict-key-file", args.verdict_key_file,
+                 "file holding the key (32+ bytes, a mounted Secret) that seals verdicts in "
+                 "Redis; needed with --redis");
+  sub.add_flag("--insecure-unsigned-verdicts", args.insecure_unsigned_verdicts,
+               "use --redis without --verdict-key-file, trusting whatever Redis holds");
 }
 
 }  // namespace
@@ -241,33 +284,8 @@ Runner DefineServe(CLI::App& sub) {
   sub.add_option("--workers", args->workers, "scans at once")
       ->capture_default_str()
       ->check(Positive());
-  sub.add_option("--redis", args->redis,
-                 "redis://[:PASSWORD@]HOST[:PORT][/DB]: verdicts shared by replicas");
-  sub.add_option("--redis-password-file", args->redis_password_file,
-                 "file holding the Redis password (a mounted Secret), instead of the URL's");
-  sub.add_option("--verdict-key-file", args->verdict_key_file,
-                 "file holding the key (32+ bytes, a mounted Secret) that seals verdicts in "
-                 "Redis; needed with --redis");
-  sub.add_flag("--insecure-unsigned-verdicts", args->insecure_unsigned_verdicts,
-               "use --redis without --verdict-key-file, trusting whatever Redis holds");
-  sub.add_option("--max-body", s.http.max_body,
-                 "largest request body in bytes, whatever its framing")
-      ->capture_default_str();
-  sub.add_option("--http-threads", s.http.workers,
-                 "requests decided at once (connections cost no thread)")
-      ->capture_default_str()
-      ->check(Positive());
-  sub.add_option("--max-connections", s.http.max_connections, "connections open at once")
-      ->capture_default_str()
-      ->check(Positive());
-  sub.add_option("--max-connections-per-client", s.http.max_per_peer,
-                 "connections open at once from one client address")
-      ->capture_default_str()
-      ->check(Positive());
-  sub.add_option("--max-images", s.max_images,
-                 "distinct images one request may name (more: answered per --on-error)")
-      ->capture_default_str()
-      ->check(Positive());
+  AddSharedStoreArgs(sub, *args);
+  AddHttpArgs(sub, s);
   sub.add_option("--shutdown-grace", args->shutdown_grace,
                  "seconds from SIGTERM to exit: in-flight requests are answered, scans given up")
       ->capture_default_str()

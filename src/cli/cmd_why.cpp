@@ -25,10 +25,10 @@ int RunWhy(const WhyArgs& args) {
   request.loader_required = true;
   std::unique_ptr<scan::Result> scanned = scan::Run(request);
   const image::Image& img = scanned->image;
-  std::vector<loader::WhyEntry> entries = scan::Why(*scanned, args.target);
+  std::vector<scan::WhyEntry> entries = scan::Why(*scanned, args.target);
   std::cout << report::RenderWhy(img.tree, args.target, entries) << std::flush;
   bool all_found = !entries.empty();
-  for (const loader::WhyEntry& e : entries) all_found &= e.resolution.found();
+  for (const scan::WhyEntry& e : entries) all_found &= e.resolution.found();
   return all_found ? 0 : 1;
 }
 

@@ -68,9 +68,7 @@ void Judge(const Request& request, const ProbeStep::Outcome* probe, Result& r) {
   rep.fail_on = policy.fail_on;
   rep.notes = r.input.target.notes;
   rep.cuda_stack = r.catalog.HasCudaStack();
-  rep.diagnostics = r.image.diagnostics;
-  rep.diagnostics.insert(rep.diagnostics.end(), r.catalog.diagnostics.begin(),
-                         r.catalog.diagnostics.end());
+  rep.diagnostics = Diagnostics(r);
   rep.knowledge = &policy.knowledge;
   rep.tool_version = BuildVersion();
   rep.rules_version = policy.knowledge.version().str();
@@ -120,7 +118,13 @@ std::unique_ptr<Result> Run(const Request& request) {
   return r;
 }
 
-std::vector<loader::WhyEntry> Why(const Result& scanned, std::string_view target) {
+std::vector<util::Diagnostic> Diagnostics(const Result& scanned) {
+  std::vector<util::Diagnostic> all = scanned.image.diagnostics;
+  all.insert(all.end(), scanned.catalog.diagnostics.begin(), scanned.catalog.diagnostics.end());
+  return all;
+}
+
+std::vector<WhyEntry> Why(const Result& scanned, std::string_view target) {
   std::vector<loader::Root> roots;
   roots.reserve(scanned.input.consumers.size());
   for (const rules::Consumer& c : scanned.input.consumers)

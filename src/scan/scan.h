@@ -86,9 +86,14 @@ struct Result {
 /// read or verified, or a request field names what the image does not have.
 std::unique_ptr<Result> Run(const Request& request);
 
+/// The image's diagnostics, then the catalog's: what every report lists.
+std::vector<util::Diagnostic> Diagnostics(const Result& scanned);
+
+using WhyEntry = loader::WhyEntry;
+
 /// How every consumer's link map of `scanned` resolves `target` (a soname or a path in the
 /// image): `why`.
-std::vector<loader::WhyEntry> Why(const Result& scanned, std::string_view target);
+std::vector<WhyEntry> Why(const Result& scanned, std::string_view target);
 
 /// Options that read the same image again, pinned to the manifest digest scanned (the probe
 /// extracting libraries): a reading that reaches another manifest is a util::Fatal.
