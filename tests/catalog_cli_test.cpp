@@ -13,32 +13,8 @@ namespace {
 
 TEST_CASE("imgcheck catalog prints an image's components as JSON and CycloneDX", "[catalog]") {
   TempDir dir;
-  const std::string lib = "usr/lib/x86_64-linux-gnu/";
-  auto so = [&](const std::string& soname) {
-    SharedObject obj;
-    obj.soname = soname;
-    std::filesystem::path out = dir / "so" / soname;
-    Compile(obj, out);
-    return out;
-  };
-  LayerRecipe base;
-  base.created_by = "RUN apt-get install -y libcudnn8=8.9.2.26-1+cuda12.1";
-  base.entries = {
-      Dir("usr"),
-      Dir("usr/lib"),
-      Dir("usr/lib/x86_64-linux-gnu"),
-      FileFrom(lib + "libcudnn.so.8.9.2", so("libcudnn.so.8")),
-      Symlink(lib + "libcudnn.so.8", "libcudnn.so.8.9.2"),
-      File("var/lib/dpkg/status",
-           "Package: libcudnn8\nStatus: hold ok installed\nVersion: 8.9.2.26-1+cuda12.1\n"),
-      File("var/lib/dpkg/info/libcudnn8:amd64.list", "/" + lib + "libcudnn.so.8.9.2\n"),
-  };
-  LayerRecipe top;
-  top.created_by = "RUN install driver";
-  top.entries = {FileFrom(lib + "libcuda.so.535.104.05", so("libcuda.so.1")),
-                 FileFrom("usr/local/cuda-12.1/compat/libcuda.so.530.30.02", so("libcuda.so.1"))};
-  ImageRecipe r;
-  r.layers = {base, top};
+  const std::string lib = kCudnnDriverLibDir;
+  ImageRecipe r = CudnnDriverRecipe(dir.path());  // what src/catalog/load_test.cpp catalogues
   WrittenImage written = WriteOciLayout(dir / "layout", r);
   std::string ref = "oci:" + (dir / "layout").string() + ":latest";
 

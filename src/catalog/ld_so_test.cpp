@@ -179,7 +179,8 @@ TEST_CASE("ld.so.cache corrupt or truncated: an error, never a crash", "[ld_so]"
 TEST_CASE("ld.so.cache lookup prefers the best glibc-hwcaps entry, then the first baseline",
           "[ld_so]") {
   LdCacheFile cache;
-  auto add = [&](std::string path, std::string hw, uint64_t hwcap, int32_t flags = 0x0303) {
+  auto add = [&](const std::string& path, const std::string& hw, uint64_t hwcap,
+                 int32_t flags = 0x0303) {
     cache.entries.push_back({"libx.so.1", path, flags, 0, hwcap, hw});
   };
   add("/lib/aarch64/libx.so.1", "", 0, 0x0a03);

@@ -25,42 +25,8 @@ TEST_CASE("an OCI image loaded with the capture policy is catalogued per layer",
           "[catalog][load]") {
   using namespace imgcheck::testing;
   TempDir dir;
-  auto so = [&](const std::string& soname) {
-    SharedObject obj;
-    obj.soname = soname;
-    std::filesystem::path out = dir / "so" / soname;
-    Compile(obj, out);
-    return out;
-  };
-  const std::string lib = "usr/lib/x86_64-linux-gnu/";
-  ImageRecipe r;
-  r.env = {"PATH=/usr/bin", "LD_LIBRARY_PATH=/usr/local/nvidia/lib64", "NV_CUDNN_VERSION=8.9.2.26"};
-  r.labels = {{"com.nvidia.cudnn.version", "8.9.2.26"}};
-  LayerRecipe base;
-  base.created_by = "RUN apt-get install -y libcudnn8=8.9.2.26-1+cuda12.1";
-  base.entries = {
-      Dir("usr"),
-      Dir("usr/lib"),
-      Dir("usr/lib/x86_64-linux-gnu"),
-      FileFrom(lib + "libcudnn.so.8.9.2", so("libcudnn.so.8")),
-      Symlink(lib + "libcudnn.so.8", "libcudnn.so.8.9.2"),
-      FileFrom(lib + "libcudnn_adv_infer.so.8.9.2", so("libcudnn_adv_infer.so.8")),
-      File("var/lib/dpkg/status",
-           "Package: libcudnn8\nStatus: hold ok installed\nVersion: 8.9.2.26-1+cuda12.1\n"),
-      File("var/lib/dpkg/info/libcudnn8:amd64.list",
-           "/" + lib + "libcudnn.so.8.9.2\n/" + lib + "libcudnn_adv_infer.so.8.9.2\n"),
-      File("etc/ld.so.conf", "include /etc/ld.so.conf.d/*.conf\n"),
-      File("etc/ld.so.conf.d/nvidia.conf", "/usr/local/nvidia/lib64\n"),
-      File("etc/os-release", "ID=ubuntu\nVERSION_ID=\"22.04\"\n"),
-      File("usr/share/doc/big.txt", std::string(200000, 'x')),
-  };
-  LayerRecipe top;
-  top.created_by = "RUN rm libcudnn_adv_infer && install driver";
-  top.compression = Compression::kZstd;
-  top.entries = {Whiteout(lib + "libcudnn_adv_infer.so.8.9.2"),
-                 FileFrom(lib + "libcuda.so.535.104.05", so("libcuda.so.1")),
-                 FileFrom("usr/local/cuda-12.1/compat/libcuda.so.530.30.02", so("libcuda.so.1"))};
-  r.layers = {base, top};
+  const std::string lib = kCudnnDriverLibDir;
+  ImageRecipe r = CudnnDriverRecipe(dir.path());
   WrittenImage written = WriteOciLayout(dir / "layout", r);
   std::string ref = "oci:" + (dir / "layout").string() + ":latest";
 
@@ -80,7 +46,7 @@ TEST_CASE("an OCI image loaded with the capture policy is catalogued per layer",
   CHECK(cudnn->layer == 0);
   REQUIRE(cat.Layer(cudnn->layer) != nullptr);
   CHECK(cat.Layer(cudnn->layer)->digest == written.layers[0].digest);
-  CHECK(cat.Layer(cudnn->layer)->created_by == base.created_by);
+  CHECK(cat.Layer(cudnn->layer)->created_by == r.layers[0].created_by);
   REQUIRE(cudnn->elf);
   CHECK(cudnn->elf->soname == "libcudnn.so.8");
   CHECK(cudnn->aliases == std::vector<std::string>{"/" + lib + "libcudnn.so.8"});

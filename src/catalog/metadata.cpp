@@ -204,8 +204,8 @@ std::string FilenameVersion(std::string_view file_name) {
   return std::string(rest.substr(0, n));
 }
 
-std::string UpstreamVersion(std::string_view v) {
-  v = Trim(v);
+std::string UpstreamVersion(std::string_view dpkg_version) {
+  std::string_view v = Trim(dpkg_version);
   size_t colon = v.find(':');
   if (colon != std::string_view::npos && colon < v.find('-')) v.remove_prefix(colon + 1);
   size_t dash = v.rfind('-');

@@ -88,7 +88,7 @@ class Reloader {
           sigset_t hup;
           sigemptyset(&hup);
           sigaddset(&hup, SIGHUP);
-          timespec tick{0, 200 * 1000 * 1000};
+          timespec tick{0, 200L * 1000 * 1000};
           while (!stop_) {
             if (sigtimedwait(&hup, nullptr, &tick) != SIGHUP) continue;
             try {

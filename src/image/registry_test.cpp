@@ -480,6 +480,16 @@ std::string ReadWhole(BlobReader& r, size_t chunk = 4096) {
   return out;
 }
 
+// The stored bytes of `layer` as the registry source of `reference` serves them.
+std::string FetchLayer(const std::string& reference, const WrittenLayer& layer,
+                       const RegistryOptions& options = {}, size_t chunk = 4096) {
+  auto reader =
+      OpenRegistry(reference, options)
+          ->OpenBlob(
+              {layer.media_type, layer.digest, static_cast<int64_t>(layer.compressed_size), {}});
+  return ReadWhole(*reader, chunk);
+}
+
 // Checks that `src` serves exactly the manifest, config and layers of the layout image.
 void ExpectSameImage(Source& src, const fs::path& layout, const WrittenImage& img) {
   Descriptor root = src.Root();
@@ -690,18 +700,15 @@ TEST_CASE("a blob tampered on the registry's disk is delivered as stored, and Lo
           "[registry][docker-registry]") {
   if (!HaveRegistryTools()) return;
   PushedImage pushed("t:1");
-  auto& [env, work, img, reg] = pushed;
-  const WrittenLayer& layer = img.layers[0];
+  Registry& reg = pushed.reg;
+  const WrittenLayer& layer = pushed.img.layers[0];
   fs::path data = reg.BlobFile(layer.digest);
   REQUIRE(fs::exists(data));
   std::string bytes = ReadFile(data);
   bytes[bytes.size() / 2] ^= 0x55;
   WriteFile(data, bytes);
 
-  auto src = OpenRegistry(reg.host() + "/t:1", {});
-  auto reader =
-      src->OpenBlob({layer.media_type, layer.digest, static_cast<int64_t>(bytes.size()), {}});
-  std::string got = ReadWhole(*reader);
+  std::string got = FetchLayer(reg.host() + "/t:1", layer);
   CHECK(got == bytes);
   CHECK(util::Sha256Digest(got) != layer.digest);
   CHECK_THROWS_WITH(Load(reg.host() + "/t:1", {}), Catch::Contains(layer.digest.substr(0, 19)));
@@ -955,10 +962,7 @@ TEST_CASE("registry transport survives cuts, 429s, redirects, and does the token
     rules.cut_first_blob_after = 100000;
     Proxy proxy(reg.port(), rules);
     Waits waits;
-    auto src = OpenRegistry(proxy.host() + "/test/img:v1", waits.Options());
-    auto reader =
-        src->OpenBlob({big.media_type, big.digest, static_cast<int64_t>(big.compressed_size), {}});
-    std::string bytes = ReadWhole(*reader, 65536);
+    std::string bytes = FetchLayer(proxy.host() + "/test/img:v1", big, waits.Options(), 65536);
     CHECK(waits.ms() == std::vector<int64_t>{250});
     CHECK(bytes.size() == big.compressed_size);
     CHECK(util::Sha256Digest(bytes) == big.digest);
@@ -1139,13 +1143,22 @@ RegistryOptions CredsFor(const FakeRegistry& reg, std::vector<std::string> more 
 
 const Descriptor kFakeBlob{"application/vnd.oci.image.layer.v1.tar", kDigest, 10, {}};
 
-TEST_CASE("a token realm's redirect to another origin gets no credential", "[registry]") {
+// A fake registry (bearer tokens when `bearer`) that redirects the requests named in `what`
+// ("token", "manifest", "blob") to a third origin, with no credential of the caller's around.
+struct Redirecting {
+  Redirecting(std::set<std::string> what, bool bearer) {
+    reg.bearer = bearer;
+    reg.redirect = std::move(what);
+    reg.elsewhere = third.server.url();
+  }
   IsolatedAuth env;
   ThirdOrigin third;
   FakeRegistry reg;
-  reg.bearer = true;
-  reg.redirect = {"token"};
-  reg.elsewhere = third.server.url();
+};
+
+TEST_CASE("a token realm's redirect to another origin gets no credential", "[registry]") {
+  Redirecting fake({"token"}, true);
+  auto& [env, third, reg] = fake;
   // scan (no allow-list): the redirect is followed, the Basic credential stays behind.
   auto src = OpenRegistry(reg.server.host() + "/test/img:v1", CredsFor(reg));
   CHECK(src->Root().digest == util::Sha256Digest(FakeRegistry::kManifest));
@@ -1176,11 +1189,8 @@ TEST_CASE("a token realm's redirect to another origin gets no credential", "[reg
 
 TEST_CASE("manifest redirects leave credentials behind, and off the allow-list are refused",
           "[registry]") {
-  IsolatedAuth env;
-  ThirdOrigin third;
-  FakeRegistry reg;
-  reg.redirect = {"manifest"};
-  reg.elsewhere = third.server.url();
+  Redirecting fake({"manifest"}, false);
+  auto& [env, third, reg] = fake;
   CHECK(OpenRegistry(reg.server.host() + "/test/img:v1", CredsFor(reg))->Root().size > 0);
   CHECK(third.server.seen().size() == 1);
   CHECK(third.authorized() == 0);
@@ -1199,12 +1209,8 @@ TEST_CASE("manifest redirects leave credentials behind, and off the allow-list a
 
 TEST_CASE("blob redirects: anywhere without credentials, or only to --allow-blob-host",
           "[registry]") {
-  IsolatedAuth env;
-  ThirdOrigin third;
-  FakeRegistry reg;
-  reg.bearer = true;
-  reg.redirect = {"blob"};
-  reg.elsewhere = third.server.url();
+  Redirecting fake({"blob"}, true);
+  auto& [env, third, reg] = fake;
   auto read_blob = [&](const RegistryOptions& o) {
     auto reader = OpenRegistry(reg.server.host() + "/test/img:v1", o)->OpenBlob(kFakeBlob);
     return ReadWhole(*reader, 4096);

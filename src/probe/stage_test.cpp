@@ -175,20 +175,32 @@ TEST_CASE("a large file is extracted whole") {
   CHECK(ReadFile(got.at("/lib/libcublasLt.so.12")) == big);
 }
 
+// Materialises `plan` into `out`, the extracted copy of each image path of `bytes` a file
+// holding those bytes (written under `src`).
+std::vector<StagedLibrary> MaterialiseBytes(const std::vector<PlannedLibrary>& plan,
+                                            const PrivateDir& out, const TempDir& src,
+                                            const std::map<std::string, std::string>& bytes) {
+  std::map<std::string, fs::path> extracted;
+  for (const auto& [path, content] : bytes) {
+    fs::path copy = src / std::to_string(extracted.size());
+    WriteFile(copy, content);
+    extracted[path] = copy;
+  }
+  return Materialise(plan, out.path(), extracted);
+}
+
 TEST_CASE("materialise: a soname equal to another library's file name swaps nothing") {
   // An image whose libcudart has the SONAME libcudnn.so.9, the file name of its cuDNN: one
   // staging directory would let the soname link stand for cuDNN's file.
   PrivateDir out;
   TempDir src;
-  WriteFile(src / "a", "cudart bytes");
-  WriteFile(src / "b", "cudnn bytes");
   std::vector<PlannedLibrary> plan = {
       {"cudart", "libcudnn.so.9", "/usr/local/cuda/lib64/libcudart.so.12", 2, "", {}},
       {"cudnn", "libcudnn.so.9.1.0", "/usr/lib/x86_64-linux-gnu/libcudnn.so.9", 3, "", {}},
   };
-  auto staged = Materialise(plan, out.path(),
-                            {{"/usr/local/cuda/lib64/libcudart.so.12", src / "a"},
-                             {"/usr/lib/x86_64-linux-gnu/libcudnn.so.9", src / "b"}});
+  auto staged = MaterialiseBytes(plan, out, src,
+                                 {{"/usr/local/cuda/lib64/libcudart.so.12", "cudart bytes"},
+                                  {"/usr/lib/x86_64-linux-gnu/libcudnn.so.9", "cudnn bytes"}});
   REQUIRE(staged.size() == 2);
   CHECK(ReadFile(staged[0].local_path) == "cudart bytes");
   CHECK(ReadFile(staged[1].local_path) == "cudnn bytes");
@@ -198,12 +210,11 @@ TEST_CASE("materialise: a soname equal to another library's file name swaps noth
 TEST_CASE("materialise: the same file planned under two names is staged twice") {
   PrivateDir out;
   TempDir src;
-  WriteFile(src / "a", "cudnn bytes");
   std::vector<PlannedLibrary> plan = {
       {"cudnn", "libcudnn.so.9", "/usr/lib/libcudnn.so.9.1.0", 3, "", {}},
       {"cudnn", "libcudnn.so.9.1", "/usr/lib/libcudnn.so.9.1.0", 3, "", {}},
   };
-  auto staged = Materialise(plan, out.path(), {{"/usr/lib/libcudnn.so.9.1.0", src / "a"}});
+  auto staged = MaterialiseBytes(plan, out, src, {{"/usr/lib/libcudnn.so.9.1.0", "cudnn bytes"}});
   REQUIRE(staged.size() == 2);
   CHECK(ReadFile(staged[0].local_path) == "cudnn bytes");
   CHECK(ReadFile(staged[1].local_path) == "cudnn bytes");
@@ -212,16 +223,13 @@ TEST_CASE("materialise: the same file planned under two names is staged twice") 
 TEST_CASE("materialise: the image's file name, the soname link beside it, load order kept") {
   PrivateDir out;
   TempDir src;
-  WriteFile(src / "a", "cudnn bytes");
-  WriteFile(src / "b", "cudart bytes");
   std::vector<PlannedLibrary> plan = {
       {"cudart", "libcudart.so.12", "/usr/local/cuda/lib64/libcudart.so.12.8.90", 2, "12.8.90", {}},
       {"cudnn", "libcudnn.so.9", "/usr/lib/libcudnn.so.9.1.0", 3, "9.1.0", {}},
   };
-  std::map<std::string, fs::path> extracted = {
-      {"/usr/lib/libcudnn.so.9.1.0", src / "a"},
-      {"/usr/local/cuda/lib64/libcudart.so.12.8.90", src / "b"}};
-  auto staged = Materialise(plan, out.path(), extracted);
+  auto staged = MaterialiseBytes(plan, out, src,
+                                 {{"/usr/lib/libcudnn.so.9.1.0", "cudnn bytes"},
+                                  {"/usr/local/cuda/lib64/libcudart.so.12.8.90", "cudart bytes"}});
   REQUIRE(staged.size() == 2);
   CHECK(staged[0].planned.role == "cudart");
   CHECK(staged[0].local_path == (out.path() / "0" / "libcudart.so.12.8.90").string());
@@ -231,8 +239,7 @@ TEST_CASE("materialise: the image's file name, the soname link beside it, load o
 
   std::vector<PlannedLibrary> hostile = {
       {"cudnn", "../../etc/x", "/usr/lib/libcudnn.so.9", 0, "", {}}};
-  WriteFile(src / "c", "x");
-  CHECK_THROWS_AS(Materialise(hostile, out.path(), {{"/usr/lib/libcudnn.so.9", src / "c"}}),
+  CHECK_THROWS_AS(MaterialiseBytes(hostile, out, src, {{"/usr/lib/libcudnn.so.9", "x"}}),
                   util::Fatal);
   std::vector<PlannedLibrary> absent = {{"cudnn", "libcudnn.so.9", "/nowhere", 0, "", {}}};
   CHECK_THROWS_AS(Materialise(absent, out.path(), {}), util::Fatal);

@@ -39,7 +39,7 @@ struct ImageInfo {
 
 struct Report {
   ImageInfo image;
-  std::vector<rules::Finding> findings;         ///< as RunChecks orders them
+  std::vector<rules::Finding> findings;         ///< as rules::SortFindings orders them
   std::vector<rules::Suppressed> suppressed;    ///< removed by the config or --ignore
   std::vector<std::string> notes;               ///< what the scan could not check, and why
   std::vector<util::Diagnostic> diagnostics;    ///< corrupt files met in the image

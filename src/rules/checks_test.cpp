@@ -96,7 +96,9 @@ std::map<std::string, std::vector<Finding>> Scan(FakeImage& f, const Target& tar
   in.options = std::move(*options);
   in.consumers = LoadConsumers(f.image(), cat, k, in.options);
   std::map<std::string, std::vector<Finding>> out;
-  for (Finding& finding : RunChecks(in)) out[finding.rule].push_back(std::move(finding));
+  std::vector<Finding> findings = RunChecks(in);
+  SortFindings(findings);  // as scan::Run orders them
+  for (Finding& finding : findings) out[finding.rule].push_back(std::move(finding));
   return out;
 }
 

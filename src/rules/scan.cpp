@@ -22,7 +22,6 @@ std::vector<Finding> RunChecks(const ScanInput& input) {
     all.insert(all.end(), list.begin(), list.end());
   std::sort(all.begin(), all.end(), [](const Check& a, const Check& b) { return a.rule < b.rule; });
   for (const auto& c : all) c.run(ctx);
-  SortFindings(ctx.findings);
   return std::move(ctx.findings);
 }
 

@@ -71,7 +71,8 @@ std::vector<Consumer> LoadConsumers(const image::Image& image, const catalog::Ca
                                     const Knowledge& knowledge, const loader::Options& options,
                                     size_t limit = 2000);
 
-/// Runs every check; findings are ordered as SortFindings orders them.
+/// Runs every check, in rule ID order; the findings in the order the checks made them (the
+/// caller sorts once, with whatever else joins them: scan::Run).
 std::vector<Finding> RunChecks(const ScanInput& input);
 /// The order of every report: by severity (errors first), then rule, then path (stable).
 void SortFindings(std::vector<Finding>& findings);

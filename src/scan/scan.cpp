@@ -60,10 +60,9 @@ void Judge(const Request& request, const ProbeStep::Outcome* probe, Result& r) {
   rep.image = {r.image.reference, r.image.transport, r.image.manifest_digest, r.image.config_digest,
                r.load.platform};
   rep.findings = rules::RunChecks(r.input);
-  if (probe) {
+  if (probe)
     rep.findings.insert(rep.findings.end(), probe->findings.begin(), probe->findings.end());
-    rules::SortFindings(rep.findings);  // the probe's join the checks' in the report's order
-  }
+  rules::SortFindings(rep.findings);  // once, the probe's with the checks', in the report's order
   rep.suppressed = rules::ApplyConfig(policy.config, rep.findings);
   rep.fail_on = policy.fail_on;
   rep.notes = r.input.target.notes;

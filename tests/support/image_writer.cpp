@@ -10,6 +10,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "support.h"
 #include "util/sha256.h"
 
 namespace imgcheck::testing {
@@ -473,6 +474,46 @@ WrittenImage WriteDockerArchive(const fs::path& out_tar, const ImageRecipe& r,
   TarDirectory(stage, out_tar);
   fs::remove_all(stage);
   return img;
+}
+
+ImageRecipe CudnnDriverRecipe(const fs::path& dir) {
+  auto so = [&](const std::string& soname) {
+    SharedObject obj;
+    obj.soname = soname;
+    fs::path out = dir / "so" / soname;
+    Compile(obj, out);
+    return out;
+  };
+  const std::string lib = kCudnnDriverLibDir;
+  ImageRecipe r;
+  r.env = {"PATH=/usr/bin", "LD_LIBRARY_PATH=/usr/local/nvidia/lib64", "NV_CUDNN_VERSION=8.9.2.26"};
+  r.labels = {{"com.nvidia.cudnn.version", "8.9.2.26"}};
+  LayerRecipe base;
+  base.created_by = "RUN apt-get install -y libcudnn8=8.9.2.26-1+cuda12.1";
+  base.entries = {
+      Dir("usr"),
+      Dir("usr/lib"),
+      Dir("usr/lib/x86_64-linux-gnu"),
+      FileFrom(lib + "libcudnn.so.8.9.2", so("libcudnn.so.8")),
+      Symlink(lib + "libcudnn.so.8", "libcudnn.so.8.9.2"),
+      FileFrom(lib + "libcudnn_adv_infer.so.8.9.2", so("libcudnn_adv_infer.so.8")),
+      File("var/lib/dpkg/status",
+           "Package: libcudnn8\nStatus: hold ok installed\nVersion: 8.9.2.26-1+cuda12.1\n"),
+      File("var/lib/dpkg/info/libcudnn8:amd64.list",
+           "/" + lib + "libcudnn.so.8.9.2\n/" + lib + "libcudnn_adv_infer.so.8.9.2\n"),
+      File("etc/ld.so.conf", "include /etc/ld.so.conf.d/*.conf\n"),
+      File("etc/ld.so.conf.d/nvidia.conf", "/usr/local/nvidia/lib64\n"),
+      File("etc/os-release", "ID=ubuntu\nVERSION_ID=\"22.04\"\n"),
+      File("usr/share/doc/big.txt", std::string(200000, 'x')),
+  };
+  LayerRecipe top;
+  top.created_by = "RUN rm libcudnn_adv_infer && install driver";
+  top.compression = Compression::kZstd;
+  top.entries = {Whiteout(lib + "libcudnn_adv_infer.so.8.9.2"),
+                 FileFrom(lib + "libcuda.so.535.104.05", so("libcuda.so.1")),
+                 FileFrom("usr/local/cuda-12.1/compat/libcuda.so.530.30.02", so("libcuda.so.1"))};
+  r.layers = {base, top};
+  return r;
 }
 
 }  // namespace imgcheck::testing

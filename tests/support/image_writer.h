@@ -141,4 +141,13 @@ WrittenImage WriteDockerArchive(const std::filesystem::path& out_tar, const Imag
                                 const std::string& repo_tag = "example/image:latest",
                                 DockerArchiveForm form = DockerArchiveForm::kLegacy);
 
+/// The catalog's worked example, its libraries compiled under `dir`/so. Layer 0: cuDNN 8.9.2
+/// from dpkg (libcudnn.so.8.9.2, its soname link, libcudnn_adv_infer.so.8.9.2), ld.so.conf
+/// including nvidia.conf (/usr/local/nvidia/lib64), Ubuntu 22.04's os-release and a 200 kB file
+/// nothing reads. Layer 1 (zstd): deletes libcudnn_adv_infer, adds the driver's
+/// libcuda.so.535.104.05 and CUDA 12.1's compat libcuda.so.530.30.02. Env and labels name
+/// cuDNN 8.9.2.26.
+ImageRecipe CudnnDriverRecipe(const std::filesystem::path& dir);
+inline constexpr const char* kCudnnDriverLibDir = "usr/lib/x86_64-linux-gnu/";
+
 }  // namespace imgcheck::testing
