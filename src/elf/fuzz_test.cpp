@@ -26,9 +26,12 @@ std::string Mutate(std::string data, std::mt19937& rng) {
   const int steps = 1 + static_cast<int>(rng() % 8);
   for (int i = 0; i < steps; ++i) {
     switch (rng() % 6) {
-      case 0:
-        data[pos(data.size())] ^= static_cast<char>(1 << (rng() % 8));
+      case 0: {
+        int bit = static_cast<int>(rng() % 8);  // drawn first, as `a ^= b` evaluates b first
+        char& byte = data[pos(data.size())];
+        byte = static_cast<char>(byte ^ (1 << bit));
         break;
+      }
       case 1:
         data[pos(512)] = static_cast<char>(rng());
         break;  // headers and program headers

@@ -46,7 +46,7 @@ std::string ReadVerified(Source& src, const Descriptor& d, uint64_t limit,
                       " bytes, more than the " + std::to_string(limit) + " allowed");
   auto reader = src.OpenBlob(d);
   std::string bytes;
-  std::string buf(64 * 1024, '\0');
+  std::string buf(size_t{64} * 1024, '\0');
   while (bytes.size() <= static_cast<uint64_t>(d.size)) {
     size_t n = reader->Read(buf.data(), buf.size());
     if (n == 0) break;

@@ -1158,7 +1158,8 @@ struct Redirecting {
 
 TEST_CASE("a token realm's redirect to another origin gets no credential", "[registry]") {
   Redirecting fake({"token"}, true);
-  auto& [env, third, reg] = fake;
+  ThirdOrigin& third = fake.third;
+  FakeRegistry& reg = fake.reg;
   // scan (no allow-list): the redirect is followed, the Basic credential stays behind.
   auto src = OpenRegistry(reg.server.host() + "/test/img:v1", CredsFor(reg));
   CHECK(src->Root().digest == util::Sha256Digest(FakeRegistry::kManifest));
@@ -1190,7 +1191,8 @@ TEST_CASE("a token realm's redirect to another origin gets no credential", "[reg
 TEST_CASE("manifest redirects leave credentials behind, and off the allow-list are refused",
           "[registry]") {
   Redirecting fake({"manifest"}, false);
-  auto& [env, third, reg] = fake;
+  ThirdOrigin& third = fake.third;
+  FakeRegistry& reg = fake.reg;
   CHECK(OpenRegistry(reg.server.host() + "/test/img:v1", CredsFor(reg))->Root().size > 0);
   CHECK(third.server.seen().size() == 1);
   CHECK(third.authorized() == 0);
@@ -1210,7 +1212,8 @@ TEST_CASE("manifest redirects leave credentials behind, and off the allow-list a
 TEST_CASE("blob redirects: anywhere without credentials, or only to --allow-blob-host",
           "[registry]") {
   Redirecting fake({"blob"}, true);
-  auto& [env, third, reg] = fake;
+  ThirdOrigin& third = fake.third;
+  FakeRegistry& reg = fake.reg;
   auto read_blob = [&](const RegistryOptions& o) {
     auto reader = OpenRegistry(reg.server.host() + "/test/img:v1", o)->OpenBlob(kFakeBlob);
     return ReadWhole(*reader, 4096);

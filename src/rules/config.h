@@ -15,11 +15,11 @@
 namespace imgcheck::rules {
 
 struct Ignore {
-  std::string rule;     ///< rule ID ("IC051")
-  std::string path;     ///< glob on image paths ('*' within a component, '**' any depth); "" = all
-  std::string reason;   ///< why; required
-  std::string where;    ///< "file:line" or "--ignore"
-  std::string expires;  ///< "YYYY-MM-DD": applies through that day (UTC); "" for ever
+  std::string rule;    ///< rule ID ("IC051")
+  std::string path;    ///< glob on image paths ('*' within a component, '**' any depth); "" = all
+  std::string reason;  ///< why; required
+  std::string where;   ///< "file:line" or "--ignore"
+  std::string expires{};  ///< "YYYY-MM-DD": applies through that day (UTC); "" for ever
 };
 
 /// The CI gate: the lowest severity that fails the run, or never ("none": `at` empty).
