@@ -4,7 +4,8 @@
 # Outside the test suite: it downloads (pip download --no-deps, cached in $WHEELS, default .whl/).
 #   scripts/real-images.sh [build-dir]      (default: build)
 #   WHEELS=/work/cache/wheels ONLY="torch24 tf218" scripts/real-images.sh   (some sections only)
-# Sections: toolkit deb ort torch torch24 torch25 tf215 tf216 tf217 tf218 jax05 ort-cudnn9.
+# Sections: toolkit deb ort torch torch24 torch25 tf215 tf216 tf217 tf218 (tf218-mixed) jax05
+# ort-cudnn9. TIME=1, CATALOG=1, IMGCHECK_PROFILE=1: see timed() and scan().
 # Prints each scan's text report; the expectations are stated before each scan.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -94,10 +95,36 @@ timed() {
     "$@"
   fi
 }
+# scan NAME EXPECT [FLAGS]: the root $work/NAME as a dir: image. CATALOG=1 adds the frameworks
+# `imgcheck catalog` finds there and its count of CUDA libraries (what the scan judged).
 scan() {
   echo "== $1: expect $2"
   timed "$imgcheck" scan --no-cache "dir:$work/$1" --fail-on none ${3:-} || true
+  if [ -n "${CATALOG:-}" ]; then
+    "$imgcheck" catalog -q "dir:$work/$1" >"$work/catalog.txt" || true
+    grep '^framework' "$work/catalog.txt" || true
+    echo "cuda-library rows: $(grep -c '^cuda-library' "$work/catalog.txt")"
+  fi
   echo
+}
+# scan_env NAME LABEL EXPECT ENV...: the root $work/NAME as a docker-archive whose
+# configuration sets ENV (KEY=VALUE words), scanned as LABEL; the root is removed.
+scan_env() {
+  name=$1 label=$2 expect=$3; shift 3
+  archive "$work/$name" "$work/$label.tar" "$@"
+  rm -rf "${work:?}/${name:?}"
+  echo "== $label: expect $expect"
+  timed "$imgcheck" scan --no-cache "docker-archive:$work/$label.tar" --fail-on none || true
+  echo
+  rm -f "$work/$label.tar"
+}
+# unbound ROOT LIB: the oracle for IC013: this machine's glibc relocating LIB of ROOT's
+# site-packages with every symbol bound now (ldd -r: LD_BIND_NOW, no constructor runs), its
+# undefined symbols but the interpreter's (Py*, _Py*: the importing python3 has them).
+unbound() {
+  echo "-- ldd -r $2:"
+  ldd -r "$1/$site/$2" 2>&1 | grep 'undefined symbol' | grep -v 'symbol: _\?Py' | head -n 5
+  echo "   ($(ldd -r "$1/$site/$2" 2>&1 | grep 'undefined symbol' | grep -vc 'symbol: _\?Py') undefined)"
 }
 
 # 1. The machine's CUDA toolkit as its wheels lay it out (nvidia/cu13/..., nvidia/cudnn/...; the
@@ -263,12 +290,7 @@ if want torch24; then
   #     With faster-whisper's documented LD_LIBRARY_PATH (the nvidia cublas and cudnn wheels'
   #     lib directories, README "GPU" section): no error.
   lib="/$site/nvidia"
-  archive "$work/ct2" "$work/ct2-env.tar" "LD_LIBRARY_PATH=$lib/cublas/lib:$lib/cudnn/lib"
-  rm -rf "$work/ct2"
-  echo "== ct2-env: expect no error"
-  "$imgcheck" scan --no-cache "docker-archive:$work/ct2-env.tar" --fail-on none || true
-  echo
-  rm -f "$work/ct2-env.tar"
+  scan_env ct2 ct2-env "no error" "LD_LIBRARY_PATH=$lib/cublas/lib:$lib/cudnn/lib"
   rm -rf "$t24"
 fi
 
@@ -291,6 +313,21 @@ for v in 2.15.1 2.16.2 2.17.1 2.18.0; do
   # shellcheck disable=SC2046 # one pin per word
   stack "$work/$case" tensorflow=="$v" $(pins "$(wheel tensorflow-"$v")" and-cuda)
   scan "$case" "0 errors, 0 warnings (tensorflow[and-cuda]==$v)"
+  unbound "$work/$case" tensorflow/python/_pywrap_tensorflow_internal.so
+  if [ "$case" = tf218 ] && want tf218-mixed; then
+    # 8b. TF 2.18 with TF 2.17.1's libtensorflow_framework.so.2 copied over its own (two TF
+    #     releases' files mixed): TF's own C++ symbols no longer bind, as `ldd -r` shows.
+    #     Expect IC013 naming TF's libraries and the missing C++ symbols.
+    fetch tensorflow==2.17.1
+    mixed="$work/tf218-mixed" f=tensorflow/libtensorflow_framework.so.2
+    cp -al "$work/$case" "$mixed"
+    rm "$mixed/$site/$f"
+    python3 -c 'import sys, zipfile; open(sys.argv[3], "wb").write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \
+      "$(wheel tensorflow-2.17.1)" "$f" "$mixed/$site/$f"
+    scan tf218-mixed "IC013: TF 2.18's libraries need C++ symbols TF 2.17.1's framework lacks"
+    unbound "$mixed" tensorflow/python/_pywrap_tensorflow_internal.so
+    rm -rf "$mixed"
+  fi
   rm -rf "${work:?}/${case:?}"
 done
 
@@ -315,10 +352,6 @@ if want ort-cudnn9; then
     nvidia-cublas-cu12==12.4.5.8 nvidia-cufft-cu12==11.2.1.3 nvidia-curand-cu12==10.3.5.147 \
     nvidia-cudnn-cu12==9.1.0.70 nvidia-nvjitlink-cu12==12.4.127
   lib="/$site/nvidia"
-  archive "$work/ort9" "$work/ort9.tar" "LD_LIBRARY_PATH=$lib/cuda_runtime/lib:$lib/cublas/lib:$lib/cufft/lib:$lib/curand/lib:$lib/cudnn/lib:$lib/nvjitlink/lib"
-  rm -rf "$work/ort9"
-  echo "== ort-cudnn9: expect 0 errors, 0 warnings"
-  "$imgcheck" scan --no-cache "docker-archive:$work/ort9.tar" --fail-on none || true
-  echo
-  rm -f "$work/ort9.tar"
+  scan_env ort9 ort-cudnn9 "0 errors, 0 warnings; info: the TensorRT provider (optional)" \
+    "LD_LIBRARY_PATH=$lib/cuda_runtime/lib:$lib/cublas/lib:$lib/cufft/lib:$lib/curand/lib:$lib/cudnn/lib:$lib/nvjitlink/lib"
 fi
