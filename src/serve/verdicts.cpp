@@ -1,5 +1,6 @@
 #include "serve/verdicts.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "serve/log.h"
@@ -10,15 +11,24 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// Renews a lock every third of its lifetime until destroyed.
+// Renews a lock every third of its lease until destroyed, or until `until` (the scan's deadline:
+// a scan stuck past it holds the other replicas off no longer), or until the lock is lost.
 class Renewal {
  public:
-  Renewal(SharedStore& store, std::string key, std::chrono::seconds ttl)
-      : thread_([this, &store, key = std::move(key), ttl] {
+  Renewal(SharedStore& store, std::string key, std::chrono::milliseconds lease,
+          Clock::time_point until)
+      : thread_([this, &store, key = std::move(key), lease, until] {
           std::unique_lock lock(mu_);
-          while (!done_cv_.wait_for(lock, ttl / 3, [&] { return done_; })) {
+          while (!done_cv_.wait_for(lock, lease / 3, [&] { return done_; })) {
+            if (Clock::now() >= until) {
+              Log("a scan ran past --deadline: its shared lock " + key + " lapses");
+              return;
+            }
             try {
-              if (!store.Renew(key, ttl)) Log("lost the shared lock " + key);
+              if (!store.Renew(key, lease)) {
+                Log("lost the shared lock " + key);
+                return;
+              }
             } catch (const util::Fatal& e) {
               Log(e.what());
             }
@@ -42,6 +52,12 @@ class Renewal {
 
 }  // namespace
 
+std::chrono::milliseconds LockLease(std::chrono::seconds scan_deadline) {
+  using std::chrono::milliseconds;
+  return std::clamp<milliseconds>(milliseconds(scan_deadline) / 360, milliseconds(1000),
+                                  milliseconds(10000));
+}
+
 Verdicts::Verdicts(Scanner scanner, VerdictOptions options, std::unique_ptr<SharedStore> shared,
                    Metrics& metrics)
     : scanner_(std::move(scanner)),
@@ -63,8 +79,13 @@ Verdicts::~Verdicts() { Stop(); }
 
 bool Verdicts::Stop(Clock::time_point by) {
   {
-    std::lock_guard lock(mu_);
-    if (stopping_ && threads_.empty()) return true;
+    std::unique_lock lock(mu_);
+    if (stopping_ && threads_.empty()) {  // stopped before; scans abandoned then may still run
+      auto all_out = [&] { return live_workers_ == 0; };
+      if (by != Clock::time_point::max()) return exited_.wait_until(lock, by, all_out);
+      exited_.wait(lock, all_out);
+      return true;
+    }
     stopping_ = true;
     for (auto& [digest, flight] : flights_) {
       std::lock_guard fl(flight->mu);
@@ -90,6 +111,20 @@ bool Verdicts::Stop(Clock::time_point by) {
   }
   for (auto& t : threads_) done ? t.join() : t.detach();
   threads_.clear();
+  if (!done && shared_) {
+    std::set<std::string> held;
+    {
+      std::lock_guard lock(mu_);
+      held.swap(held_);
+    }
+    for (const std::string& key : held) {
+      try {
+        shared_->Unlock(key);
+      } catch (const util::Fatal& e) {
+        Log(e.what());
+      }
+    }
+  }
   return done;
 }
 
@@ -281,12 +316,16 @@ void Verdicts::Work() {
 
 Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) {
   Outcome out;
+  // One key for the whole scan: a reload (SetIdentity) meanwhile must not file this verdict,
+  // judged by the policy the scan started with, under the new policy's key.
+  const std::string key = Key(digest), lock_key = key + ":lock";
+  const std::chrono::milliseconds lease = LockLease(options_.scan_deadline);
   // Across replicas: the holder of the store's lock scans; the others wait for its verdict,
   // and take over when the lock lapses without one (that replica died).
   bool locked = false;
   if (shared_) {
-    std::string lock_key = Key(digest) + ":lock";
-    auto give_up = Clock::now() + options_.lock_wait;
+    // The holder's scan ends by its deadline, and its lock a lease later.
+    auto give_up = Clock::now() + options_.scan_deadline + lease;
     for (;;) {
       if (auto v = FromStore(digest)) {
         metrics_.CacheHit("redis");
@@ -296,7 +335,7 @@ Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) 
         return out;
       }
       try {
-        locked = shared_->Lock(lock_key, options_.lock_ttl);
+        locked = shared_->Lock(lock_key, lease);
       } catch (const util::Fatal& e) {
         Log(std::string(e.what()) + "; scanning without the shared lock");
         break;
@@ -312,14 +351,31 @@ Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) 
       }
     }
   }
+  if (locked) {
+    std::lock_guard lock(mu_);
+    held_.insert(lock_key);
+  }
+  // Releases the lock unless Stop gave it up already.
+  auto release = [&] {
+    if (!locked) return;
+    {
+      std::lock_guard lock(mu_);
+      if (held_.erase(lock_key) == 0) return;
+    }
+    try {
+      shared_->Unlock(lock_key);
+    } catch (const util::Fatal& e) {
+      Log(e.what());
+    }
+  };
   metrics_.ScanStarted();
   auto start = Clock::now();
   std::optional<Verdict> v;
   {
-    // The lock is short-lived and renewed while the scan runs: it lasts as long as the scan
-    // (which --deadline bounds) and lapses within lock_ttl when this process dies.
+    // The lock lasts a lease and is renewed while the scan runs, up to the scan's deadline
+    // (which bounds the scan too): it lapses a lease after this process dies.
     std::optional<Renewal> renewal;
-    if (locked) renewal.emplace(*shared_, Key(digest) + ":lock", options_.lock_ttl);
+    if (locked) renewal.emplace(*shared_, lock_key, lease, start + options_.scan_deadline);
     try {
       v = scanner_(reference);
     } catch (const std::exception& e) {
@@ -329,7 +385,7 @@ Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) 
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   metrics_.ScanFinished(seconds, out.error.empty());
   if (!out.error.empty()) {
-    if (locked) shared_->Unlock(Key(digest) + ":lock");
+    release();
     out.state = Outcome::State::kFailed;
     Log("scan of " + reference + " failed: " + out.error);
     return out;
@@ -338,12 +394,12 @@ Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) 
   Remember(digest, verdict);
   if (shared_) {
     try {
-      shared_->Put(Key(digest), seal_.Seal(Key(digest), verdict->report), options_.store_ttl);
-      if (locked) shared_->Unlock(Key(digest) + ":lock");
+      shared_->Put(key, seal_.Seal(key, verdict->report), options_.store_ttl);
     } catch (const util::Fatal& e) {
       Log(e.what());
     }
   }
+  release();
   out.state = Outcome::State::kReady;
   out.verdict = verdict;
   return out;
