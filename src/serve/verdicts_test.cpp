@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -473,6 +474,28 @@ TEST_CASE("the resolver keeps to the allow-list and caches what it resolved", "[
   for (auto& t : threads) t.join();
   CHECK(right == 20);
   CHECK(slow_fetches == 1);
+
+  // Shutdown: a Resolve waiting on a registry that does not answer ends at once, whatever its
+  // deadline (the lookup itself goes on to its own).
+  std::atomic<bool> answer{false};
+  Resolver silent({}, {}, 60s, [&](const std::string&, const imgcheck::image::LoadOptions&) {
+    for (int i = 0; i < 2000 && !answer; ++i) std::this_thread::sleep_for(5ms);
+    return Digest('6');
+  });
+  std::optional<imgcheck::util::Expected<Resolved>> waited;
+  std::thread waiter([&] {
+    waited =
+        silent.Resolve("reg:5000/silent:1", "linux/amd64", std::chrono::steady_clock::now() + 30s);
+  });
+  std::this_thread::sleep_for(100ms);
+  auto stopped = std::chrono::steady_clock::now();
+  silent.Stop();
+  waiter.join();
+  CHECK(std::chrono::steady_clock::now() - stopped < 2s);
+  REQUIRE(waited);
+  REQUIRE_FALSE(*waited);
+  CHECK_THAT(waited->error().message, Catch::Contains("the server is shutting down"));
+  answer = true;  // the pool's thread, joined when `silent` goes
 }
 
 TEST_CASE("registry notification envelopes yield the pushed manifests", "[events]") {
