@@ -1,6 +1,7 @@
 #include "serve/verdicts.h"
 
 #include <algorithm>
+#include <future>
 #include <optional>
 
 #include "serve/log.h"
@@ -13,6 +14,8 @@ namespace {
 
 // Renews a lock every third of its lease until destroyed, or until `until` (the scan's deadline:
 // a scan stuck past it holds the other replicas off no longer), or until the lock is lost.
+constexpr std::chrono::milliseconds kReleaseWait{200};  // for abandoned scans' locks at Stop
+
 class Renewal {
  public:
   Renewal(SharedStore& store, std::string key, std::chrono::milliseconds lease,
@@ -117,13 +120,21 @@ bool Verdicts::Stop(Clock::time_point by) {
       std::lock_guard lock(mu_);
       held.swap(held_);
     }
-    for (const std::string& key : held) {
-      try {
-        shared_->Unlock(key);
-      } catch (const util::Fatal& e) {
-        Log(e.what());
+    // On a thread of its own, waited for briefly: a Redis that does not answer must not hold
+    // the exit past --shutdown-grace (the locks then lapse a lease later).
+    auto released = std::make_shared<std::promise<void>>();
+    std::future<void> finished = released->get_future();
+    std::thread([store = shared_, held = std::move(held), released] {
+      for (const std::string& key : held) {
+        try {
+          store->Unlock(key);
+        } catch (const util::Fatal& e) {
+          Log(e.what());
+        }
       }
-    }
+      released->set_value();
+    }).detach();
+    finished.wait_for(kReleaseWait);
   }
   return done;
 }

@@ -84,7 +84,7 @@ class Verdicts {
   void Stop() { Stop(std::chrono::steady_clock::time_point::max()); }
   /// The same, waiting for running scans until `by` only: false when some still run then (their
   /// threads are left to the process's exit, which must follow, and their locks in the store
-  /// are released, so another replica takes them over at once).
+  /// are released, waiting 200 ms at most, so another replica takes them over at once).
   bool Stop(std::chrono::steady_clock::time_point by);
   bool SharedStoreUp();
   bool HasSharedStore() const { return shared_ != nullptr; }
@@ -114,7 +114,7 @@ class Verdicts {
   VerdictOptions options_;  ///< identity under identity_mu_
   mutable std::mutex identity_mu_;
   VerdictSeal seal_;
-  std::unique_ptr<SharedStore> shared_;
+  std::shared_ptr<SharedStore> shared_;  ///< shared with the thread that releases locks at Stop
   Metrics& metrics_;
 
   std::mutex mu_;
