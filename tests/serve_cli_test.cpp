@@ -775,6 +775,48 @@ TEST_CASE("serve: stalled handshakes, slow headers and idle connections cost soc
   CHECK(capped.Metric("imgcheck_http_events_total{event=\"refused_peer\"}") == 1);
 }
 
+TEST_CASE("serve: a burst of connections waits in a real listen backlog, not in SYN retries",
+          "[serve][attack]") {
+  if (!Need({"openssl"})) return;
+  TempDir work;
+  Certificates certs(work / "certs");
+  Server s(work / "s", certs, {"--allow-registry", "127.0.0.1:1"});
+  // While the server accepts nothing (stopped), 200 clients connect at once: the kernel
+  // completes their handshakes into the listen backlog (1024; cpp-httplib's was 5, and the
+  // rest paid SYN retransmits of 1 s, 3 s, 7 s...).
+  struct Resume {
+    pid_t pid;
+    ~Resume() { kill(pid, SIGCONT); }
+  } resume{s.pid()};
+  REQUIRE(kill(s.pid(), SIGSTOP) == 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(s.port()));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::vector<pollfd> burst;
+  for (int i = 0; i < 200; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    REQUIRE(fd >= 0);
+    int rc = connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to);
+    REQUIRE((rc == 0 || errno == EINPROGRESS));
+    burst.push_back({fd, POLLOUT, 0});
+  }
+  size_t connected = 0;
+  auto until = Clock::now() + 2s;
+  for (pollfd& p : burst) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
+    int err = -1;
+    socklen_t len = sizeof err;
+    if (poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count()))) == 1 &&
+        getsockopt(p.fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0)
+      ++connected;
+  }
+  kill(s.pid(), SIGCONT);
+  CHECK(connected == 200);
+  for (pollfd& p : burst) close(p.fd);
+  CHECK(Ask(s.port(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n") == std::vector<int>{200});
+}
+
 TEST_CASE("serve: pipelining, framing and size limits, and an AdmissionReview for every body",
           "[serve][attack]") {
   if (!Need({"openssl"})) return;
