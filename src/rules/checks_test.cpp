@@ -146,6 +146,16 @@ TEST_CASE("IC012: one finding per requester and search path, with the fix the ev
   CHECK(both.remediation.find("no file of the image provides libcublasLt.so.12") !=
         std::string::npos);
   CHECK(both.remediation.find("nvidia-cublas-cuN") != std::string::npos);
+  // Names one provider serves are said once, with it (the text report showed cuDNN's seven
+  // sub-libraries each with the same install line).
+  FakeImage same = WithLibs(
+      {{"libcusolver.so.11", So("libcusolver.so.11", {"libcublas.so.12", "libcublasLt.so.12"})}});
+  auto one = Scan(same);
+  REQUIRE(one["IC012"].size() == 1);
+  const std::string& grouped = one["IC012"][0].remediation;
+  CHECK(grouped.rfind("no file of the image provides libcublas.so.12 and libcublasLt.so.12: ", 0) ==
+        0);
+  CHECK(grouped.find("provides", grouped.find("provides") + 1) == std::string::npos);
   // Present elsewhere, outside the search path: the ENV line and ld.so.conf.d that reach it.
   f.File("/opt/other/libcublasLt.so.12", So("libcublasLt.so.12"));
   f.File("/opt/other/libcudart.so.12", So("libcudart.so.12"));
