@@ -1068,7 +1068,7 @@ TEST_CASE("profile: --profile prints each stage's time on stderr, and the report
   CHECK(plain.output.empty());
   INFO(profiled.output);
   for (std::string stage : {"read layers", "inflate+blob", "hash wait", "capture", "merge",
-                            "catalog", "loader", "rules", "report", "wall"})
+                            "catalog", "loader", "rules", "binding", "report", "wall"})
     CHECK(profiled.output.find("  " + stage + " ") != std::string::npos);
 }
 

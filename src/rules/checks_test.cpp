@@ -592,6 +592,39 @@ TEST_CASE("IC013: a symbol version the loaded library does not define", "[checks
   CHECK(Paths(Scan(ok), "IC013").empty());
 }
 
+TEST_CASE("IC013: a versioned symbol the library defines at another version only", "[checks]") {
+  // cuBLAS linked against cuBLASLt 12.4 references cublasLtMatmul@libcublasLt.so.12.4; a
+  // cuBLASLt that has that version node (so the version check passes) but defines the symbol
+  // only at 12.1 fails it, as glibc's check_match does ("symbol cublasLtMatmul version
+  // libcublasLt.so.12.4 not defined in file libcublasLt.so.12 with link time reference"). A
+  // hidden (non-default, "@") definition at 12.4 binds: only unversioned references skip those.
+  auto image = [&](const std::string& defined) {
+    elf::fixture::ElfSpec user;
+    user.soname = "libcublas.so.12";
+    user.needed = {"libcublasLt.so.12"};
+    user.version_needs = {{"libcublasLt.so.12", {"libcublasLt.so.12.4"}}};
+    user.imported = {"cublasLtMatmul@libcublasLt.so.12.4"};
+    elf::fixture::ElfSpec lt;
+    lt.soname = "libcublasLt.so.12";
+    lt.version_definitions = {"libcublasLt.so.12", "libcublasLt.so.12.1", "libcublasLt.so.12.4"};
+    lt.exported = {defined};
+    return WithLibs({{"libcublas.so.12", elf::fixture::BuildElf(user)},
+                     {"libcublasLt.so.12", elf::fixture::BuildElf(lt)}});
+  };
+  FakeImage bad = image("cublasLtMatmul@@libcublasLt.so.12.1");
+  auto found = Scan(bad);
+  CHECK(Paths(found, "IC013") == std::vector<std::string>{kLib + "/libcublasLt.so.12"});
+  REQUIRE(found["IC013"].size() == 1);
+  CHECK(found["IC013"][0].message.find(
+            kLib + "/libcublas.so.12 (unowned in " + kLib +
+            ") needs symbol cublasLtMatmul@libcublasLt.so.12.4, which no object in its lookup "
+            "scope defines; libcublasLt.so.12 should provide it") != std::string::npos);
+  FakeImage ok = image("cublasLtMatmul@@libcublasLt.so.12.4");
+  CHECK(Paths(Scan(ok), "IC013").empty());
+  FakeImage hidden = image("cublasLtMatmul@libcublasLt.so.12.4");
+  CHECK(Paths(Scan(hidden), "IC013").empty());
+}
+
 // ---- IC013's binding: every undefined, non-weak symbol of each link map, in glibc's scope
 
 namespace {
