@@ -7,14 +7,14 @@
 # $IMGCHECK_VERSION and $IMGCHECK_COMMIT (scripts/release.sh sets them), else git's. The demo scan
 # runs as the image's own user, which must not be root.
 # The Dockerfile's bases are Docker Hub's Debian 12 images. Where neither this machine's storage
-# nor a registry has them, one Debian 12 made here by debootstrap (from DEBIAN_MIRROR, default
-# http://deb.debian.org/debian) serves as both, as localhost/imgcheck-debian:12.
+# nor a registry has them, one Debian 12 made here by debootstrap (from the mirror this
+# machine's apt uses, scripts/debian-mirror) serves as both, as localhost/imgcheck-debian:12.
 # Needs buildah (and debootstrap for that fallback; scripts/deps.sh installs both); runs as root
 # or with user namespaces.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tag=${1:-localhost/imgcheck:dev}
-mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+mirror=$(scripts/debian-mirror)  # this machine apt's, or $DEBIAN_MIRROR
 security=${DEBIAN_SECURITY_MIRROR:-${mirror%/debian}/debian-security}
 local_base=localhost/imgcheck-debian:12
 

@@ -3,7 +3,9 @@
 # machine's CUDA toolkit, laid out as pip installs them (site-packages, dist-info with RECORD).
 # Outside the test suite: it downloads (pip download --no-deps, cached in $WHEELS, default .whl/).
 #   scripts/real-images.sh [build-dir]      (default: build)
-#   WHEELS=/work/cache/wheels ONLY="torch24 ct2" scripts/real-images.sh   (some sections only)
+#   WHEELS=/work/cache/wheels ONLY="torch24 tf218" scripts/real-images.sh   (some sections only)
+# Sections: toolkit deb ort torch torch24 torch25 tf215 tf216 tf217 tf218 (tf218-mixed) jax05
+# ort-cudnn9. TIME=1, CATALOG=1, IMGCHECK_PROFILE=1: see timed() and scan().
 # Prints each scan's text report; the expectations are stated before each scan.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,6 +29,25 @@ install() {
   for w in "$@"; do python3 -m zipfile -e "$w" "$root/$site"; done
 }
 wheel() { ls "$cache"/$1-*.whl | head -n 1; }
+# pins WHEEL [EXTRA]: the nvidia-* wheels WHEEL's METADATA pins (Requires-Dist: NAME ==V) for
+# Linux x86-64, with those of EXTRA, as NAME==V words.
+pins() {
+  python3 - "$@" <<'PY'
+import re, sys, zipfile
+whl, extra = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else ""
+z = zipfile.ZipFile(whl)
+meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+for line in z.read(meta).decode().splitlines():
+    m = re.match(r"Requires-Dist: (nvidia-[\w-]+) *\(?==([\w.]+)\)? *(?:; *(.*))?$", line)
+    if not m:
+        continue
+    marker = m.group(3) or ""
+    want = re.search(r"extra == ['\"]([\w-]+)['\"]", marker)
+    if (want and want.group(1) != extra) or "Windows" in marker or "aarch64" in marker:
+        continue
+    print(m.group(1) + "==" + m.group(2))
+PY
+}
 # want SECTION: true when ONLY is unset or names SECTION.
 want() { [ -z "${ONLY:-}" ] || case " $ONLY " in *" $1 "*) true ;; *) false ;; esac; }
 # stack ROOT PIN...: fetches each pinned wheel and installs them all into ROOT.
@@ -65,10 +86,45 @@ with tempfile.TemporaryDirectory(dir=os.path.dirname(out)) as tmp:
     subprocess.run(["tar", "-C", tmp, "-cf", out, "manifest.json", name, "layer.tar"], check=True)
 PY
 }
+# TIME=1: each scan under /usr/bin/time (wall, CPU, peak RSS on stderr); IMGCHECK_PROFILE=1
+# adds imgcheck's own stage timings (--profile).
+timed() {
+  if [ -n "${TIME:-}" ]; then
+    /usr/bin/time -f "time: %e s wall, %U s user, %S s system, %M KiB peak RSS" "$@"
+  else
+    "$@"
+  fi
+}
+# scan NAME EXPECT [FLAGS]: the root $work/NAME as a dir: image. CATALOG=1 adds the frameworks
+# `imgcheck catalog` finds there and its count of CUDA libraries (what the scan judged).
 scan() {
   echo "== $1: expect $2"
-  "$imgcheck" scan --no-cache "dir:$work/$1" --fail-on none ${3:-} || true
+  timed "$imgcheck" scan --no-cache "dir:$work/$1" --fail-on none ${3:-} || true
+  if [ -n "${CATALOG:-}" ]; then
+    "$imgcheck" catalog -q "dir:$work/$1" >"$work/catalog.txt" || true
+    grep '^framework' "$work/catalog.txt" || true
+    echo "cuda-library rows: $(grep -c '^cuda-library' "$work/catalog.txt")"
+  fi
   echo
+}
+# scan_env NAME LABEL EXPECT ENV...: the root $work/NAME as a docker-archive whose
+# configuration sets ENV (KEY=VALUE words), scanned as LABEL; the root is removed.
+scan_env() {
+  name=$1 label=$2 expect=$3; shift 3
+  archive "$work/$name" "$work/$label.tar" "$@"
+  rm -rf "${work:?}/${name:?}"
+  echo "== $label: expect $expect"
+  timed "$imgcheck" scan --no-cache "docker-archive:$work/$label.tar" --fail-on none || true
+  echo
+  rm -f "$work/$label.tar"
+}
+# unbound ROOT LIB: the oracle for IC013: this machine's glibc relocating LIB of ROOT's
+# site-packages with every symbol bound now (ldd -r: LD_BIND_NOW, no constructor runs), its
+# undefined symbols but the interpreter's (Py*, _Py*: the importing python3 has them).
+unbound() {
+  echo "-- ldd -r $2:"
+  ldd -r "$1/$site/$2" 2>&1 | grep 'undefined symbol' | grep -v 'symbol: _\?Py' | head -n 5
+  echo "   ($(ldd -r "$1/$site/$2" 2>&1 | grep 'undefined symbol' | grep -vc 'symbol: _\?Py') undefined)"
 }
 
 # 1. The machine's CUDA toolkit as its wheels lay it out (nvidia/cu13/..., nvidia/cudnn/...; the
@@ -234,11 +290,68 @@ if want torch24; then
   #     With faster-whisper's documented LD_LIBRARY_PATH (the nvidia cublas and cudnn wheels'
   #     lib directories, README "GPU" section): no error.
   lib="/$site/nvidia"
-  archive "$work/ct2" "$work/ct2-env.tar" "LD_LIBRARY_PATH=$lib/cublas/lib:$lib/cudnn/lib"
-  rm -rf "$work/ct2"
-  echo "== ct2-env: expect no error"
-  "$imgcheck" scan --no-cache "docker-archive:$work/ct2-env.tar" --fail-on none || true
-  echo
-  rm -f "$work/ct2-env.tar"
+  scan_env ct2 ct2-env "no error" "LD_LIBRARY_PATH=$lib/cublas/lib:$lib/cudnn/lib"
   rm -rf "$t24"
+fi
+
+# 7. torch 2.5.1 with the wheels its METADATA pins (the CUDA 12.4 stack, cuDNN 9.1.0.70, NCCL
+#    2.21.5; triton, which `import torch` does not load, left out): 0 errors, 0 warnings.
+if want torch25; then
+  fetch torch==2.5.1
+  # shellcheck disable=SC2046 # one pin per word
+  stack "$work/torch25" torch==2.5.1 $(pins "$(wheel torch-2.5.1)")
+  scan torch25 "0 errors, 0 warnings"
+  rm -rf "$work/torch25"
+fi
+
+# 8. tensorflow[and-cuda] 2.15.1, 2.16.2, 2.17.1, 2.18.0: each with the nvidia-* wheels its
+#    and-cuda extra pins (TF dlopens them, dlopen.json). 0 errors, 0 warnings.
+for v in 2.15.1 2.16.2 2.17.1 2.18.0; do
+  case=tf$(echo "$v" | cut -d. -f1,2 | tr -d .)
+  want "$case" || continue
+  fetch tensorflow=="$v"
+  # shellcheck disable=SC2046 # one pin per word
+  stack "$work/$case" tensorflow=="$v" $(pins "$(wheel tensorflow-"$v")" and-cuda)
+  scan "$case" "0 errors, 0 warnings (tensorflow[and-cuda]==$v)"
+  unbound "$work/$case" tensorflow/python/_pywrap_tensorflow_internal.so
+  if [ "$case" = tf218 ] && want tf218-mixed; then
+    # 8b. TF 2.18 with TF 2.17.1's libtensorflow_framework.so.2 copied over its own (two TF
+    #     releases' files mixed): TF's own C++ symbols no longer bind, as `ldd -r` shows.
+    #     Expect IC013 naming TF's libraries and the missing C++ symbols.
+    fetch tensorflow==2.17.1
+    mixed="$work/tf218-mixed" f=tensorflow/libtensorflow_framework.so.2
+    cp -al "$work/$case" "$mixed"
+    rm "$mixed/$site/$f"
+    python3 -c 'import sys, zipfile; open(sys.argv[3], "wb").write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \
+      "$(wheel tensorflow-2.17.1)" "$f" "$mixed/$site/$f"
+    scan tf218-mixed "IC013: TF 2.18's libraries need C++ symbols TF 2.17.1's framework lacks"
+    unbound "$mixed" tensorflow/python/_pywrap_tensorflow_internal.so
+    rm -rf "$mixed"
+  fi
+  rm -rf "${work:?}/${case:?}"
+done
+
+# 9. jax 0.5.3's CUDA plugin and PJRT plugin with jaxlib and the nvidia-* wheels of its
+#    with-cuda extra. That extra gives lower bounds only; the set below meets each (the CUDA
+#    12.5 wheels tensorflow 2.18 pins, cuDNN 9.3, NCCL 2.21.5, and nvcc 12.6.85, jax's minimum):
+#    0 errors, 0 warnings.
+if want jax05; then
+  # shellcheck disable=SC2046 # one pin per word
+  stack "$work/jax05" jaxlib==0.5.3 jax-cuda12-plugin==0.5.3 jax-cuda12-pjrt==0.5.3 \
+    $(pins "$(wheel tensorflow-2.18.0)" and-cuda | grep -v nvcc) nvidia-cuda-nvcc-cu12==12.6.85
+  scan jax05 "0 errors, 0 warnings"
+  rm -rf "$work/jax05"
+fi
+
+# 10. onnxruntime-gpu 1.19.0 with the CUDA 12 and cuDNN 9 wheels its CUDA provider NEEDS (those
+#     torch 2.5.1 pins) and, as ONNX Runtime's install guide says for 1.19 (no preload_dlls yet),
+#     LD_LIBRARY_PATH naming their lib directories: 0 errors, 0 warnings.
+if want ort-cudnn9; then
+  fetch onnxruntime-gpu==1.19.0
+  stack "$work/ort9" onnxruntime-gpu==1.19.0 nvidia-cuda-runtime-cu12==12.4.127 \
+    nvidia-cublas-cu12==12.4.5.8 nvidia-cufft-cu12==11.2.1.3 nvidia-curand-cu12==10.3.5.147 \
+    nvidia-cudnn-cu12==9.1.0.70 nvidia-nvjitlink-cu12==12.4.127
+  lib="/$site/nvidia"
+  scan_env ort9 ort-cudnn9 "0 errors, 0 warnings; info: the TensorRT provider (optional)" \
+    "LD_LIBRARY_PATH=$lib/cuda_runtime/lib:$lib/cublas/lib:$lib/cufft/lib:$lib/curand/lib:$lib/cudnn/lib:$lib/nvjitlink/lib"
 fi

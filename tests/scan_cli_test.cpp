@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -749,6 +750,47 @@ TEST_CASE("a dangling soname link (IC014)", "[scan]") {
   CHECK(Scan(image(false)).Count("IC014") == 0);
 }
 
+// Issue #22: with --dockerfile, an IC020 that LD_LIBRARY_PATH causes pointed at the COPY that
+// wrote the stub, and one stub copied under two names gave two results. One result, on the ENV
+// line, with the COPY as its related location.
+TEST_CASE("sarif: a stub on the path is one result on its ENV line, the COPY related", "[scan]") {
+  TempDir dir;
+  ImageRecipe r = Base({"LD_LIBRARY_PATH=/usr/local/cuda/lib64/stubs"});
+  r.layers.push_back(
+      Layer({File("etc/os-release", "ID=ubuntu\n")}, "/bin/sh -c #(nop) ADD file:0123 in / "));
+  r.layers.push_back(
+      Layer({FileFrom("usr/local/cuda/lib64/stubs/libcuda.so", So("libcuda.so.1")),
+             FileFrom("usr/local/cuda/lib64/stubs/libcuda.so.1", So("libcuda.so.1"))},
+            "COPY stubs /usr/local/cuda/lib64/stubs # buildkit"));
+  r.layers.push_back(EmptyLayer("ENV LD_LIBRARY_PATH=/usr/local/cuda/lib64/stubs"));
+  WriteFile(dir / "Dockerfile",
+            "FROM ubuntu:22.04\n"
+            "COPY stubs /usr/local/cuda/lib64/stubs\n"
+            "ENV LD_LIBRARY_PATH=/usr/local/cuda/lib64/stubs\n");
+  fs::path sarif = dir / "r.sarif";
+  Result res = Scan(r, "--dockerfile '" + (dir / "Dockerfile").string() + "' --output sarif='" +
+                           sarif.string() + "'");
+  INFO(Messages(res));
+  REQUIRE(res.Count("IC020") == 1);
+  CHECK(res.Of("IC020")[0]["dockerfile"]["line"] == 3);
+  CHECK(res.Of("IC020")[0]["written_by"]["line"] == 2);
+  auto j = nlohmann::json::parse(ReadFile(sarif));
+  std::vector<nlohmann::json> ic020;
+  for (const auto& result : j["runs"][0]["results"])
+    if (result["ruleId"] == "IC020") ic020.push_back(result);
+  REQUIRE(ic020.size() == 1);
+  CHECK(ic020[0]["locations"][0]["physicalLocation"]["region"]["startLine"] == 3);
+  REQUIRE(ic020[0]["relatedLocations"].size() == 1);
+  const auto& related = ic020[0]["relatedLocations"][0];
+  CHECK(related["physicalLocation"]["region"]["startLine"] == 2);
+  CHECK(related["physicalLocation"]["region"]["snippet"]["text"] ==
+        "COPY stubs /usr/local/cuda/lib64/stubs");
+  auto valid = Run("python3 '" + (SourceDir() / "testdata/sarif/validate.py").string() + "' '" +
+                   sarif.string() + "'");
+  INFO(valid.output);
+  CHECK(valid.status == 0);
+}
+
 TEST_CASE("driver stub, baked-in driver, forward-compat libraries (IC020, IC021, IC022)",
           "[scan]") {
   auto cudart = [](std::vector<Entry>& e) {
@@ -1068,8 +1110,70 @@ TEST_CASE("profile: --profile prints each stage's time on stderr, and the report
   CHECK(plain.output.empty());
   INFO(profiled.output);
   for (std::string stage : {"read layers", "inflate+blob", "hash wait", "capture", "merge",
-                            "catalog", "loader", "rules", "report", "wall"})
+                            "catalog", "loader", "rules", "binding", "report", "wall"})
     CHECK(profiled.output.find("  " + stage + " ") != std::string::npos);
+}
+
+// The text report of a few scenario images besides the demo, so that what people read cannot
+// drift unnoticed: testdata/golden/scan-NAME.txt. The image's digest depends on the compiler that
+// built the fixtures, so the summary line's is masked. IMGCHECK_UPDATE_GOLDEN=1 rewrites them
+// after a deliberate change.
+TEST_CASE("text report goldens of scenario images", "[scan][golden]") {
+  // onnxruntime-gpu's CUDA provider with a RUNPATH into a CUDA 12.2 that is not there; the
+  // nvidia-* wheels it needs are installed, off its search path (issue #22's real image).
+  auto ort = [] {
+    ImageRecipe r = Base();
+    std::vector<Entry> e;
+    const std::string capi = "onnxruntime/capi/";
+    e.push_back(FileFrom(kSite + capi + "libonnxruntime_providers_cuda.so",
+                         So("libonnxruntime_providers_cuda.so",
+                            {"libcudnn.so.9", "libcudart.so.12"}, "/usr/local/cuda-12.2/lib")));
+    AddDist(e, "onnxruntime-gpu", "1.19.0", {}, {capi + "libonnxruntime_providers_cuda.so"});
+    e.push_back(FileFrom(kSite + "nvidia/cudnn/lib/libcudnn.so.9", So("libcudnn.so.9")));
+    AddDist(e, "nvidia-cudnn-cu12", "9.5.1.17", {}, {"nvidia/cudnn/lib/libcudnn.so.9"});
+    e.push_back(FileFrom(kSite + "nvidia/cuda_runtime/lib/libcudart.so.12", So("libcudart.so.12")));
+    AddDist(e, "nvidia-cuda-runtime-cu12", "12.6.77", {},
+            {"nvidia/cuda_runtime/lib/libcudart.so.12"});
+    r.layers.push_back(Layer(e, "RUN pip install onnxruntime-gpu==1.19.0"));
+    return r;
+  };
+  auto stub = [] {
+    ImageRecipe r = Base({"LD_LIBRARY_PATH=/usr/local/cuda/lib64/stubs"});
+    std::vector<Entry> e;
+    AddLib(e, "usr/local/cuda/lib64", "libcudart.so.12.4.127", So("libcudart.so.12"),
+           "libcudart.so.12");
+    e.push_back(FileFrom("usr/local/cuda/lib64/stubs/libcuda.so", So("libcuda.so.1")));
+    e.push_back(FileFrom("usr/local/cuda/lib64/stubs/libcuda.so.1", So("libcuda.so.1")));
+    r.layers.push_back(Layer(e, "COPY cuda /usr/local/cuda"));
+    return r;
+  };
+  auto clean = [] {
+    ImageRecipe r = Base();
+    std::vector<Entry> e;
+    AddLib(e, "usr/lib64", "libcudart.so.12.4.127", So("libcudart.so.12"), "libcudart.so.12");
+    e.push_back(FileFrom("app/server", Program("server", {"libcudart.so.12"}), 0755));
+    r.layers.push_back(Layer(e, "COPY . /"));
+    return r;
+  };
+  const std::vector<std::pair<std::string, ImageRecipe>> scenarios = {
+      {"stale-cudnn", Seed(true)}, {"ort-off-path", ort()}, {"stub", stub()}, {"clean", clean()}};
+  for (const auto& [name, recipe] : scenarios) {
+    INFO(name);
+    TempDir dir;
+    WriteOciLayout(dir / "image", recipe);
+    CommandResult r = Run("cd '" + dir.path().string() + "' && NO_COLOR=1 '" + Imgcheck() +
+                          "' scan --quiet --no-cache oci:image:latest");
+    INFO(r.output);
+    CHECK(r.status == (name == "clean" ? 0 : 1));
+    std::string text = r.output;
+    size_t digest = text.find(" sha256:");
+    REQUIRE(digest != std::string::npos);
+    REQUIRE(digest < text.find('\n'));
+    text.replace(digest + 8, 12, "<digest>");
+    const fs::path golden = SourceDir() / ("testdata/golden/scan-" + name + ".txt");
+    if (std::getenv("IMGCHECK_UPDATE_GOLDEN")) WriteFile(golden, text);
+    CHECK(ReadFile(golden) == text);
+  }
 }
 
 TEST_CASE("a legacy docker save archive is named by its config digest", "[scan]") {

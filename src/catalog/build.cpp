@@ -109,7 +109,8 @@ bool LikelyElf(std::string_view path, uint64_t size, uint32_t mode) {
 }
 
 /// Libraries of a family outside a Python environment: the files whose MD5 IC015 compares with
-/// a dpkg md5sums, when a later layer wrote them (DigestRule). Digesting costs a pass over the
+/// a dpkg md5sums, when a later layer wrote them (DigestRule), and whose SHA-256 an SBOM
+/// reading takes (CapturePolicy). Digesting costs a pass over the
 /// bytes as they stream (MD5 runs at 0.75 GB/s on a 2-core EPYC, slower than inflating), so the
 /// pip wheels' libraries, checked by their RECORD's size, are left out.
 bool NeedsMd5(const LibraryRules& rules, std::string_view path) {
@@ -193,6 +194,7 @@ void Builder::Run() {
   AddFrameworks();
   ReadLoaderConfig();
   for (Component& c : cat_.components) SettleVersion(c);
+  for (Component& c : cat_.packages) SettleVersion(c);
 }
 
 std::optional<std::string_view> Builder::Text(const std::string& path, const Node& node,
@@ -333,22 +335,25 @@ void Builder::ReadLoaderConfig() {
   cat_.config.ld_so_cache = std::move(*cache);
 }
 
-image::CapturePolicy CapturePolicy(const LibraryRules& rules) {
+image::CapturePolicy CapturePolicy(const LibraryRules& rules, bool sbom_hashes) {
   auto owned = std::make_shared<const LibraryRules>(rules);
-  return [owned](std::string_view path, uint64_t size,
-                 uint32_t mode) -> std::unique_ptr<image::Capturer> {
+  return [owned, sbom_hashes](std::string_view path, uint64_t size,
+                              uint32_t mode) -> std::unique_ptr<image::Capturer> {
     if (const CataloguedFile* f = FindCatalogued(*owned, path))
       return image::CapturePrefix(f->limit);
     if (!LikelyElf(path, size, mode)) return nullptr;
+    // The SBOM's hash of a library outside any Python environment (the files a generic purl
+    // names); a pass over its bytes, so only when an SBOM is asked for.
+    if (sbom_hashes && NeedsMd5(*owned, path)) return image::CaptureWithSha256(elf::MakeCapturer());
     return elf::MakeCapturer();
   };
 }
 
-std::string CapturePolicyId(const LibraryRules& rules) {
+std::string CapturePolicyId(const LibraryRules& rules, bool sbom_hashes) {
   // Bump the number when the code's table of catalogued files changes. 6: the MD5 is the
   // reading's DigestPlan's (DigestRule), no longer every family library's; and the symbol
   // tables IC013's binding reads are captured.
-  return "catalog-capture-6:" + rules.CaptureDigest();
+  return "catalog-capture-6:" + rules.CaptureDigest() + (sbom_hashes ? ":sha256" : "");
 }
 
 image::DigestRule DigestRule(const LibraryRules& rules) {

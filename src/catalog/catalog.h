@@ -136,6 +136,9 @@ struct Component {
   std::vector<int> overwritten_layers;  ///< earlier layers whose copy of `path` this one hides
   bool deleted = false;                 ///< removed by a whiteout in `layer`: not in the image
   std::vector<std::string> aliases;     ///< symlinks in the image that resolve to `path`
+  /// Libraries: lower-case hex SHA-256 of the file when the reading took it (CapturePolicy's
+  /// sbom_hashes), else empty.
+  std::string sha256;
   /// Libraries: the package owning `path`; nullopt = unmanaged. Frameworks: the pip dist.
   std::optional<PackageRef> owner;
   std::optional<LibraryFacts> elf;  ///< libraries whose ELF headers were read
@@ -176,6 +179,9 @@ class Catalog {
   std::vector<image::Layer> layers;           ///< copied from the image: digest, created_by
   std::vector<util::Diagnostic> diagnostics;  ///< corrupt ELF / unreadable metadata, with place
   std::vector<ReplacedFile> replaced;         ///< package files overwritten after install
+  /// The dpkg and conda packages that are not CUDA's (those are components): an SBOM of the
+  /// whole image (catalog --sbom-scope all) lists them too. Every pip distribution is a component.
+  std::vector<Component> packages;
 
   /// The parsed ELF headers of the regular file at exactly `path` in the merged tree (no
   /// link following); null when it is not an ELF file, was not captured, or is corrupt.
@@ -208,11 +214,13 @@ struct LibraryRules;
 
 /// What Build needs captured: the ELF capturer for likely shared objects and executables, and
 /// a bounded prefix of the metadata files it parses (some named by `rules`, which the policy
-/// copies). Thread-safe; cheap per call.
-image::CapturePolicy CapturePolicy(const LibraryRules& rules);
-/// Identity of CapturePolicy(rules) for the layer cache (LoadOptions::capture_id): changes
-/// whenever what the policy keeps changes, with the code or with the rule data.
-std::string CapturePolicyId(const LibraryRules& rules);
+/// copies). With `sbom_hashes`, also the SHA-256 of each family library outside a Python
+/// environment (Component::sha256), hashed as it streams: a pass over those bytes that only an
+/// SBOM needs (issue #26 keeps the plain scan near the inflate floor). Thread-safe; cheap per call.
+image::CapturePolicy CapturePolicy(const LibraryRules& rules, bool sbom_hashes = false);
+/// Identity of CapturePolicy(rules, sbom_hashes) for the layer cache (LoadOptions::capture_id):
+/// changes whenever what the policy keeps changes, with the code or with the rule data.
+std::string CapturePolicyId(const LibraryRules& rules, bool sbom_hashes = false);
 /// Whose MD5 the readings take (LoadOptions::digests): a family library outside a Python
 /// environment (pip's are checked by their RECORD's size) that a lower layer's dpkg md5sums
 /// states, for IC015. Thread-safe.

@@ -56,6 +56,7 @@ void Builder::AddLibraries() {
     if (c == nullptr) continue;
     c->layer = node.layer;
     c->overwritten_layers = node.history;
+    if (node.content) c->sha256 = node.content->sha256();
     if (std::string v = FilenameVersion(util::BaseName(path)); !v.empty()) {
       c->versions.push_back({v, VersionSource::kFilename, path, node.layer, ""});
     }

@@ -131,4 +131,47 @@ TEST_CASE("digests: a library a later layer writes over a dpkg one, and nothing 
   }
 }
 
+// Issue #22: no component had a hash. Issue #26: hashing every library on every scan costs a
+// pass over its bytes, so only an SBOM's reading takes the SHA-256, and only of the libraries
+// outside Python environments (a generic purl's files; pip's are named by their wheel).
+TEST_CASE("sbom hashes: the SHA-256 of libraries while the layer streams, only when asked",
+          "[catalog][load][digest]") {
+  using namespace imgcheck::testing;
+  TempDir dir;
+  const std::string lib = "usr/local/cuda/lib64/";
+  const std::string site = "usr/lib/python3/dist-packages/nvidia/cublas/lib/";
+  const std::string cudnn(70000, 'c'), cublas(5000, 'b');
+  ImageRecipe r;
+  LayerRecipe layer;
+  layer.created_by = "COPY cuda /usr/local/cuda";
+  layer.entries = {File(lib + "libcudnn.so.9.1.0", cudnn), File(site + "libcublas.so.12", cublas),
+                   File("var/lib/dpkg/status",
+                        "Package: bash\nStatus: install ok installed\nVersion: 5.1-6ubuntu1\n\n"
+                        "Package: libcudnn9-cuda-12\nStatus: install ok installed\n"
+                        "Version: 9.1.0.70-1\n")};
+  r.layers = {layer};
+  WriteOciLayout(dir / "layout", r);
+  std::string ref = "oci:" + (dir / "layout").string() + ":latest";
+  for (bool sbom : {false, true}) {
+    INFO("sbom_hashes " << sbom);
+    image::LoadOptions options;
+    options.capture = CapturePolicy(BuiltInRules(), sbom);
+    Catalog cat = Build(image::Load(ref, options), BuiltInRules());
+    const Component* c = At(cat, "/" + lib + "libcudnn.so.9.1.0");
+    REQUIRE(c != nullptr);
+    CHECK(c->sha256 == (sbom ? util::Sha256Digest(cudnn).substr(7) : ""));
+    const Component* pip = At(cat, "/" + site + "libcublas.so.12");
+    REQUIRE(pip != nullptr);
+    CHECK(pip->sha256.empty());
+    // The packages that are not CUDA's wait for an SBOM of the whole image, outside the
+    // components the checks read.
+    REQUIRE(cat.packages.size() == 1);
+    CHECK(cat.packages[0].name == "bash");
+    CHECK(cat.packages[0].version == "5.1");
+    CHECK(cat.Find(ComponentKind::kOsPackage, "bash").empty());
+    CHECK(cat.Find(ComponentKind::kOsPackage, "libcudnn9-cuda-12").size() == 1);
+  }
+  CHECK(CapturePolicyId(BuiltInRules(), true) != CapturePolicyId(BuiltInRules()));
+}
+
 }  // namespace imgcheck::catalog

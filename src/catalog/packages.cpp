@@ -39,7 +39,8 @@ void Builder::ReadDpkg() {
       // records carry no Status: the package is installed.
       if (!p.status.ends_with(" installed") && !(status_d && p.status.empty())) continue;
       std::string name = p.name;
-      if (rules_.IsCudaPackage(PackageManager::kDpkg, name)) {
+      bool cuda = rules_.IsCudaPackage(PackageManager::kDpkg, name);
+      {
         Component c;
         c.kind = ComponentKind::kOsPackage;
         c.name = name;
@@ -50,7 +51,7 @@ void Builder::ReadDpkg() {
         c.held = p.status.starts_with("hold ");
         c.versions.push_back(
             {UpstreamVersion(p.version), VersionSource::kDpkg, db, node->layer, p.version});
-        cat_.components.push_back(std::move(c));
+        (cuda ? cat_.components : cat_.packages).push_back(std::move(c));
       }
       packages.emplace(name, std::move(p));
     }
@@ -167,7 +168,6 @@ void Builder::ReadConda() {
     std::string prefix(util::DirName(util::DirName(path)));
     PackageRef owner{PackageManager::kConda, p->name, p->version, path, node->layer};
     for (const std::string& f : p->files) Own(util::JoinPath(prefix, f), owner);
-    if (!rules_.IsCudaPackage(PackageManager::kConda, p->name)) continue;
     Component c;
     c.kind = ComponentKind::kCondaPackage;
     c.name = p->name;
@@ -175,7 +175,8 @@ void Builder::ReadConda() {
     c.path = path;
     c.layer = node->layer;
     c.versions.push_back({p->version, VersionSource::kConda, path, node->layer, p->build});
-    cat_.components.push_back(std::move(c));
+    bool cuda = rules_.IsCudaPackage(PackageManager::kConda, p->name);
+    (cuda ? cat_.components : cat_.packages).push_back(std::move(c));
   }
 }
 

@@ -15,6 +15,7 @@ struct CatalogArgs {
   ImageArgs image;
   std::string format = "table";
   std::string output;
+  std::string sbom_scope = "cuda";
   std::vector<std::string> rules_dirs;
 };
 
@@ -22,14 +23,22 @@ int RunCatalog(const CatalogArgs& args) {
   std::optional<report::CatalogFormat> format = report::ParseCatalogFormat(args.format);
   if (!format) throw util::Fatal("--format: unknown format '" + args.format + "'");
   rules::Knowledge knowledge = scan::LoadKnowledge(args.rules_dirs);
-  scan::Request request = ScanRequest(args.image, knowledge, scan::Depth::kCatalog);
+  // An SBOM names the libraries' hashes and who loads whom: its reading hashes the libraries
+  // (only then, see issue #26's CPU budget) and goes on to the link maps.
+  bool sbom = report::IsSbom(*format);
+  scan::Request request =
+      ScanRequest(args.image, knowledge, sbom ? scan::Depth::kLinkMaps : scan::Depth::kCatalog);
+  request.sbom_hashes = sbom;
   std::unique_ptr<scan::Result> scanned = scan::Run(request);
+  report::SbomInput sbom_input;
+  sbom_input.all_packages = args.sbom_scope == "all";
+  if (sbom) sbom_input.loads = scan::Loads(*scanned);
   const image::Image& img = scanned->image;
   scanned->catalog.diagnostics = scan::Diagnostics(*scanned);
   report::ImageInfo info{img.reference, img.transport, img.manifest_digest, img.config_digest,
                          args.image.platform};
   std::string text = report::RenderCatalog(scanned->catalog, info, *format, scan::BuildVersion(),
-                                           knowledge.version().str());
+                                           knowledge.version().str(), sbom_input);
   if (args.output.empty()) {
     std::cout << text << std::flush;
     return 0;
@@ -55,6 +64,11 @@ Runner DefineCatalog(CLI::App& sub) {
       ->check(CLI::IsMember(names))
       ->capture_default_str();
   sub.add_option("-o,--output", args->output, "write to FILE instead of stdout");
+  sub.add_option("--sbom-scope", args->sbom_scope,
+                 "what an SBOM lists: cuda (the CUDA stack, marked incomplete) or all (every "
+                 "dpkg, pip and conda package of the image too, marked complete)")
+      ->check(CLI::IsMember({"cuda", "all"}))
+      ->capture_default_str();
   AddRulesArg(sub, args->rules_dirs);
   return [args]() -> int { return RunCatalog(*args); };
 }

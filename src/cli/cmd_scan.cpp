@@ -70,7 +70,8 @@ std::vector<Output> Outputs(const ScanArgs& args) {
 
 int Scan(const ScanArgs& args) {
   std::vector<Output> outputs = Outputs(args);
-  scan::Policy policy = scan::LoadPolicy(args.rules);
+  // The policy and the scan's model live to the process's end (KeepToExit).
+  scan::Policy& policy = KeepToExit(std::make_unique<scan::Policy>(scan::LoadPolicy(args.rules)));
   scan::Request request = ScanRequest(args.image, policy.knowledge, scan::Depth::kFindings);
   request.policy = &policy;
   request.dockerfile = args.dockerfile;
@@ -80,8 +81,7 @@ int Scan(const ScanArgs& args) {
     std::cerr << kProbeNotice;
     request.probe = &probe.emplace(ToRunOptions(args.probe_run));
   }
-  std::unique_ptr<scan::Result> scanned = scan::Run(request);
-  report::Report& rep = scanned->report;
+  report::Report& rep = KeepToExit(scan::Run(request)).report;
   rep.timestamp = util::UtcNow("%Y-%m-%dT%H:%M:%S");
   rep.notes.insert(rep.notes.end(), policy.config.expired.begin(), policy.config.expired.end());
   rep.sarif_category = args.sarif_category.empty() ? image::WithoutTagOrDigest(args.image.reference)

@@ -191,6 +191,7 @@ int Serve(ServeArgs& args) {
   args.image.quiet = true;  // no progress line from a server
   vo.identity = policy.ShortIdentity();
   vo.workers = args.workers;
+  vo.scan_deadline = std::chrono::seconds(args.image.limits.deadline_s);
   vo.cache_entries = args.cache_entries;
   serve::Metrics metrics;
   serve::Scanner scanner = [&args, &holder](const std::string& reference) {

@@ -311,6 +311,38 @@ TEST_CASE("Parse reads hand-written ELF files of every class and byte order") {
   }
 }
 
+TEST_CASE("Parse reads the symbol versions of hand-written ELF files (DT_VERSYM)") {
+  // What a C++ library built with a version script looks like: a default and a hidden version
+  // of one symbol, one without version, and a reference needing a version of another file.
+  fixture::ElfSpec spec;
+  spec.soname = "libcublasLt.so.12";
+  spec.needed = {"libcudart.so.12"};
+  spec.version_definitions = {"libcublasLt.so.12", "libcublasLt.so.12.1", "libcublasLt.so.12.4"};
+  spec.version_needs = {{"libcudart.so.12", {"libcudart.so.12"}}};
+  spec.exported = {"cublasLtCreate@@libcublasLt.so.12.4", "cublasLtCreate@libcublasLt.so.12.1",
+                   "cublasLtPlain"};
+  spec.imported = {"cudaMalloc@libcudart.so.12", "cudaFree"};
+  std::string bytes = fixture::BuildElf(spec);
+  auto parsed = Parse(util::SparseFile::Whole(bytes));
+  REQUIRE(parsed);
+  REQUIRE(parsed->has_value());
+  const ElfInfo& info = **parsed;
+  CHECK(info.problems.empty());
+  CHECK(Spelled(info.exported, true) == std::set<std::string>{"cublasLtCreate@@libcublasLt.so.12.4",
+                                                              "cublasLtCreate@libcublasLt.so.12.1",
+                                                              "cublasLtPlain"});
+  CHECK(Spelled(info.imported, false) ==
+        std::set<std::string>{"cudaMalloc@libcudart.so.12", "cudaFree"});
+  if (HaveProgram("readelf")) {
+    // readelf reads the builder's DT_VERSYM the same way (the builder is not its own judge).
+    TempDir dir;
+    imgcheck::testing::WriteFile(dir / "v.so", bytes);
+    Oracle o = RunReadelf(dir / "v.so", true);
+    CHECK(o.exported == Spelled(info.exported, true));
+    CHECK(o.imported == Spelled(info.imported, false));
+  }
+}
+
 TEST_CASE("Parse says not mine for non-ELF bytes and reports corrupt headers with an offset") {
   CHECK_FALSE(Parse(util::SparseFile::Whole("#!/bin/sh\necho hi\n"))->has_value());
   CHECK_FALSE(Parse(util::SparseFile::Whole(""))->has_value());

@@ -31,11 +31,13 @@ class PrefixCapturer : public Capturer {
   std::string kept_;
 };
 
-class Md5Capturer : public Capturer {
+// Keeps what `inner` keeps and hashes every byte with `Hash`, stored by `Set` on the result.
+template <class Hash, void (util::SparseFile::*Set)(std::string)>
+class DigestCapturer : public Capturer {
  public:
-  explicit Md5Capturer(std::unique_ptr<Capturer> inner) : inner_(std::move(inner)) {}
+  explicit DigestCapturer(std::unique_ptr<Capturer> inner) : inner_(std::move(inner)) {}
   bool Feed(std::string_view chunk) override {
-    md5_.Update(chunk);
+    hash_.Update(chunk);
     fed_ += chunk.size();
     if (inner_wants_) inner_wants_ = inner_->Feed(chunk);
     return true;  // the digest needs every byte
@@ -49,7 +51,7 @@ class Md5Capturer : public Capturer {
   }
   util::SparseFile Finish(uint64_t size) override {
     util::SparseFile f = inner_->Finish(size);
-    if (!sparse_ && fed_ == size) f.set_md5(md5_.HexDigest());
+    if (!sparse_ && fed_ == size) (f.*Set)(hash_.HexDigest());
     return f;
   }
 
@@ -58,13 +60,18 @@ class Md5Capturer : public Capturer {
   bool inner_wants_ = true;
   bool sparse_ = false;
   uint64_t fed_ = 0;
-  util::Md5 md5_;
+  Hash hash_;
 };
 
 }  // namespace
 
 std::unique_ptr<Capturer> CaptureWithMd5(std::unique_ptr<Capturer> inner) {
-  return std::make_unique<Md5Capturer>(std::move(inner));
+  return std::make_unique<DigestCapturer<util::Md5, &util::SparseFile::set_md5>>(std::move(inner));
+}
+
+std::unique_ptr<Capturer> CaptureWithSha256(std::unique_ptr<Capturer> inner) {
+  return std::make_unique<DigestCapturer<util::Sha256, &util::SparseFile::set_sha256>>(
+      std::move(inner));
 }
 
 std::unique_ptr<Capturer> CapturePrefix(uint64_t limit) {

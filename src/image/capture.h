@@ -29,6 +29,8 @@ std::unique_ptr<Capturer> CapturePrefix(uint64_t limit);
 /// Keeps what `inner` keeps and hashes every byte on the way (MD5, streamed: nothing more is
 /// held), so the result's md5() is the whole file's; left empty when the stream ended short.
 std::unique_ptr<Capturer> CaptureWithMd5(std::unique_ptr<Capturer> inner);
+/// The same with SHA-256 (SparseFile::sha256): the SBOM's file hashes, taken only when asked.
+std::unique_ptr<Capturer> CaptureWithSha256(std::unique_ptr<Capturer> inner);
 
 /// Paths, looked up by string_view.
 using PathSet = std::set<std::string, std::less<>>;

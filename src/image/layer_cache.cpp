@@ -74,7 +74,9 @@ bool GetString(util::Reader& r, std::string& out) {
 }
 
 // Empty (none computed) or 32 lower-case hex digits.
-bool IsMd5(std::string_view s) { return s.empty() || (s.size() == 32 && util::IsLowerHex(s)); }
+bool IsHex(std::string_view s, size_t n) {
+  return s.empty() || (s.size() == n && util::IsLowerHex(s));
+}
 
 bool ParsePayload(util::Reader& r, int layer, LayerContents& c) {
   if (!GetString(r, c.digest) || !GetString(r, c.diff_id)) return false;
@@ -129,8 +131,11 @@ bool ParsePayload(util::Reader& r, int layer, LayerContents& c) {
       end_of_last = *end;
     }
     std::string md5;
-    if (!GetString(r, md5) || !IsMd5(md5)) return false;
+    std::string sha256;
+    if (!GetString(r, md5) || !IsHex(md5, 32) || !GetString(r, sha256) || !IsHex(sha256, 64))
+      return false;
     content->set_md5(std::move(md5));
+    content->set_sha256(std::move(sha256));
     e.content = std::move(content);
   }
   return r.remaining() == 0;
@@ -217,6 +222,7 @@ std::string SerializeLayer(const LayerContents& c, int layer) {
       w.PutBlob(x.bytes);
     }
     w.PutString(e.content->md5());
+    w.PutString(e.content->sha256());
   }
   util::Sha256 sha;
   sha.Update(w.str());

@@ -50,6 +50,7 @@ LayerContents Sample() {
   sparse.Add(4096, std::string(300, 'x'));
   sparse.Add((1 << 20) - 10, std::string(10, '\0'));
   sparse.set_md5("0123456789abcdef0123456789abcdef");
+  sparse.set_sha256(std::string(64, 'e'));
   so.content = std::make_shared<const util::SparseFile>(sparse);
   so.digest_wanted = true;
   c.entries.push_back(so);
@@ -82,6 +83,7 @@ void RequireSameContent(const std::shared_ptr<const util::SparseFile>& a,
   if (!a) return;
   REQUIRE(a->size() == b->size());
   CHECK(a->md5() == b->md5());
+  CHECK(a->sha256() == b->sha256());
   REQUIRE(a->extents().size() == b->extents().size());
   for (size_t i = 0; i < a->extents().size(); ++i) {
     CHECK(a->extents()[i].offset == b->extents()[i].offset);

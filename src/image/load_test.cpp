@@ -519,16 +519,18 @@ TEST_CASE("capture keeps prefixes, never whole large files", "[load]") {
   CHECK(img.tree.Find("/small")->content == nullptr);
 }
 
-TEST_CASE("capture with MD5 digests the whole file and keeps only what the inner capturer keeps",
+TEST_CASE("capture with MD5 or SHA-256 digests the whole file, keeps what the inner one keeps",
           "[load]") {
   TempDir tmp;
   std::string big(3 << 20, 'B');
   big[12345] = 'x';
   ImageRecipe r;
-  r.layers.push_back(MakeLayer({File("big", big), File("plain", "p")}, Compression::kGzip, "x"));
+  r.layers.push_back(
+      MakeLayer({File("big", big), File("plain", "p"), File("sha", big)}, Compression::kGzip, "x"));
   WriteOciLayout(tmp / "layout", r);
   LoadOptions o;
   o.capture = [](std::string_view path, uint64_t, uint32_t) {
+    if (path == "/sha") return CaptureWithSha256(CaptureWithMd5(CapturePrefix(4096)));
     return path == "/big" ? CaptureWithMd5(CapturePrefix(4096)) : CapturePrefix(4096);
   };
   Image img = Load("oci:" + (tmp / "layout").string(), o);
@@ -538,6 +540,13 @@ TEST_CASE("capture with MD5 digests the whole file and keeps only what the inner
   CHECK(n->content->md5() == util::Md5Hex(big));
   REQUIRE(img.tree.Find("/plain")->content);
   CHECK(img.tree.Find("/plain")->content->md5().empty());  // not asked for
+  CHECK(n->content->sha256().empty());
+  // Both digests over one stream (an SBOM reading of a file IC015 also compares).
+  const Node* both = img.tree.Find("/sha");
+  REQUIRE(both->content);
+  CHECK(both->content->captured_bytes() == 4096);
+  CHECK(both->content->md5() == util::Md5Hex(big));
+  CHECK(both->content->sha256() == util::Sha256Digest(big).substr(7));
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 #include "image/tree.h"
 
-#include "util/path.h"
+#include <algorithm>
 
 namespace imgcheck::image {
 
@@ -8,13 +8,17 @@ namespace {
 
 constexpr int kMaxSymlinks = 40;  // Linux's MAXSYMLINKS
 
-// Pushes the components of `path` onto `stack` so that the first component is on top.
-void PushComponents(std::string_view path, std::vector<std::string>& stack) {
-  std::vector<std::string> parts;
-  for (std::string& p : util::Split(path, '/'))
-    if (!p.empty() && p != ".") parts.push_back(std::move(p));
-  stack.insert(stack.end(), std::make_move_iterator(parts.rbegin()),
-               std::make_move_iterator(parts.rend()));
+// Pushes the components of `path` ("" and "." dropped) onto `stack` so that the first
+// component is on top. The views point into `path`.
+void PushComponents(std::string_view path, std::vector<std::string_view>& stack) {
+  const size_t first = stack.size();
+  for (size_t i = 0; i <= path.size();) {
+    size_t end = std::min(path.find('/', i), path.size());
+    std::string_view part = path.substr(i, end - i);
+    if (!part.empty() && part != ".") stack.push_back(part);
+    i = end + 1;
+  }
+  std::reverse(stack.begin() + static_cast<std::ptrdiff_t>(first), stack.end());
 }
 
 }  // namespace
@@ -30,32 +34,39 @@ const Deletion* Tree::FindDeleted(std::string_view path) const {
 }
 
 std::optional<Tree::Resolved> Tree::Resolve(std::string_view path, bool follow_last) const {
-  std::vector<std::string> todo;  // components still to walk, next on top
+  // Components still to walk, next on top: views into `path` and into the link targets of
+  // nodes_, which outlive the walk. `current` is the path walked so far, extended in place (the
+  // loader resolves thousands of candidate paths per scan: no string per component).
+  std::vector<std::string_view> todo;
   PushComponents(path, todo);
   std::string current = "/";
+  current.reserve(path.size() + 1);
   int links = 0;
   while (!todo.empty()) {
-    std::string part = std::move(todo.back());
+    std::string_view part = todo.back();
     todo.pop_back();
     if (part == "..") {
-      current = std::string(util::DirName(current));  // clamped at "/"
+      current.resize(std::max<size_t>(current.rfind('/'), 1));  // DirName, clamped at "/"
       continue;
     }
-    std::string next = current == "/" ? "/" + part : current + "/" + part;
-    const Node* node = Find(next);
+    const size_t parent = current.size();
+    if (parent > 1) current += '/';
+    current += part;
+    const Node* node = Find(current);
     bool last = todo.empty();
     if (node != nullptr && node->type == NodeType::kSymlink && (!last || follow_last)) {
       if (++links > kMaxSymlinks) return std::nullopt;
       // The target is read relative to the link's directory; an absolute one restarts at the
       // image root, never the host's.
-      if (!node->link_target.empty() && node->link_target.front() == '/') current = "/";
+      current.resize(parent);
+      if (!node->link_target.empty() && node->link_target.front() == '/') current.resize(1);
       PushComponents(node->link_target, todo);
       continue;
     }
     if (node != nullptr && !last && node->type != NodeType::kDirectory) return std::nullopt;
-    current = std::move(next);
   }
-  return Resolved{current, Find(current)};
+  const Node* node = Find(current);
+  return Resolved{std::move(current), node};
 }
 
 std::vector<std::string> Tree::List(std::string_view dir) const {

@@ -47,6 +47,7 @@ class SymbolIndex {
   struct Exports {
     std::vector<uint64_t> keys;  ///< sorted
     bool known = false;
+    bool Defines(uint64_t key, uint64_t alt) const;
   };
   struct Reference {
     uint64_t key = 0, alt = 0;

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <iomanip>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "catalog/metadata.h"
@@ -222,6 +224,73 @@ std::string_view CycloneDxType(ComponentKind kind) {
   }
 }
 
+/// One component of an SBOM with its reference ("component-3"; a package outside the CUDA
+/// stack "package-7"), unique in the document.
+struct SbomItem {
+  const Component* component;
+  std::string ref;
+};
+
+/// The present components, then with sbom.all_packages every other package of the image.
+std::vector<SbomItem> SbomItems(const catalog::Catalog& cat, const SbomInput& sbom) {
+  std::vector<SbomItem> items;
+  for (size_t i = 0; i < cat.components.size(); ++i)
+    if (!cat.components[i].deleted)  // not in the image
+      items.push_back({&cat.components[i], "component-" + std::to_string(i + 1)});
+  if (sbom.all_packages)
+    for (size_t i = 0; i < cat.packages.size(); ++i)
+      items.push_back({&cat.packages[i], "package-" + std::to_string(i + 1)});
+  return items;
+}
+
+/// The package manager whose database names a package component; nullopt for the rest.
+std::optional<catalog::PackageManager> ManagerOf(ComponentKind kind) {
+  switch (kind) {
+    case ComponentKind::kPythonDist:
+      return catalog::PackageManager::kPip;
+    case ComponentKind::kOsPackage:
+      return catalog::PackageManager::kDpkg;
+    case ComponentKind::kCondaPackage:
+      return catalog::PackageManager::kConda;
+    default:
+      return std::nullopt;
+  }
+}
+
+/// The dependency graph of `items` by reference: each load's consumer and library mapped to
+/// the library component at that path, else to the package component that owns the file. A
+/// load inside one component (a package's own libraries) is no edge.
+std::map<std::string, std::set<std::string>> DependencyRefs(const catalog::Catalog& cat,
+                                                            const std::vector<SbomItem>& items,
+                                                            const SbomInput& sbom) {
+  std::map<std::string, std::string, std::less<>> by_path;
+  std::map<std::pair<catalog::PackageManager, std::string>, std::string> by_package;
+  for (const SbomItem& item : items) {
+    const Component& c = *item.component;
+    if (std::optional<catalog::PackageManager> m = ManagerOf(c.kind)) {
+      by_package.emplace(std::pair{*m, c.name}, item.ref);
+    } else if (catalog::IsLibraryKind(c.kind)) {
+      by_path.emplace(c.path, item.ref);
+    }
+  }
+  auto ref_of = [&](const std::string& path) -> std::string {
+    if (auto it = by_path.find(path); it != by_path.end()) return it->second;
+    if (const catalog::PackageRef* owner = cat.Owner(path)) {
+      std::string name = owner->name;
+      if (owner->manager == catalog::PackageManager::kPip) name = catalog::NormalizeDistName(name);
+      if (auto it = by_package.find({owner->manager, name}); it != by_package.end())
+        return it->second;
+    }
+    return "";
+  };
+  std::map<std::string, std::set<std::string>> graph;
+  for (const auto& [consumer, library] : sbom.loads) {
+    std::string from = ref_of(consumer), to = ref_of(library);
+    if (!from.empty() && !to.empty() && from != to) graph[from].insert(to);
+  }
+  return graph;
+}
+
 }  // namespace
 
 const std::vector<CatalogFormatInfo>& CatalogFormats() {
@@ -311,7 +380,7 @@ std::string RenderCatalogJson(const catalog::Catalog& cat, const ImageInfo& imag
 
 std::string RenderCatalogCycloneDx(const catalog::Catalog& cat, const ImageInfo& image,
                                    std::string_view tool_version, std::string_view rules_version,
-                                   std::string_view spec) {
+                                   std::string_view spec, const SbomInput& sbom) {
   ordered_json bom;
   bom["bomFormat"] = "CycloneDX";
   bom["specVersion"] = spec;
@@ -327,15 +396,15 @@ std::string RenderCatalogCycloneDx(const catalog::Catalog& cat, const ImageInfo&
   metadata["component"] = std::move(subject);
   bom["metadata"] = std::move(metadata);
   ordered_json components = ordered_json::array();
-  size_t n = 0;
-  for (const Component& c : cat.components) {
-    ++n;
-    if (c.deleted) continue;  // not in the image
+  std::vector<SbomItem> items = SbomItems(cat, sbom);
+  for (const SbomItem& item : items) {
+    const Component& c = *item.component;
     ordered_json j;
-    j["bom-ref"] = "component-" + std::to_string(n);
+    j["bom-ref"] = item.ref;
     j["type"] = CycloneDxType(c.kind);
     j["name"] = c.name;
     if (!c.version.empty()) j["version"] = c.version;
+    if (!c.sha256.empty()) j["hashes"] = {{{"alg", "SHA-256"}, {"content", c.sha256}}};
     if (std::string purl = Purl(cat, c, image); !purl.empty()) j["purl"] = purl;
     ordered_json props = ordered_json::array();
     auto prop = [&](std::string_view name, const std::string& value) {
@@ -357,14 +426,22 @@ std::string RenderCatalogCycloneDx(const catalog::Catalog& cat, const ImageInfo&
     components.push_back(std::move(j));
   }
   bom["components"] = std::move(components);
-  // The catalog lists the CUDA stack (libraries, driver files, frameworks and the packages that
-  // own them), not every package of the image: said, so that no scanner takes it as whole.
-  bom["compositions"] = {{{"aggregate", "incomplete"}, {"assemblies", {"image"}}}};
+  // Who loads whom, as the loader resolved it (CycloneDX: a component's dependsOn).
+  ordered_json dependencies = ordered_json::array();
+  for (const auto& [from, to] : DependencyRefs(cat, items, sbom))
+    dependencies.push_back({{"ref", from}, {"dependsOn", ordered_json(to)}});
+  if (!dependencies.empty()) bom["dependencies"] = std::move(dependencies);
+  // By default the catalog lists the CUDA stack (libraries, driver files, frameworks and the
+  // packages that own them), not every package of the image: said, so that no scanner takes it
+  // as whole. With every package (--sbom-scope all) the list is the image's.
+  std::string aggregate = sbom.all_packages ? "complete" : "incomplete";
+  bom["compositions"] = {{{"aggregate", aggregate}, {"assemblies", {"image"}}}};
   return DumpJson(bom, 2) + "\n";
 }
 
 std::string RenderCatalogSpdx(const catalog::Catalog& cat, const ImageInfo& image,
-                              std::string_view tool_version, std::string timestamp) {
+                              std::string_view tool_version, std::string timestamp,
+                              const SbomInput& sbom) {
   if (timestamp.empty()) timestamp = util::UtcNow("%Y-%m-%dT%H:%M:%SZ");
   ordered_json doc;
   doc["spdxVersion"] = "SPDX-2.3";
@@ -376,11 +453,13 @@ std::string RenderCatalogSpdx(const catalog::Catalog& cat, const ImageInfo& imag
       "https://imgcheck.invalid/spdx/" +
       PurlEncode(image.manifest_digest.empty() ? image.reference : image.manifest_digest) + "/" +
       PurlEncode(timestamp);
-  doc["creationInfo"] = {{"created", timestamp},
-                         {"creators", {"Tool: imgcheck-" + std::string(tool_version)}},
-                         {"comment",
-                          "The CUDA stack of the image only (libraries, driver files, "
-                          "frameworks and the packages that own them)."}};
+  doc["creationInfo"] = {
+      {"created", timestamp},
+      {"creators", {"Tool: imgcheck-" + std::string(tool_version)}},
+      {"comment", sbom.all_packages ? "Every dpkg, pip and conda package of the image, and "
+                                      "the CUDA libraries, driver files and frameworks."
+                                    : "The CUDA stack of the image only (libraries, driver "
+                                      "files, frameworks and the packages that own them)."}};
   ordered_json packages = ordered_json::array();
   ordered_json subject{{"SPDXID", "SPDXRef-Image"},
                        {"name", image.reference},
@@ -393,16 +472,19 @@ std::string RenderCatalogSpdx(const catalog::Catalog& cat, const ImageInfo& imag
   relationships.push_back({{"spdxElementId", "SPDXRef-DOCUMENT"},
                            {"relationshipType", "DESCRIBES"},
                            {"relatedSpdxElement", "SPDXRef-Image"}});
-  size_t n = 0;
-  for (const Component& c : cat.components) {
-    ++n;
-    if (c.deleted) continue;
-    std::string id = "SPDXRef-Component-" + std::to_string(n);
+  // SPDX identifiers from the CycloneDX references: "component-3" -> "SPDXRef-component-3".
+  auto id_of = [](const std::string& ref) { return "SPDXRef-" + ref; };
+  std::vector<SbomItem> items = SbomItems(cat, sbom);
+  for (const SbomItem& item : items) {
+    const Component& c = *item.component;
+    std::string id = id_of(item.ref);
     ordered_json p{{"SPDXID", id},
                    {"name", c.name},
                    {"downloadLocation", "NOASSERTION"},
                    {"filesAnalyzed", false}};
     if (!c.version.empty()) p["versionInfo"] = c.version;
+    if (!c.sha256.empty())
+      p["checksums"] = {{{"algorithm", "SHA256"}, {"checksumValue", c.sha256}}};
     if (std::string purl = Purl(cat, c, image); !purl.empty())
       p["externalRefs"] = {{{"referenceCategory", "PACKAGE-MANAGER"},
                             {"referenceType", "purl"},
@@ -414,24 +496,35 @@ std::string RenderCatalogSpdx(const catalog::Catalog& cat, const ImageInfo& imag
                              {"relationshipType", "CONTAINS"},
                              {"relatedSpdxElement", id}});
   }
+  for (const auto& [from, to] : DependencyRefs(cat, items, sbom))
+    for (const std::string& library : to)
+      relationships.push_back({{"spdxElementId", id_of(from)},
+                               {"relationshipType", "DEPENDS_ON"},
+                               {"relatedSpdxElement", id_of(library)}});
   doc["packages"] = std::move(packages);
   doc["relationships"] = std::move(relationships);
   return DumpJson(doc, 2) + "\n";
 }
 
+bool IsSbom(CatalogFormat format) {
+  return format == CatalogFormat::kCycloneDx || format == CatalogFormat::kCycloneDx15 ||
+         format == CatalogFormat::kSpdx;
+}
+
 std::string RenderCatalog(const catalog::Catalog& cat, const ImageInfo& image, CatalogFormat format,
-                          std::string_view tool_version, std::string_view rules_version) {
+                          std::string_view tool_version, std::string_view rules_version,
+                          const SbomInput& sbom) {
   switch (format) {
     case CatalogFormat::kTable:
       return RenderCatalogTable(cat, image);
     case CatalogFormat::kJson:
       return RenderCatalogJson(cat, image);
     case CatalogFormat::kCycloneDx:
-      return RenderCatalogCycloneDx(cat, image, tool_version, rules_version);
+      return RenderCatalogCycloneDx(cat, image, tool_version, rules_version, "1.6", sbom);
     case CatalogFormat::kCycloneDx15:
-      return RenderCatalogCycloneDx(cat, image, tool_version, rules_version, "1.5");
+      return RenderCatalogCycloneDx(cat, image, tool_version, rules_version, "1.5", sbom);
     case CatalogFormat::kSpdx:
-      return RenderCatalogSpdx(cat, image, tool_version);
+      return RenderCatalogSpdx(cat, image, tool_version, "", sbom);
   }
   return {};
 }

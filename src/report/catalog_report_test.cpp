@@ -185,4 +185,66 @@ TEST_CASE("catalog: a library vendored by auditwheel names the package that vend
   CHECK_FALSE(j["components"][0].contains("vendored_by"));
 }
 
+// Issue #22: no component had a hash, the SBOM had no dependency graph, and nothing listed the
+// image's other packages for Grype or Trivy.
+TEST_CASE("catalog SBOM: hashes, the loader's graph, and every package with --sbom-scope all",
+          "[report][catalog]") {
+  catalog::Catalog cat = SmallCatalog();
+  const std::string sha(64, 'a');
+  cat.components[0].owner.reset();  // a tarball cuDNN: pkg:generic/nvidia, hashed
+  cat.components[0].sha256 = sha;
+  // torch's extension loads the cuDNN: the extension is no component, its pip owner is.
+  const std::string ext = "/site/torch/lib/libtorch_cuda.so";
+  cat.mutable_owners().emplace(
+      ext, catalog::PackageRef{catalog::PackageManager::kPip, "torch", "2.3.0+cu121",
+                               "/site/torch-2.3.0.dist-info/RECORD", 0});
+  catalog::Component bash;
+  bash.kind = catalog::ComponentKind::kOsPackage;
+  bash.name = "bash";
+  bash.version = "5.1";
+  bash.versions = {
+      {"5.1", catalog::VersionSource::kDpkg, "/var/lib/dpkg/status", 0, "5.1-6ubuntu1"}};
+  bash.path = "/var/lib/dpkg/status";
+  bash.layer = 0;
+  cat.packages.push_back(bash);
+  SbomInput sbom;
+  sbom.loads = {{ext, cat.components[0].path},
+                {cat.components[0].path, cat.components[0].path},  // itself: no edge
+                {"/usr/bin/unknown", cat.components[0].path}};     // nobody's: no edge
+
+  auto bom = nlohmann::json::parse(RenderCatalogCycloneDx(cat, Info(), "0.1.0", "", "1.6", sbom));
+  const auto& lib = bom["components"][0];
+  CHECK(lib["purl"].get<std::string>().rfind("pkg:generic/nvidia/libcudnn@8.9.2.26", 0) == 0);
+  REQUIRE(lib["hashes"].size() == 1);
+  CHECK(lib["hashes"][0]["alg"] == "SHA-256");
+  CHECK(lib["hashes"][0]["content"] == sha);
+  CHECK_FALSE(bom["components"][1].contains("hashes"));  // torch's dist: no file to hash
+  REQUIRE(bom["dependencies"].size() == 1);
+  CHECK(bom["dependencies"][0]["ref"] == bom["components"][1]["bom-ref"]);  // torch
+  CHECK(bom["dependencies"][0]["dependsOn"] == nlohmann::json::array({lib["bom-ref"]}));
+  CHECK(bom["components"].size() == 3);  // the CUDA stack: not bash
+  CHECK(bom["compositions"][0]["aggregate"] == "incomplete");
+
+  auto spdx =
+      nlohmann::json::parse(RenderCatalogSpdx(cat, Info(), "0.1.0", "2026-11-25T14:00:00Z", sbom));
+  CHECK(spdx["packages"][1]["checksums"][0]["algorithm"] == "SHA256");
+  CHECK(spdx["packages"][1]["checksums"][0]["checksumValue"] == sha);
+  bool depends = false;
+  for (const auto& r : spdx["relationships"])
+    if (r["relationshipType"] == "DEPENDS_ON")
+      depends = r["spdxElementId"] == spdx["packages"][2]["SPDXID"] &&
+                r["relatedSpdxElement"] == spdx["packages"][1]["SPDXID"];
+  CHECK(depends);
+
+  sbom.all_packages = true;
+  auto all = nlohmann::json::parse(RenderCatalogCycloneDx(cat, Info(), "0.1.0", "", "1.6", sbom));
+  REQUIRE(all["components"].size() == 4);
+  CHECK(all["components"][3]["purl"] ==
+        "pkg:deb/ubuntu/bash@5.1-6ubuntu1?arch=amd64&distro=ubuntu-22.04");
+  CHECK(all["compositions"][0]["aggregate"] == "complete");
+  auto spdx_all =
+      nlohmann::json::parse(RenderCatalogSpdx(cat, Info(), "0.1.0", "2026-11-25T14:00:00Z", sbom));
+  CHECK(spdx_all["packages"].size() == 5);  // the image and the four
+}
+
 }  // namespace imgcheck::report

@@ -26,13 +26,18 @@ nlohmann::ordered_json FindingJson(const rules::Finding& f, bool dockerfile) {
   j["evidence"] = nlohmann::ordered_json::array();
   for (const auto& e : f.evidence)
     j["evidence"].push_back({{"label", e.label}, {"value", EvidenceValue(e)}});
-  if (dockerfile)  // present only when the scan was given --dockerfile; null when unmapped
-    j["dockerfile"] = f.dockerfile
-                          ? nlohmann::ordered_json{{"path", f.dockerfile->path},
-                                                   {"line", f.dockerfile->line},
-                                                   {"end_line", f.dockerfile->end_line},
-                                                   {"instruction", f.dockerfile->instruction}}
-                          : nlohmann::ordered_json(nullptr);
+  auto line = [](const std::optional<rules::SourceLine>& d) {
+    return d ? nlohmann::ordered_json{{"path", d->path},
+                                      {"line", d->line},
+                                      {"end_line", d->end_line},
+                                      {"instruction", d->instruction}}
+             : nlohmann::ordered_json(nullptr);
+  };
+  if (dockerfile) {  // present only when the scan was given --dockerfile; null when unmapped
+    j["dockerfile"] = line(f.dockerfile);
+    // A configuration finding's ENV/ARG line above; the instruction that wrote the file here.
+    if (f.written_by) j["written_by"] = line(f.written_by);
+  }
   return j;
 }
 

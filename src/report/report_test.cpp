@@ -200,6 +200,8 @@ report::Report WithDockerfile() {
   r.findings[1].env = "LD_LIBRARY_PATH";
   r.findings[1].dockerfile =
       rules::SourceLine{"docker/gpu image/Dockerfile", 3, 3, "ENV LD_LIBRARY_PATH=:/opt/x"};
+  r.findings[1].written_by =
+      rules::SourceLine{"docker/gpu image/Dockerfile", 5, 5, "COPY x /opt/x"};
   return r;
 }
 
@@ -236,6 +238,10 @@ TEST_CASE("sarif: Dockerfile lines as physical locations, fingerprints that do n
         "/usr/local/cudnn/lib64/libcudnn.so.5.0.5");
   CHECK(results[1]["locations"][0]["logicalLocations"][0]["name"] == "LD_LIBRARY_PATH");
   CHECK(results[1]["locations"][0]["physicalLocation"]["region"]["startLine"] == 3);
+  // Caused by the ENV on line 3; the COPY that wrote the file is a related location.
+  REQUIRE(results[1]["relatedLocations"].size() == 1);
+  CHECK(results[1]["relatedLocations"][0]["physicalLocation"]["region"]["startLine"] == 5);
+  CHECK_FALSE(results[0].contains("relatedLocations"));
   // The fingerprint ignores the line, the message and the order of the scan.
   auto plain = nlohmann::json::parse(report::Render(Fixed(), report::Format::kSarif));
   report::Report moved = WithDockerfile();

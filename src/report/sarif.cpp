@@ -1,9 +1,11 @@
 // SARIF 2.1.0 (https://docs.oasis-open.org/sarif/sarif/v2.1.0/sarif-v2.1.0.html), in the shape
 // GitHub code scanning reads (docs.github.com "SARIF support for code scanning"): rules with help
 // and helpUri; one result per finding with partialFingerprints (alerts are tracked across scans
-// by them); a physical location on the Dockerfile line when --dockerfile mapped the finding, the
-// path inside the image as a logical location always; ignored findings as suppressions; one
-// automationDetails.id per image, so scans of several images do not close each other's alerts.
+// by them); a physical location on the Dockerfile line when --dockerfile mapped the finding (for
+// one the configuration causes, the ENV/ARG line, with the instruction that wrote the file as a
+// related location), the path inside the image as a logical location always; ignored findings as
+// suppressions; one automationDetails.id per image, so scans of several images do not close each
+// other's alerts.
 #include <nlohmann/json.hpp>
 
 #include "report/escape.h"
@@ -33,6 +35,14 @@ std::string PercentEncode(std::string_view path) {
   return out;
 }
 
+// A Dockerfile instruction as a SARIF physical location (relative to the repository root).
+nlohmann::ordered_json DockerfileLocation(const rules::SourceLine& d) {
+  return {
+      {"artifactLocation", {{"uri", PercentEncode(d.path)}, {"uriBaseId", "%SRCROOT%"}}},
+      {"region",
+       {{"startLine", d.line}, {"endLine", d.end_line}, {"snippet", {{"text", d.instruction}}}}}};
+}
+
 // Where a finding is. GitHub rejects a whole file when one location lacks a physical location,
 // so every finding has one: the Dockerfile line when --dockerfile mapped it, else the main path
 // relative to the image's root file system (uriBaseId kImageRoot, a base GitHub cannot resolve:
@@ -48,11 +58,7 @@ nlohmann::ordered_json Locations(const rules::Finding& f) {
   if (logical.empty()) logical.push_back({{"fullyQualifiedName", "/"}, {"kind", "resource"}});
   nlohmann::ordered_json location;
   if (f.dockerfile) {
-    const rules::SourceLine& d = *f.dockerfile;
-    location["physicalLocation"] = {
-        {"artifactLocation", {{"uri", PercentEncode(d.path)}, {"uriBaseId", "%SRCROOT%"}}},
-        {"region",
-         {{"startLine", d.line}, {"endLine", d.end_line}, {"snippet", {{"text", d.instruction}}}}}};
+    location["physicalLocation"] = DockerfileLocation(*f.dockerfile);
   } else {
     std::string path = f.paths.empty() ? "/" : f.paths[0];
     size_t skip = path.find_first_not_of('/');
@@ -139,6 +145,13 @@ std::string RenderSarif(const Report& report) {
     res["level"] = Level(f.severity);
     res["message"] = {{"text", f.message}};
     res["locations"] = Locations(f);
+    // A finding the configuration causes is on its ENV/ARG line; the instruction that wrote the
+    // file is where the problem came from too (SARIF 3.27.22, relatedLocations).
+    if (f.written_by)
+      res["relatedLocations"] = nlohmann::ordered_json::array(
+          {{{"id", 1},
+            {"physicalLocation", DockerfileLocation(*f.written_by)},
+            {"message", {{"text", "wrote " + (f.paths.empty() ? "the file" : f.paths[0])}}}}});
     res["partialFingerprints"] = {{"imgcheck/v1", fingerprints[i]}};
     if (i >= report.findings.size()) {
       const rules::Ignore& ig = report.suppressed[i - report.findings.size()].ignore;

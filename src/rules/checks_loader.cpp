@@ -200,18 +200,26 @@ std::string UnresolvedFix(const Context& ctx, const std::vector<std::string>& na
     parts.push_back(
         JoinAnd(present) + ", outside the search of " + consumer +
         (dirs.empty() ? "" : " (" + std::to_string(dirs.size()) + " directories)") +
-        "; reach it with ENV LD_LIBRARY_PATH=" + list + (path.empty() ? "" : ":" + path) +
-        ", or a file in /etc/ld.so.conf.d/ listing " + JoinAnd(present_dirs) +
-        " and ldconfig, or " +
+        (present.size() > 1 ? "; reach them with" : "; reach it with") + " ENV LD_LIBRARY_PATH=" +
+        list + (path.empty() ? "" : ":" + path) + ", or a file in /etc/ld.so.conf.d/ listing " +
+        JoinAnd(present_dirs) + " and ldconfig, or " +
         (runpath.empty()
              ? "patchelf --set-rpath " + list + " " + consumer
              : "its " + std::string(elf->has_runpath ? "RUNPATH " : "RPATH ") + runpath +
                    " extended: patchelf --set-rpath " + runpath + ":" + list + " " + consumer));
   }
+  // Names one provider serves (cuDNN's sub-libraries) are said once, with it.
+  std::vector<std::pair<std::string, std::vector<std::string>>> by_provider;
   for (const auto& n : absent) {
     std::string p = Provider(ctx, n, consumer);
-    parts.push_back("no file of the image provides " + n + (p.empty() ? "" : ": " + p));
+    auto it = std::find_if(by_provider.begin(), by_provider.end(),
+                           [&](const auto& e) { return e.first == p; });
+    if (it == by_provider.end()) it = by_provider.insert(by_provider.end(), {p, {}});
+    it->second.push_back(n);
   }
+  for (const auto& [p, names] : by_provider)
+    parts.push_back("no file of the image provides " + JoinAnd(names) +
+                    (p.empty() ? "" : ": " + p));
   std::string out;
   for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
   return out.empty() ? out : out + ".";

@@ -13,6 +13,7 @@
 #include "loader/bind.h"
 #include "rules/context.h"
 #include "util/path.h"
+#include "util/profile.h"
 
 namespace imgcheck::rules {
 namespace {
@@ -107,6 +108,7 @@ struct Failure {
 }  // namespace
 
 void CheckUnboundSymbols(Context& ctx) {
+  util::ProfileSpan span(util::Stage::kBind);
   auto lookup = [&ctx](std::string_view p) { return ctx.catalog.Elf(p); };
   loader::SymbolIndex index(lookup);
   const std::map<std::string, std::string> interpreters = Interpreters(ctx.catalog);

@@ -148,6 +148,16 @@ TEST_CASE("IC012: one finding per requester and search path, with the fix the ev
   CHECK(both.remediation.find("no file of the image provides libcublasLt.so.12") !=
         std::string::npos);
   CHECK(both.remediation.find("nvidia-cublas-cuN") != std::string::npos);
+  // Names one provider serves are said once, with it (the text report showed cuDNN's seven
+  // sub-libraries each with the same install line).
+  FakeImage same = WithLibs(
+      {{"libcusolver.so.11", So("libcusolver.so.11", {"libcublas.so.12", "libcublasLt.so.12"})}});
+  auto one = Scan(same);
+  REQUIRE(one["IC012"].size() == 1);
+  const std::string& grouped = one["IC012"][0].remediation;
+  CHECK(grouped.rfind("no file of the image provides libcublas.so.12 and libcublasLt.so.12: ", 0) ==
+        0);
+  CHECK(grouped.find("provides", grouped.find("provides") + 1) == std::string::npos);
   // Present elsewhere, outside the search path: the ENV line and ld.so.conf.d that reach it.
   f.File("/opt/other/libcublasLt.so.12", So("libcublasLt.so.12"));
   f.File("/opt/other/libcudart.so.12", So("libcudart.so.12"));
@@ -592,6 +602,39 @@ TEST_CASE("IC013: a symbol version the loaded library does not define", "[checks
         std::string::npos);
   FakeImage ok = image("CUBLASLT_12.4");
   CHECK(Paths(Scan(ok), "IC013").empty());
+}
+
+TEST_CASE("IC013: a versioned symbol the library defines at another version only", "[checks]") {
+  // cuBLAS linked against cuBLASLt 12.4 references cublasLtMatmul@libcublasLt.so.12.4; a
+  // cuBLASLt that has that version node (so the version check passes) but defines the symbol
+  // only at 12.1 fails it, as glibc's check_match does ("symbol cublasLtMatmul version
+  // libcublasLt.so.12.4 not defined in file libcublasLt.so.12 with link time reference"). A
+  // hidden (non-default, "@") definition at 12.4 binds: only unversioned references skip those.
+  auto image = [&](const std::string& defined) {
+    elf::fixture::ElfSpec user;
+    user.soname = "libcublas.so.12";
+    user.needed = {"libcublasLt.so.12"};
+    user.version_needs = {{"libcublasLt.so.12", {"libcublasLt.so.12.4"}}};
+    user.imported = {"cublasLtMatmul@libcublasLt.so.12.4"};
+    elf::fixture::ElfSpec lt;
+    lt.soname = "libcublasLt.so.12";
+    lt.version_definitions = {"libcublasLt.so.12", "libcublasLt.so.12.1", "libcublasLt.so.12.4"};
+    lt.exported = {defined};
+    return WithLibs({{"libcublas.so.12", elf::fixture::BuildElf(user)},
+                     {"libcublasLt.so.12", elf::fixture::BuildElf(lt)}});
+  };
+  FakeImage bad = image("cublasLtMatmul@@libcublasLt.so.12.1");
+  auto found = Scan(bad);
+  CHECK(Paths(found, "IC013") == std::vector<std::string>{kLib + "/libcublasLt.so.12"});
+  REQUIRE(found["IC013"].size() == 1);
+  CHECK(found["IC013"][0].message.find(
+            kLib + "/libcublas.so.12 (unowned in " + kLib +
+            ") needs symbol cublasLtMatmul@libcublasLt.so.12.4, which no object in its lookup "
+            "scope defines; libcublasLt.so.12 should provide it") != std::string::npos);
+  FakeImage ok = image("cublasLtMatmul@@libcublasLt.so.12.4");
+  CHECK(Paths(Scan(ok), "IC013").empty());
+  FakeImage hidden = image("cublasLtMatmul@libcublasLt.so.12.4");
+  CHECK(Paths(Scan(hidden), "IC013").empty());
 }
 
 // ---- IC013's binding: every undefined, non-weak symbol of each link map, in glibc's scope

@@ -58,6 +58,9 @@ struct Finding {
   /// leads from a configuration finding to the ENV line that set it.
   std::string env;
   std::optional<SourceLine> dockerfile;  ///< set only when the scan was given --dockerfile
+  /// With --dockerfile, a finding the configuration causes is on the ENV/ARG line (`dockerfile`);
+  /// the instruction that wrote the file is here (SARIF relatedLocations). Empty otherwise.
+  std::optional<SourceLine> written_by;
   /// Expected by design (a library laid out as an NVIDIA release installs it): kept in JSON,
   /// SARIF and the exit code, shown in the text report only with --verbose.
   bool quiet = false;

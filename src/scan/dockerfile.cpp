@@ -90,9 +90,11 @@ void MapToDockerfile(const std::string& path, const image::Image& image, report:
     // that set it, what a user changes; the instruction that wrote the file is its evidence.
     if (const image::Instruction* e = f.env.empty() ? nullptr : image::Locate(map, -1, "", f.env);
         e && e != i && (e->keyword == "ENV" || e->keyword == "ARG")) {
-      if (i && i->keyword != "FROM")
+      if (i && i->keyword != "FROM") {
         f.evidence.push_back(
             {"written by", shown + ":" + std::to_string(i->line) + ": " + i->text});
+        f.written_by = rules::SourceLine{shown, i->line, i->end_line, i->text};
+      }
       i = e;
     }
     if (i) f.dockerfile = rules::SourceLine{shown, i->line, i->end_line, i->text};

@@ -1,5 +1,6 @@
 #include "scan/scan.h"
 
+#include <set>
 #include <utility>
 
 #include "catalog/library_rules.h"
@@ -88,9 +89,10 @@ std::unique_ptr<Result> Run(const Request& request) {
   auto r = std::make_unique<Result>();
   r->reference = request.reference;
   r->load = request.load;
-  // Every caller captures what the catalog needs, so cached layers serve them all alike.
-  r->load.capture = catalog::CapturePolicy(knowledge.libraries());
-  r->load.capture_id = catalog::CapturePolicyId(knowledge.libraries());
+  // Every caller captures what the catalog needs, so cached layers serve them all alike (an
+  // SBOM's reading, which also hashes libraries, has a cache key of its own).
+  r->load.capture = catalog::CapturePolicy(knowledge.libraries(), request.sbom_hashes);
+  r->load.capture_id = catalog::CapturePolicyId(knowledge.libraries(), request.sbom_hashes);
   r->load.digests = catalog::DigestRule(knowledge.libraries());
   r->image = image::Load(request.reference, r->load);
   if (request.depth == Depth::kImage) return r;
@@ -129,6 +131,16 @@ std::vector<WhyEntry> Why(const Result& scanned, std::string_view target) {
   for (const rules::Consumer& c : scanned.input.consumers)
     roots.push_back({c.path, c.role, &c.graph});
   return loader::FindWhy(scanned.image.tree, roots, target);
+}
+
+std::vector<std::pair<std::string, std::string>> Loads(const Result& scanned) {
+  std::vector<std::pair<std::string, std::string>> loads;
+  std::set<std::pair<std::string, std::string>> seen;
+  for (const rules::Consumer& c : scanned.input.consumers)
+    for (const loader::Resolution* r : c.graph.Resolutions())
+      if (r->found() && seen.emplace(r->consumer, r->real_path).second)
+        loads.emplace_back(r->consumer, r->real_path);
+  return loads;
 }
 
 image::LoadOptions PinnedLoad(const Result& scanned) {

@@ -64,6 +64,9 @@ struct Request {
   /// The Dockerfile the image was built from: findings are mapped to its lines.
   std::string dockerfile;
   ProbeStep* probe = nullptr;  ///< run the GPU probe after the link maps (scan --probe, probe)
+  /// Take the SHA-256 of the libraries outside Python environments while the layers stream
+  /// (Component::sha256): for an SBOM only, as it costs a pass over those bytes.
+  bool sbom_hashes = false;
 };
 
 /// Everything one scan learned. Not copyable: the input and the report point into it.
@@ -94,6 +97,11 @@ using WhyEntry = loader::WhyEntry;
 /// How every consumer's link map of `scanned` resolves `target` (a soname or a path in the
 /// image): `why`.
 std::vector<WhyEntry> Why(const Result& scanned, std::string_view target);
+
+/// Every library the loader resolved for every consumer of `scanned` (depth kLinkMaps or more),
+/// as (the object that loads it, the library) real paths, in load order, each pair once: the
+/// SBOM's dependency graph.
+std::vector<std::pair<std::string, std::string>> Loads(const Result& scanned);
 
 /// Options that read the same image again, pinned to the manifest digest scanned (the probe
 /// extracting libraries): a reading that reaches another manifest is a util::Fatal.

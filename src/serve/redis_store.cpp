@@ -71,20 +71,20 @@ class RedisStore : public SharedStore {
     Command({"SET", key, value, "EX", std::to_string(ttl.count())});
   }
 
-  bool Lock(const std::string& key, std::chrono::seconds ttl) override {
+  bool Lock(const std::string& key, std::chrono::milliseconds ttl) override {
     unsigned char raw[16];
     RAND_bytes(raw, sizeof raw);
     std::string token;
     for (unsigned char b : raw)
       token += "0123456789abcdef"[b >> 4], token += "0123456789abcdef"[b & 15];
-    Reply r = Command({"SET", key, token, "NX", "EX", std::to_string(ttl.count())});
+    Reply r = Command({"SET", key, token, "NX", "PX", std::to_string(ttl.count())});
     if (r->type != REDIS_REPLY_STATUS) return false;  // nil: someone else holds it
     std::lock_guard lock(mu_);
     tokens_[key] = token;
     return true;
   }
 
-  bool Renew(const std::string& key, std::chrono::seconds ttl) override {
+  bool Renew(const std::string& key, std::chrono::milliseconds ttl) override {
     std::string token;
     {
       std::lock_guard lock(mu_);
@@ -94,7 +94,7 @@ class RedisStore : public SharedStore {
     }
     Reply r = Command({"EVAL",
                        "if redis.call('get', KEYS[1]) == ARGV[1] then "
-                       "return redis.call('expire', KEYS[1], ARGV[2]) else return 0 end",
+                       "return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end",
                        "1", key, token, std::to_string(ttl.count())});
     return r->type == REDIS_REPLY_INTEGER && r->integer == 1;
   }

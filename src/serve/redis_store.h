@@ -19,9 +19,9 @@ class SharedStore {
   virtual std::optional<std::string> Get(const std::string& key) = 0;
   virtual void Put(const std::string& key, const std::string& value, std::chrono::seconds ttl) = 0;
   /// True when this caller now holds `key`'s lock (for `ttl` at most).
-  virtual bool Lock(const std::string& key, std::chrono::seconds ttl) = 0;
+  virtual bool Lock(const std::string& key, std::chrono::milliseconds ttl) = 0;
   /// Extends this caller's lock on `key` to `ttl` from now; false when it holds it no more.
-  virtual bool Renew(const std::string& key, std::chrono::seconds ttl) = 0;
+  virtual bool Renew(const std::string& key, std::chrono::milliseconds ttl) = 0;
   virtual void Unlock(const std::string& key) = 0;
   /// True when the store answers.
   virtual bool Ping() = 0;

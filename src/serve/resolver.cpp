@@ -12,6 +12,7 @@ namespace {
 constexpr size_t kMaxCacheEntries = 100000;  // bounds memory against a flood of distinct names
 constexpr int kLookupThreads = 8;            // registry round trips at once, for all requests
 constexpr size_t kLookupQueue = 1024;        // lookups waiting for one; more are refused
+constexpr std::chrono::milliseconds kStopCheck{50};  // how soon a waiting Resolve sees Stop
 
 }  // namespace
 
@@ -68,8 +69,15 @@ util::Expected<Resolved> Resolver::Resolve(const std::string& reference,
       answer = state_->pending[key] = state_->promises[key].get_future().share();
     }
   }
-  if (answer.wait_until(deadline) != std::future_status::ready)
-    return util::MakeError("image '" + reference + "': the registry did not answer in time");
+  // In slices, so that Stop ends the wait too.
+  while (answer.wait_until(std::min(deadline, std::chrono::steady_clock::now() + kStopCheck)) !=
+         std::future_status::ready) {
+    if (stopping_)
+      return util::MakeError("image '" + reference +
+                             "': not resolved, the server is shutting down");
+    if (std::chrono::steady_clock::now() >= deadline)
+      return util::MakeError("image '" + reference + "': the registry did not answer in time");
+  }
   return answer.get();
 }
 

@@ -3,6 +3,7 @@
 // for good; what a tag resolves to is kept for a short while (tags move).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -41,6 +42,9 @@ class Resolver {
                                        std::chrono::steady_clock::time_point::max());
   /// True when `host` may be contacted.
   bool Allowed(const std::string& host) const;
+  /// Shutdown: Resolve waits no more (it answers "the server is shutting down" within 50 ms);
+  /// the lookups under way go on to their own deadlines.
+  void Stop() { stopping_ = true; }
 
  private:
   /// What lookups share with the resolver. Lookups run on a pool of a few threads (shared by
@@ -53,6 +57,7 @@ class Resolver {
                      const image::Reference& ref);
 
   std::vector<std::string> allow_;
+  std::atomic<bool> stopping_{false};
   std::shared_ptr<State> state_;
   Pool lookups_;
 };

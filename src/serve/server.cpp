@@ -261,10 +261,11 @@ int Serve(const ServerOptions& options, Verdicts& verdicts, Resolver& resolver, 
     stop_at = Clock::now() + options.shutdown_grace;
     Log("stopping: answering the requests in flight");
     svr.Stop(stop_at - kMargin);
-    // Reviews waiting for scans get half the grace; then the scans are given up and they are
-    // answered per --on-error.
+    // Reviews waiting for registries or scans get half the grace; then the lookups and scans
+    // are given up and they are answered per --on-error, whatever their own deadlines.
     auto half = Clock::now() + options.shutdown_grace / 2;
     while (svr.Busy() > 0 && Clock::now() < half) std::this_thread::sleep_for(milliseconds(20));
+    resolver.Stop();
     if (!verdicts.Stop(stop_at - kMargin)) {
       Log("scans still running at the end of --shutdown-grace: abandoned");
       std::_Exit(0);

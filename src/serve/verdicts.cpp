@@ -1,5 +1,7 @@
 #include "serve/verdicts.h"
 
+#include <algorithm>
+#include <future>
 #include <optional>
 
 #include "serve/log.h"
@@ -10,15 +12,26 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// Renews a lock every third of its lifetime until destroyed.
+// Renews a lock every third of its lease until destroyed, or until `until` (the scan's deadline:
+// a scan stuck past it holds the other replicas off no longer), or until the lock is lost.
+constexpr std::chrono::milliseconds kReleaseWait{200};  // for abandoned scans' locks at Stop
+
 class Renewal {
  public:
-  Renewal(SharedStore& store, std::string key, std::chrono::seconds ttl)
-      : thread_([this, &store, key = std::move(key), ttl] {
+  Renewal(SharedStore& store, std::string key, std::chrono::milliseconds lease,
+          Clock::time_point until)
+      : thread_([this, &store, key = std::move(key), lease, until] {
           std::unique_lock lock(mu_);
-          while (!done_cv_.wait_for(lock, ttl / 3, [&] { return done_; })) {
+          while (!done_cv_.wait_for(lock, lease / 3, [&] { return done_; })) {
+            if (Clock::now() >= until) {
+              Log("a scan ran past --deadline: its shared lock " + key + " lapses");
+              return;
+            }
             try {
-              if (!store.Renew(key, ttl)) Log("lost the shared lock " + key);
+              if (!store.Renew(key, lease)) {
+                Log("lost the shared lock " + key);
+                return;
+              }
             } catch (const util::Fatal& e) {
               Log(e.what());
             }
@@ -42,6 +55,12 @@ class Renewal {
 
 }  // namespace
 
+std::chrono::milliseconds LockLease(std::chrono::seconds scan_deadline) {
+  using std::chrono::milliseconds;
+  return std::clamp<milliseconds>(milliseconds(scan_deadline) / 360, milliseconds(1000),
+                                  milliseconds(10000));
+}
+
 Verdicts::Verdicts(Scanner scanner, VerdictOptions options, std::unique_ptr<SharedStore> shared,
                    Metrics& metrics)
     : scanner_(std::move(scanner)),
@@ -63,8 +82,13 @@ Verdicts::~Verdicts() { Stop(); }
 
 bool Verdicts::Stop(Clock::time_point by) {
   {
-    std::lock_guard lock(mu_);
-    if (stopping_ && threads_.empty()) return true;
+    std::unique_lock lock(mu_);
+    if (stopping_ && threads_.empty()) {  // stopped before; scans abandoned then may still run
+      auto all_out = [&] { return live_workers_ == 0; };
+      if (by != Clock::time_point::max()) return exited_.wait_until(lock, by, all_out);
+      exited_.wait(lock, all_out);
+      return true;
+    }
     stopping_ = true;
     for (auto& [digest, flight] : flights_) {
       std::lock_guard fl(flight->mu);
@@ -90,6 +114,28 @@ bool Verdicts::Stop(Clock::time_point by) {
   }
   for (auto& t : threads_) done ? t.join() : t.detach();
   threads_.clear();
+  if (!done && shared_) {
+    std::set<std::string> held;
+    {
+      std::lock_guard lock(mu_);
+      held.swap(held_);
+    }
+    // On a thread of its own, waited for briefly: a Redis that does not answer must not hold
+    // the exit past --shutdown-grace (the locks then lapse a lease later).
+    auto released = std::make_shared<std::promise<void>>();
+    std::future<void> finished = released->get_future();
+    std::thread([store = shared_, held = std::move(held), released] {
+      for (const std::string& key : held) {
+        try {
+          store->Unlock(key);
+        } catch (const util::Fatal& e) {
+          Log(e.what());
+        }
+      }
+      released->set_value();
+    }).detach();
+    finished.wait_for(kReleaseWait);
+  }
   return done;
 }
 
@@ -281,12 +327,16 @@ void Verdicts::Work() {
 
 Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) {
   Outcome out;
+  // One key for the whole scan: a reload (SetIdentity) meanwhile must not file this verdict,
+  // judged by the policy the scan started with, under the new policy's key.
+  const std::string key = Key(digest), lock_key = key + ":lock";
+  const std::chrono::milliseconds lease = LockLease(options_.scan_deadline);
   // Across replicas: the holder of the store's lock scans; the others wait for its verdict,
   // and take over when the lock lapses without one (that replica died).
   bool locked = false;
   if (shared_) {
-    std::string lock_key = Key(digest) + ":lock";
-    auto give_up = Clock::now() + options_.lock_wait;
+    // The holder's scan ends by its deadline, and its lock a lease later.
+    auto give_up = Clock::now() + options_.scan_deadline + lease;
     for (;;) {
       if (auto v = FromStore(digest)) {
         metrics_.CacheHit("redis");
@@ -296,7 +346,7 @@ Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) 
         return out;
       }
       try {
-        locked = shared_->Lock(lock_key, options_.lock_ttl);
+        locked = shared_->Lock(lock_key, lease);
       } catch (const util::Fatal& e) {
         Log(std::string(e.what()) + "; scanning without the shared lock");
         break;
@@ -312,14 +362,31 @@ Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) 
       }
     }
   }
+  if (locked) {
+    std::lock_guard lock(mu_);
+    held_.insert(lock_key);
+  }
+  // Releases the lock unless Stop gave it up already.
+  auto release = [&] {
+    if (!locked) return;
+    {
+      std::lock_guard lock(mu_);
+      if (held_.erase(lock_key) == 0) return;
+    }
+    try {
+      shared_->Unlock(lock_key);
+    } catch (const util::Fatal& e) {
+      Log(e.what());
+    }
+  };
   metrics_.ScanStarted();
   auto start = Clock::now();
   std::optional<Verdict> v;
   {
-    // The lock is short-lived and renewed while the scan runs: it lasts as long as the scan
-    // (which --deadline bounds) and lapses within lock_ttl when this process dies.
+    // The lock lasts a lease and is renewed while the scan runs, up to the scan's deadline
+    // (which bounds the scan too): it lapses a lease after this process dies.
     std::optional<Renewal> renewal;
-    if (locked) renewal.emplace(*shared_, Key(digest) + ":lock", options_.lock_ttl);
+    if (locked) renewal.emplace(*shared_, lock_key, lease, start + options_.scan_deadline);
     try {
       v = scanner_(reference);
     } catch (const std::exception& e) {
@@ -329,7 +396,7 @@ Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) 
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   metrics_.ScanFinished(seconds, out.error.empty());
   if (!out.error.empty()) {
-    if (locked) shared_->Unlock(Key(digest) + ":lock");
+    release();
     out.state = Outcome::State::kFailed;
     Log("scan of " + reference + " failed: " + out.error);
     return out;
@@ -338,12 +405,12 @@ Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) 
   Remember(digest, verdict);
   if (shared_) {
     try {
-      shared_->Put(Key(digest), seal_.Seal(Key(digest), verdict->report), options_.store_ttl);
-      if (locked) shared_->Unlock(Key(digest) + ":lock");
+      shared_->Put(key, seal_.Seal(key, verdict->report), options_.store_ttl);
     } catch (const util::Fatal& e) {
       Log(e.what());
     }
   }
+  release();
   out.state = Outcome::State::kReady;
   out.verdict = verdict;
   return out;

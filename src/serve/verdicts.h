@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -35,12 +36,12 @@ struct VerdictOptions {
   size_t queue_limit = 256;      ///< scans waiting for a worker; more are refused
   size_t cache_entries = 10000;  ///< in-process LRU size
   std::chrono::seconds store_ttl{std::chrono::hours(24 * 30)};  ///< verdict lifetime in the store
-  /// A scan's lock in the store, renewed every third of it while the scan runs: another
-  /// replica takes over this long after the scanning one died.
-  std::chrono::seconds lock_ttl{10};
-  std::chrono::seconds lock_wait{std::chrono::hours(1)};  ///< waiting on a live replica's scan
-  std::chrono::seconds failure_ttl{30};                   ///< a failed scan is not retried sooner
-  std::chrono::milliseconds poll{100};                    ///< waiting on another replica's scan
+  /// --deadline, the longest a scan reads its image: a scan's lock in the store is leased for
+  /// LockLease of it and renewed while the scan runs, but not past it; a replica waits on
+  /// another's lock no longer than it and the lease.
+  std::chrono::seconds scan_deadline{3600};
+  std::chrono::seconds failure_ttl{30};  ///< a failed scan is not retried sooner
+  std::chrono::milliseconds poll{100};   ///< waiting on another replica's scan
   /// --verdict-key-file's key: verdicts in the shared store are sealed with it, and one that is
   /// not sealed with it is ignored (VerdictSeal). Empty: stored and trusted unsigned.
   std::string verdict_key;
@@ -52,6 +53,11 @@ struct Outcome {
   std::string error;                       ///< kFailed: why the scan failed
   std::string cached;                      ///< kReady from a cache: "memory" or "redis"
 };
+
+/// The lease of a scan's lock in the shared store, in proportion to the scan's deadline (1/360
+/// of it: 10 s for the default hour), within 1 s and 10 s. It is renewed every third of it while
+/// the scan runs, so a replica that died (SIGKILL, node lost) holds the others off that long.
+std::chrono::milliseconds LockLease(std::chrono::seconds scan_deadline);
 
 class Verdicts {
  public:
@@ -77,7 +83,8 @@ class Verdicts {
   /// Stops the workers; queued scans are dropped, running ones finish.
   void Stop() { Stop(std::chrono::steady_clock::time_point::max()); }
   /// The same, waiting for running scans until `by` only: false when some still run then (their
-  /// threads are left to the process's exit, which must follow).
+  /// threads are left to the process's exit, which must follow, and their locks in the store
+  /// are released, waiting 200 ms at most, so another replica takes them over at once).
   bool Stop(std::chrono::steady_clock::time_point by);
   bool SharedStoreUp();
   bool HasSharedStore() const { return shared_ != nullptr; }
@@ -107,7 +114,7 @@ class Verdicts {
   VerdictOptions options_;  ///< identity under identity_mu_
   mutable std::mutex identity_mu_;
   VerdictSeal seal_;
-  std::unique_ptr<SharedStore> shared_;
+  std::shared_ptr<SharedStore> shared_;  ///< shared with the thread that releases locks at Stop
   Metrics& metrics_;
 
   std::mutex mu_;
@@ -117,6 +124,7 @@ class Verdicts {
   std::list<std::pair<std::string, std::shared_ptr<const Verdict>>> lru_;  ///< newest first
   std::unordered_map<std::string, decltype(lru_)::iterator> index_;
   std::map<std::string, std::shared_ptr<Flight>> flights_;
+  std::set<std::string> held_;  ///< the store's locks this process's scans hold
   std::map<std::string, std::pair<std::chrono::steady_clock::time_point, std::string>> failed_;
   std::deque<std::pair<std::string, std::string>> queue_;  ///< digest, reference
   std::vector<std::thread> threads_;

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -252,6 +253,20 @@ class RedisServer {
     if (!pid.empty()) kill(std::stoi(pid), SIGTERM);
   }
   std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+  /// A store logged in with the password.
+  std::unique_ptr<SharedStore> Store() const {
+    auto s = OpenRedis(url(), "test-pass");
+    REQUIRE(s);
+    return std::move(*s);
+  }
+  /// What redis-cli prints for `command`, less the newline.
+  std::string Cli(const std::string& command) const {
+    std::string out = imgcheck::testing::Run("REDISCLI_AUTH=test-pass redis-cli -p " +
+                                             std::to_string(port_) + " " + command)
+                          .output;
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+  }
 
  private:
   int port_;
@@ -265,11 +280,7 @@ TEST_CASE("a verdict forged in Redis does not allow a broken image", "[verdicts]
     return imgcheck::testing::Skip("redis-server not installed");
   imgcheck::testing::TempDir dir;
   RedisServer redis(dir.path());
-  auto store = [&] {
-    auto s = OpenRedis(redis.url(), "test-pass");
-    REQUIRE(s);
-    return std::move(*s);
-  };
+  auto store = [&] { return redis.Store(); };
   CHECK_FALSE(OpenRedis(redis.url())->get()->Ping());  // the password is needed
   VerdictOptions o;
   o.identity = "policy1";
@@ -323,6 +334,99 @@ TEST_CASE("a verdict forged in Redis does not allow a broken image", "[verdicts]
   CHECK(Rejected(metrics, "bad_mac") >= 1);
 }
 
+TEST_CASE("a scan's lock is leased for a share of --deadline and lapses soon after its holder",
+          "[verdicts][redis]") {
+  CHECK(LockLease(3600s) == 10s);  // the default --deadline
+  CHECK(LockLease(1800s) == 5s);
+  CHECK(LockLease(36000s) == 10s);
+  CHECK(LockLease(60s) == 1s);
+  if (!imgcheck::testing::HaveProgram("redis-server"))
+    return imgcheck::testing::Skip("redis-server not installed");
+  imgcheck::testing::TempDir dir;
+  RedisServer redis(dir.path());
+  auto store = [&] { return redis.Store(); };
+  VerdictOptions o;
+  o.identity = "policy1";
+  o.verdict_key = std::string(40, 's');
+  o.poll = 20ms;
+  auto lock_of = [](char c) { return "imgcheck:verdict:policy1:" + Digest(c) + ":lock"; };
+  auto pttl = [&](char c) { return std::stoll(redis.Cli("pttl " + lock_of(c))); };
+  Metrics metrics;
+  // A replica whose scan of image `c` (held by `scans`) has begun and holds the lock.
+  auto scanning = [&](char c, FakeScanner& scans) {
+    scans.release = false;
+    auto v = std::make_unique<Verdicts>(scans.Get(), o, store(), metrics);
+    CHECK(v->Get(Digest(c), std::string("reg/app@") + Digest(c), 0ms).state ==
+          Outcome::State::kPending);
+    REQUIRE(imgcheck::testing::Eventually([&] { return pttl(c) > 0; }));
+    return v;
+  };
+
+  // A replica that died holding a lock (what a SIGKILL leaves: nobody renews it): another
+  // replica waits for it, then scans once it lapses, a lease (2 s for --deadline 720) later.
+  o.scan_deadline = 720s;
+  std::string image = "reg/ok@" + Digest('a');
+  REQUIRE(store()->Lock(lock_of('a'), LockLease(o.scan_deadline)));
+  auto locked_at = std::chrono::steady_clock::now();
+  FakeScanner survivor_scans;
+  Verdicts survivor(survivor_scans.Get(), o, store(), metrics);
+  CHECK(survivor.Get(Digest('a'), image, 0ms).state == Outcome::State::kPending);
+  std::this_thread::sleep_for(500ms);
+  CHECK(survivor_scans.calls == 0);  // waiting on the lock
+  Outcome taken = survivor.Wait(Digest('a'), 10s);
+  CHECK(taken.state == Outcome::State::kReady);
+  CHECK(survivor_scans.calls == 1);
+  CHECK(std::chrono::steady_clock::now() - locked_at < 6s);
+  CHECK(redis.Cli("exists " + lock_of('a')) == "0");  // released after the scan
+
+  // A live replica's scan that outlasts several leases (1 s for --deadline 360) keeps its lock,
+  // renewed: the other replica never scans, and takes the verdict from the store.
+  o.scan_deadline = 360s;
+  FakeScanner holder_scans;
+  auto holder = scanning('b', holder_scans);
+  FakeScanner other_scans;
+  Verdicts other(other_scans.Get(), o, store(), metrics);
+  CHECK(other.Get(Digest('b'), "reg/app@" + Digest('b'), 0ms).state == Outcome::State::kPending);
+  for (int i = 0; i < 5; ++i) {  // 2.5 s: two and a half leases
+    std::this_thread::sleep_for(500ms);
+    long long left = pttl('b');
+    CHECK(left > 0);
+    CHECK(left <= 1000);
+  }
+  CHECK(other_scans.calls == 0);
+  holder_scans.release = true;
+  Outcome shared = other.Wait(Digest('b'), 10s);
+  REQUIRE(shared.state == Outcome::State::kReady);
+  CHECK(shared.cached == "redis");
+  CHECK(other_scans.calls == 0);
+  CHECK(holder_scans.calls == 1);
+
+  // A scan stuck past its deadline (2 s here) holds the others off no longer: renewal stops,
+  // and the lock lapses a lease later.
+  o.scan_deadline = 2s;
+  FakeScanner stuck_scans;
+  auto stuck_holder = scanning('c', stuck_scans);
+  auto started = std::chrono::steady_clock::now();
+  FakeScanner next_scans;
+  Verdicts next(next_scans.Get(), o, store(), metrics);
+  CHECK(next.Get(Digest('c'), "reg/app@" + Digest('c'), 0ms).state == Outcome::State::kPending);
+  CHECK(next.Wait(Digest('c'), 10s).state == Outcome::State::kReady);
+  CHECK(next_scans.calls == 1);
+  CHECK(stuck_scans.calls == 1);
+  CHECK(std::chrono::steady_clock::now() - started < 4500ms);  // before the stuck scan ends
+  stuck_scans.release = true;
+
+  // A scan abandoned at shutdown gives its lock back at once.
+  o.scan_deadline = 3600s;
+  FakeScanner abandoned_scans;
+  {
+    auto abandoning = scanning('d', abandoned_scans);
+    CHECK_FALSE(abandoning->Stop(std::chrono::steady_clock::now() + 200ms));
+    CHECK(redis.Cli("exists " + lock_of('d')) == "0");
+    abandoned_scans.release = true;  // the destructor waits for the abandoned worker
+  }
+}
+
 TEST_CASE("the resolver keeps to the allow-list and caches what it resolved", "[resolver]") {
   std::atomic<int> fetches{0};
   ManifestResolver fetch = [&](const std::string& ref, const imgcheck::image::LoadOptions& o) {
@@ -370,6 +474,28 @@ TEST_CASE("the resolver keeps to the allow-list and caches what it resolved", "[
   for (auto& t : threads) t.join();
   CHECK(right == 20);
   CHECK(slow_fetches == 1);
+
+  // Shutdown: a Resolve waiting on a registry that does not answer ends at once, whatever its
+  // deadline (the lookup itself goes on to its own).
+  std::atomic<bool> answer{false};
+  Resolver silent({}, {}, 60s, [&](const std::string&, const imgcheck::image::LoadOptions&) {
+    for (int i = 0; i < 2000 && !answer; ++i) std::this_thread::sleep_for(5ms);
+    return Digest('6');
+  });
+  std::optional<imgcheck::util::Expected<Resolved>> waited;
+  std::thread waiter([&] {
+    waited =
+        silent.Resolve("reg:5000/silent:1", "linux/amd64", std::chrono::steady_clock::now() + 30s);
+  });
+  std::this_thread::sleep_for(100ms);
+  auto stopped = std::chrono::steady_clock::now();
+  silent.Stop();
+  waiter.join();
+  CHECK(std::chrono::steady_clock::now() - stopped < 2s);
+  REQUIRE(waited);
+  REQUIRE_FALSE(*waited);
+  CHECK_THAT(waited->error().message, Catch::Contains("the server is shutting down"));
+  answer = true;  // the pool's thread, joined when `silent` goes
 }
 
 TEST_CASE("registry notification envelopes yield the pushed manifests", "[events]") {

@@ -17,7 +17,10 @@ struct DataFile {
   std::string path;  ///< as read (for messages)
   std::string name;  ///< file name ("cuda.json"): a later file of the same name replaces it
   nlohmann::json json;
-  std::map<std::string, int, std::less<>> lines;  ///< JSON pointer ("/rules/3/id") -> line
+  /// JSON pointer ("/rules/3/id") -> line, as a reader that knows them fills it (the YAML
+  /// config). Empty for a JSON file: Line() indexes `text` when a message needs a line.
+  std::map<std::string, int, std::less<>> lines;
+  std::string text;  ///< the JSON text as read; empty for YAML
 
   /// Line of the value at `pointer`, or of its nearest enclosing value; 1 when unknown.
   int Line(std::string_view pointer) const;

@@ -13,7 +13,7 @@ namespace {
 // "of which" stages are indented; inflating includes reading the blob it inflates.
 constexpr const char* kNames[] = {"read layers", "  blob read", "  inflate+blob", "  hash wait",
                                   "  capture",   "layer cache", "merge",          "catalog",
-                                  "loader",      "rules",       "report"};
+                                  "loader",      "rules",       "  binding",      "report"};
 static_assert(std::size(kNames) == static_cast<size_t>(Stage::kCount));
 
 std::atomic<bool> enabled{false};

@@ -21,6 +21,7 @@ enum class Stage {
   kCatalog,   ///< catalog::Build
   kLoader,    ///< the loader's link maps of every consumer
   kRules,     ///< the checks
+  kBind,      ///< of which: binding every link map's symbols (IC013)
   kReport,    ///< writing the report
   kCount
 };

@@ -43,11 +43,16 @@ class SparseFile {
   /// (the capture policy asks for it where a package database states one), else empty.
   const std::string& md5() const { return md5_; }
   void set_md5(std::string md5) { md5_ = std::move(md5); }
+  /// Lower-case hex SHA-256 of the whole file, computed the same way, only when the reading was
+  /// asked for SBOM hashes (catalog::CapturePolicy); else empty.
+  const std::string& sha256() const { return sha256_; }
+  void set_sha256(std::string sha256) { sha256_ = std::move(sha256); }
 
  private:
   uint64_t size_ = 0;
   std::vector<Extent> extents_;  // sorted by offset, disjoint, non-adjacent
   std::string md5_;
+  std::string sha256_;
 };
 
 }  // namespace imgcheck::util

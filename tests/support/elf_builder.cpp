@@ -1,6 +1,8 @@
 #include "elf_builder.h"
 
 #include <algorithm>
+#include <map>
+#include <stdexcept>
 
 namespace imgcheck::elf::fixture {
 namespace {
@@ -88,16 +90,32 @@ std::string BuildElf(const ElfSpec& spec) {
     uint64_t name;
     bool defined;
     bool weak = false;
+    std::string version;  ///< "" for none
+    bool hidden = false;  ///< "name@VERSION" of a definition: not the default version
   };
   std::vector<Sym> syms;
-  for (const auto& s : spec.exported) syms.push_back({add_string(s), true});
-  for (const auto& s : spec.imported) syms.push_back({add_string(s), false});
-  for (const auto& s : spec.weak_imported) syms.push_back({add_string(s), false, true});
+  auto add_symbol = [&](const std::string& s, bool defined, bool weak) {
+    size_t at = s.find('@');
+    Sym sym{add_string(s.substr(0, at)), defined, weak, "", false};
+    if (at != std::string::npos) {
+      bool is_default = s.compare(at, 2, "@@") == 0;
+      sym.version = s.substr(at + (is_default ? 2 : 1));
+      sym.hidden = defined && !is_default;
+    }
+    syms.push_back(sym);
+  };
+  for (const auto& s : spec.exported) add_symbol(s, true, false);
+  for (const auto& s : spec.imported) add_symbol(s, false, false);
+  for (const auto& s : spec.weak_imported) add_symbol(s, false, true);
+  const bool versym =
+      std::any_of(syms.begin(), syms.end(), [](const Sym& s) { return !s.version.empty(); });
 
   // Version tables (Elf_Verdef/Verdaux, Elf_Verneed/Vernaux): the same layout in both classes.
   Writer versions(w64, spec.big_endian);
   uint16_t version_index = 1;
+  std::map<std::string, uint16_t> version_indices;  // a version's name -> its DT_VERSYM index
   for (size_t i = 0; i < spec.version_definitions.size(); ++i) {
+    version_indices.emplace(spec.version_definitions[i], version_index);
     versions.U16(1);                                                 // vd_version
     versions.U16(i == 0 ? 1 : 0);                                    // vd_flags: VER_FLG_BASE
     versions.U16(version_index++);                                   // vd_ndx
@@ -120,12 +138,13 @@ std::string BuildElf(const ElfSpec& spec) {
       versions.U32(0);  // vna_hash (not read)
       versions.U16(0);  // vna_flags
       versions.U16(++version_index);
+      version_indices.emplace(names[j], version_index);
       versions.U32(add_string(names[j]));
       versions.U32(j + 1 < names.size() ? 16 : 0);
     }
   }
-  const size_t version_tags =
-      (spec.version_definitions.empty() ? 0 : 2) + (spec.version_needs.empty() ? 0 : 2);
+  const size_t version_tags = (spec.version_definitions.empty() ? 0 : 2) +
+                              (spec.version_needs.empty() ? 0 : 2) + (versym ? 1 : 0);
   Writer note(w64, spec.big_endian);
   if (!spec.build_id.empty()) {
     note.U32(4);
@@ -152,7 +171,8 @@ std::string BuildElf(const ElfSpec& spec) {
   const uint64_t dynsym_off = align8(dynstr_off + dynstr.size());
   const uint64_t hash_off = dynsym_off + symsize * nsyms;
   const uint64_t versions_off = align8(hash_off + hash_size);
-  next = align8(versions_off + versions.size());
+  const uint64_t versym_off = align8(versions_off + versions.size());
+  next = align8(versym_off + (versym ? 2 * nsyms : 0));
   if (!spec.dynamic_first) {
     dynamic_off = next;
     next = align8(next + dynamic_size);
@@ -174,7 +194,8 @@ std::string BuildElf(const ElfSpec& spec) {
     dynamic.push_back({0x6ffffffe, versions_off + verneed_rel});  // DT_VERNEED
     dynamic.push_back({0x6fffffff, spec.version_needs.size()});   // DT_VERNEEDNUM
   }
-  dynamic.push_back({0, 0});  // DT_NULL
+  if (versym) dynamic.push_back({0x6ffffff0, versym_off});  // DT_VERSYM
+  dynamic.push_back({0, 0});                                // DT_NULL
 
   Writer w(w64, spec.big_endian);
   // e_ident
@@ -263,6 +284,24 @@ std::string BuildElf(const ElfSpec& spec) {
   for (uint64_t i = 0; i < nsyms; ++i) w.U32(0);
   w.PadTo(versions_off);
   w.Bytes(versions.str());
+  if (versym) {
+    // One index per symbol: 0 (local) for the null symbol, 1 (global) for no version, else the
+    // version's, with bit 15 set for a hidden definition. A version named nowhere is a bug of
+    // the recipe.
+    w.PadTo(versym_off);
+    w.U16(0);
+    for (const auto& s : syms) {
+      uint16_t index = 1;
+      if (!s.version.empty()) {
+        auto it = version_indices.find(s.version);
+        if (it == version_indices.end())
+          throw std::invalid_argument("symbol version " + s.version +
+                                      " is neither defined nor needed");
+        index = static_cast<uint16_t>(it->second | (s.hidden ? 0x8000 : 0));
+      }
+      w.U16(index);
+    }
+  }
   if (!spec.dynamic_first) write_dynamic();
   w.PadTo(fatbin_off);
   w.Bytes(spec.fatbin);

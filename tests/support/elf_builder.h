@@ -19,9 +19,12 @@ struct ElfSpec {
   std::vector<std::string> needed;
   std::string rpath, runpath;
   uint64_t flags_1 = 0;
-  std::vector<std::string> exported;       ///< defined FUNC symbols (unversioned)
-  std::vector<std::string> imported;       ///< undefined FUNC symbols (unversioned)
-  std::vector<std::string> weak_imported;  ///< undefined weak FUNC symbols (unversioned)
+  /// Defined FUNC symbols: "name" (no version), "name@@VERSION" (the default version, one of
+  /// version_definitions) or "name@VERSION" (a hidden, non-default one).
+  std::vector<std::string> exported;
+  /// Undefined FUNC symbols: "name", or "name@VERSION" (a version of version_needs).
+  std::vector<std::string> imported;
+  std::vector<std::string> weak_imported;  ///< undefined weak FUNC symbols, as imported
   /// DT_VERDEF names, the first one the base (VER_FLG_BASE, the soname by convention).
   std::vector<std::string> version_definitions;
   /// DT_VERNEED: {file, the versions needed from it}.
@@ -47,7 +50,8 @@ struct FatbinSpecEntry {
 std::string BuildFatbin(const std::vector<FatbinSpecEntry>& entries);
 
 /// The file: ELF header, [PT_INTERP,] PT_LOAD (whole file, vaddr == offset), PT_DYNAMIC, PT_NOTE,
-/// then the note, .dynstr, .dynsym, DT_HASH, the dynamic section (or the dynamic section first),
+/// then the note, .dynstr, .dynsym, DT_HASH, the version tables (DT_VERSYM once a symbol names a
+/// version), the dynamic section (or the dynamic section first),
 /// the fatbin bytes and the interpreter path. No section headers.
 std::string BuildElf(const ElfSpec& spec);
 
