@@ -185,6 +185,7 @@ std::vector<Unbound> Bind(const LoadGraph& graph, const BindScope& scope, Symbol
   // outcomes SymbolIndex keeps across link maps.
   struct Scope {
     std::vector<std::string_view> paths;
+    std::vector<const SymbolIndex::Exports*> exports;  ///< of `paths`, looked up once per scope
     bool complete = true;  ///< every DT_NEEDED in it resolved (runtime libraries aside)
     /// A glibc or GCC runtime library in it does not resolve (an image of wheels alone): the
     /// names it would define, seen in versioned references of the scope, hashed and sorted.
@@ -200,6 +201,7 @@ std::vector<Unbound> Bind(const LoadGraph& graph, const BindScope& scope, Symbol
     auto add = [&](std::string_view path) {
       if (!in.insert(path).second) return;
       s.paths.push_back(path);
+      s.exports.push_back(&index.Get(path));
       s.known = s.known && index.Known(path);
     };
     for (const std::string& p : scope.global) add(p);
@@ -231,12 +233,17 @@ std::vector<Unbound> Bind(const LoadGraph& graph, const BindScope& scope, Symbol
     uint64_t key = Mix(s.fingerprint, o.real_path);
     auto [memo, fresh] = index.bound_.try_emplace(key);
     if (fresh) {
-      // Direct dependencies first: most references bind there. Looked up once per object,
-      // not once per reference (a warm scan spends its time here).
-      std::vector<const SymbolIndex::Exports*> order;
+      // Direct dependencies first: most references bind there. Exports are looked up by path
+      // once per object and once per scope, never per reference (a warm scan's time is here;
+      // a chain of 2,000 libraries would make per-object scope lookups quadratic).
+      std::vector<const SymbolIndex::Exports*> direct;
       for (int d : deps[static_cast<size_t>(i)])
-        order.push_back(&index.Get(objects[static_cast<size_t>(d)].real_path));
-      for (std::string_view p : s.paths) order.push_back(&index.Get(p));
+        direct.push_back(&index.Get(objects[static_cast<size_t>(d)].real_path));
+      auto defined = [&](const SymbolIndex::Reference& ref) {
+        auto has = [&](const SymbolIndex::Exports* e) { return e->Defines(ref.key, ref.alt); };
+        return std::any_of(direct.begin(), direct.end(), has) ||
+               std::any_of(s.exports.begin(), s.exports.end(), has);
+      };
       for (const SymbolIndex::Reference& ref : index.References(o.real_path)) {
         const elf::Symbol& sym = o.elf->imported[ref.symbol];
         if (sym.version.empty() &&
@@ -251,10 +258,7 @@ std::vector<Unbound> Bind(const LoadGraph& graph, const BindScope& scope, Symbol
         // Left for the process to provide (libc10.so's pthread_setname_np, which glibc < 2.34
         // has in libpthread): unknowable without the process's runtime or host.
         if (sym.version.empty() && sym.untyped && (s.runtime_missing || unknown_host)) continue;
-        bool bound = std::any_of(order.begin(), order.end(), [&](const SymbolIndex::Exports* e) {
-          return e->Defines(ref.key, ref.alt);
-        });
-        if (!bound) memo->second.push_back(ref.symbol);
+        if (!defined(ref)) memo->second.push_back(ref.symbol);
       }
     }
     for (uint32_t symbol : memo->second) {
