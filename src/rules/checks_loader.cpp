@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "catalog/metadata.h"
@@ -169,6 +170,24 @@ std::string Provider(const Context& ctx, const std::string& name, const std::str
                              JoinAnd(kinds) + ")";
 }
 
+// The call the consumer's package offers to load the nvidia-* wheels' libraries itself
+// (dlopen.json's preload_calls: onnxruntime.preload_dlls()), when the libraries it misses are in
+// the wheels' site-packages/nvidia directories and its release has the call; "" otherwise.
+std::string PreloadCall(const Context& ctx, const std::string& consumer,
+                        const std::vector<std::string>& present_dirs) {
+  const bool in_wheels = std::all_of(present_dirs.begin(), present_dirs.end(), [](const auto& d) {
+    return d.find("-packages/nvidia/") != std::string::npos;
+  });
+  const catalog::Component* dist = OwningDist(ctx, consumer);
+  if (!dist || !in_wheels) return "";
+  std::optional<Version> version = Version::Parse(dist->version);
+  for (const PreloadCallRow& row : ctx.knowledge.preload_calls())
+    if (util::GlobMatch(row.package, dist->name) && version && *version >= row.from)
+      return ", or " + row.call + " before " + row.before + " (" + dist->name + " " +
+             dist->version + " loads them from there)";
+  return "";
+}
+
 // The fix IC012's evidence supports: a path change when the image has the library elsewhere,
 // an install (of what the consumer pins, where it pins) when it does not.
 std::string UnresolvedFix(const Context& ctx, const std::vector<std::string>& names,
@@ -206,7 +225,8 @@ std::string UnresolvedFix(const Context& ctx, const std::vector<std::string>& na
         (runpath.empty()
              ? "patchelf --set-rpath " + list + " " + consumer
              : "its " + std::string(elf->has_runpath ? "RUNPATH " : "RPATH ") + runpath +
-                   " extended: patchelf --set-rpath " + runpath + ":" + list + " " + consumer));
+                   " extended: patchelf --set-rpath " + runpath + ":" + list + " " + consumer) +
+        PreloadCall(ctx, consumer, present_dirs));
   }
   // Names one provider serves (cuDNN's sub-libraries) are said once, with it.
   std::vector<std::pair<std::string, std::vector<std::string>>> by_provider;

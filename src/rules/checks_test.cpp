@@ -171,6 +171,38 @@ TEST_CASE("IC012: one finding per requester and search path, with the fix the ev
   CHECK(fix.find("no file of the image provides") == std::string::npos);
 }
 
+TEST_CASE("IC012: onnxruntime's preload_dlls() among the fixes where its release has it",
+          "[checks]") {
+  // The CUDA provider of onnxruntime-gpu needs libcudnn.so.9; the cuDNN wheel's copy is in
+  // site-packages/nvidia/cudnn/lib, off the provider's search path.
+  auto image = [&](const std::string& version) {
+    const std::string provider = "onnxruntime/capi/libonnxruntime_providers_cuda.so";
+    const std::string info = "onnxruntime_gpu-" + version + ".dist-info/";
+    FakeImage f;
+    f.File(kSite + info + "METADATA",
+           "Metadata-Version: 2.1\nName: onnxruntime-gpu\nVersion: " + version + "\n");
+    f.File(kSite + info + "RECORD", provider + ",,\n" + info + "RECORD,,\n");
+    f.File(kSite + provider, So("libonnxruntime_providers_cuda.so", {"libcudnn.so.9"}));
+    f.File(kSite + "nvidia/cudnn/lib/libcudnn.so.9", So("libcudnn.so.9"));
+    // (The wheel's libcudnn.so.9 misses its own sub-libraries here: another finding.)
+    std::vector<std::string> fixes;
+    auto found = Scan(f);
+    for (const Finding& finding : found["IC012"])
+      if (finding.message.rfind("libcudnn.so.9 (DT_NEEDED of", 0) == 0)
+        fixes.push_back(finding.remediation);
+    REQUIRE(fixes.size() == 1);
+    return fixes[0];
+  };
+  std::string with = image("1.21.0");
+  CHECK(with.find("ENV LD_LIBRARY_PATH=" + kSite + "nvidia/cudnn/lib") != std::string::npos);
+  CHECK(with.find(", or onnxruntime.preload_dlls() before the first InferenceSession "
+                  "(onnxruntime-gpu 1.21.0 loads them from there)") != std::string::npos);
+  // 1.19 has no such call: the path changes only.
+  std::string without = image("1.19.0");
+  CHECK(without.find("ENV LD_LIBRARY_PATH=") != std::string::npos);
+  CHECK(without.find("preload_dlls") == std::string::npos);
+}
+
 TEST_CASE("IC012: cuDNN 9's sub-libraries by the dlopen sequence of rules/dlopen.json",
           "[checks]") {
   // libcudnn.so.9.1.0 opens libcudnn_graph.so.9.1.0, .so.9.1, then .so.9; libcudnn_graph opens

@@ -176,6 +176,9 @@ Knowledge Knowledge::FromFiles(std::vector<DataFile> files) {
   for (const Row& r : TableRows(f, "preload"))
     k.preload_.push_back({r.String("package"), r.Strings("files"), r.Strings("dirs"),
                           r.String("unless_loads", false), r.String("source")});
+  for (const Row& r : TableRows(f, "preload_calls"))
+    k.preload_calls_.push_back({r.String("package"), VersionField(r, "from"), r.String("call"),
+                                r.String("before"), r.String("source")});
   for (const Row& r : TableRows(f, "optional"))
     k.optional_.push_back(
         {r.String("package"), r.Strings("files"), r.String("when"), r.String("source")});

@@ -113,6 +113,13 @@ struct PreloadRow {
   std::string unless_loads;
   std::string source;
 };
+/// A call a package offers to load the nvidia-* wheels' libraries itself (dlopen.json's
+/// preload_calls table): the user makes it, so it is a fix, not a load the simulation applies.
+struct PreloadCallRow {
+  std::string package;  ///< glob on the owning pip distribution
+  Version from;         ///< first release with the call
+  std::string call, before, source;
+};
 /// Files a package loads only on request (dlopen.json's optional table).
 struct OptionalRow {
   std::string package;             ///< glob on the owning pip distribution
@@ -162,6 +169,7 @@ class Knowledge {
   const std::vector<loader::DlopenRule>& dlopen() const { return dlopen_; }
   /// The preload rows of dlopen.json.
   const std::vector<PreloadRow>& preload() const { return preload_; }
+  const std::vector<PreloadCallRow>& preload_calls() const { return preload_calls_; }
   /// The optional table of dlopen.json.
   const std::vector<OptionalRow>& optional() const { return optional_; }
   const std::vector<RuleInfo>& rules() const { return rules_; }
@@ -216,6 +224,7 @@ class Knowledge {
   catalog::LibraryRules libraries_;
   std::vector<loader::DlopenRule> dlopen_;
   std::vector<PreloadRow> preload_;
+  std::vector<PreloadCallRow> preload_calls_;
   std::vector<OptionalRow> optional_;
   std::vector<RuleInfo> rules_;
   std::vector<DriverRow> drivers_;
