@@ -1269,7 +1269,7 @@ TEST_CASE("a clean image of the machine's real CUDA files stays clean", "[scan][
   // sizes), from the toolkit this machine has; the small runtime wheels only.
   const fs::path cuda = "/usr/local/cuda";
   if (!fs::exists(cuda / "dist-info") || !fs::exists(cuda / "lib")) {
-    WARN("SKIPPED: needs /usr/local/cuda with its wheels' dist-info");
+    WARN("SKIPPED: needs the CUDA toolkit at /usr/local/cuda with its wheels' dist-info");
     return;
   }
   ImageRecipe r = Base();
