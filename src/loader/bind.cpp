@@ -103,10 +103,6 @@ bool SymbolIndex::Exports::Defines(uint64_t key, uint64_t alt) const {
          (alt != 0 && std::binary_search(keys.begin(), keys.end(), alt));
 }
 
-bool SymbolIndex::Defines(std::string_view real_path, uint64_t key, uint64_t alt) {
-  return Get(real_path).Defines(key, alt);
-}
-
 bool SymbolIndex::Known(std::string_view real_path) { return Get(real_path).known; }
 
 const std::vector<SymbolIndex::Reference>& SymbolIndex::References(std::string_view real_path) {

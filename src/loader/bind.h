@@ -31,12 +31,6 @@ class SymbolIndex {
  public:
   explicit SymbolIndex(ElfLookup elf) : elf_(std::move(elf)) {}
 
-  /// True when the object at `real_path` defines one of the keys (SymbolHash). An unversioned
-  /// reference binds to any definition but a hidden (non-default, "@") version: key
-  /// SymbolHash(name). A versioned one to the same version, SymbolHash(name, version, true), or
-  /// to a definition without version (glibc accepts those for any version),
-  /// SymbolHash(name, "", true).
-  bool Defines(std::string_view real_path, uint64_t key, uint64_t alt = 0);
   /// False when the object's symbol table could not be read whole (its answer means nothing).
   bool Known(std::string_view real_path);
   /// Hashes kept, definitions and references (memory: about 8 bytes each).
@@ -47,6 +41,10 @@ class SymbolIndex {
   struct Exports {
     std::vector<uint64_t> keys;  ///< sorted
     bool known = false;
+    /// True when the object defines one of the keys (SymbolHash). An unversioned reference
+    /// binds to any definition but a hidden (non-default, "@") version: key SymbolHash(name).
+    /// A versioned one to the same version, SymbolHash(name, version, true), or to a definition
+    /// without version (glibc accepts those for any version), SymbolHash(name, "", true).
     bool Defines(uint64_t key, uint64_t alt) const;
   };
   struct Reference {
