@@ -152,4 +152,20 @@ std::vector<const Component*> Catalog::Family(std::string_view family) const {
   return out;
 }
 
+std::string FrameworkPackageDir(const Component& fw) {
+  if (size_t at = fw.path.find("-packages/"); at != std::string::npos) {
+    size_t end = fw.path.find('/', at + 10);
+    if (end != std::string::npos) return fw.path.substr(0, end);
+  }
+  return std::string(util::DirName(fw.path));
+}
+
+std::string PackageLabel(const Catalog& catalog, std::string_view path) {
+  const PackageRef* owner = catalog.Owner(path);
+  if (!owner) return "unowned in " + std::string(util::DirName(path));
+  std::string label = owner->name + (owner->version.empty() ? "" : " " + owner->version);
+  if (owner->manager == PackageManager::kPip) return label;
+  return std::string(ManagerName(owner->manager)) + " " + label;
+}
+
 }  // namespace imgcheck::catalog

@@ -210,6 +210,14 @@ class Catalog {
   std::map<std::string, PackageRef, std::less<>> owners_;  // ELF files only
 };
 
+/// The top package directory of a framework: the component after site-packages/ or
+/// dist-packages/ ("/usr/lib/python3/dist-packages/torch"), else the build file's directory.
+std::string FrameworkPackageDir(const Component& framework);
+
+/// "flash-attn 2.5.8" (pip), "dpkg libfoo 1.0", "conda cupy 13.0", or "unowned in <dir>": the
+/// package that owns the ELF file at `path`.
+std::string PackageLabel(const Catalog& catalog, std::string_view path);
+
 struct LibraryRules;
 
 /// What Build needs captured: the ELF capturer for likely shared objects and executables, and

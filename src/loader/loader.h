@@ -194,7 +194,7 @@ struct Options {
   std::function<std::string(std::string_view real_path)> version_of;
   /// loader_objects bounds one link map, search_dirs one search list (util::LimitExceeded).
   util::Limits limits;
-  /// Shared by every Load of one scan (rules::LoadConsumers sets it); null: each Load and
+  /// Shared by every Load of one scan (Session::Build sets it); null: each Load and
   /// Resolve starts one of limits.loader_work.
   std::shared_ptr<Budget> budget;
 };

@@ -59,9 +59,8 @@ class Planner {
         for (const auto& base : set.libraries) {
           std::string name = base + ".so." + major;
           if (seen_.count(name)) continue;
-          loader::Resolution r = loader::Resolve(
-              scan_.image->tree, [this](std::string_view p) { return scan_.catalog->Elf(p); },
-              consumer.graph, static_cast<int>(i), name, loader::Kind::kDlopen, scan_.options);
+          loader::Resolution r =
+              scan_.session.Resolve(consumer, static_cast<int>(i), name, loader::Kind::kDlopen);
           if (!r.found()) continue;  // the probe's version check reports it missing
           loader::LoadedObject sub;
           sub.real_path = r.real_path;
@@ -91,12 +90,12 @@ class Planner {
 Plan PlanFromScan(const rules::ScanInput& scan) {
   std::vector<const rules::Consumer*> chosen;
   for (const auto* fw : scan.catalog->Find(catalog::ComponentKind::kFramework)) {
-    std::string dir = rules::FrameworkPackageDir(*fw) + "/";
-    for (const auto& c : scan.consumers)
+    std::string dir = catalog::FrameworkPackageDir(*fw) + "/";
+    for (const auto& c : scan.session.consumers())
       if (c.path.starts_with(dir)) chosen.push_back(&c);
   }
   if (chosen.empty())
-    for (const auto& c : scan.consumers) chosen.push_back(&c);
+    for (const auto& c : scan.session.consumers()) chosen.push_back(&c);
   Planner p(scan);
   for (const auto* c : chosen)
     for (const auto& obj : c->graph.objects) p.AddObject(obj);

@@ -57,7 +57,6 @@ std::vector<std::string> OnLoaderPath(const Context& ctx, const std::string& dir
 }
 
 void CheckStubOnPath(Context& ctx) {
-  auto lookup = [&ctx](std::string_view p) { return ctx.catalog.Elf(p); };
   std::set<std::string> reported;
   auto report = [&](const Consumer& consumer, const loader::Resolution& r) {
     if (!r.found() || !IsStub(ctx, r.real_path) || !reported.insert(r.real_path).second) return;
@@ -109,8 +108,8 @@ void CheckStubOnPath(Context& ctx) {
   // The CUDA runtime dlopens libcuda.so.1; resolve it as it would, whatever dlopen.json lists.
   for (const Consumer* consumer : ctx.AllConsumers())
     for (const auto& lib : ctx.LoadedWithPrefix({consumer}, "libcudart.so."))
-      report(*consumer, loader::Resolve(ctx.tree, lookup, consumer->graph, lib.index,
-                                        "libcuda.so.1", loader::Kind::kDlopen, ctx.input.options));
+      report(*consumer, ctx.input.session.Resolve(*consumer, lib.index, "libcuda.so.1",
+                                                  loader::Kind::kDlopen));
 }
 
 std::string OwnerKey(const Component& c) {

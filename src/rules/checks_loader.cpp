@@ -34,7 +34,8 @@ void CheckShadowed(Context& ctx) {
     std::string origin(util::DirName(object.real_path));
     const auto& entries = object.elf->has_runpath ? object.elf->runpath : object.elf->rpath;
     for (const auto& entry : entries) {
-      std::string dir = loader::ExpandDynamicTokens(entry, origin, ctx.input.options.platform);
+      std::string dir =
+          loader::ExpandDynamicTokens(entry, origin, ctx.input.session.options().platform);
       if (dir.find('$') != std::string::npos) continue;  // a token ld.so does not know either
       auto own = ctx.tree.Resolve(util::JoinPath(dir, r.name));
       if (!own || !own->node || own->node->type != image::NodeType::kRegular ||
@@ -338,7 +339,7 @@ void CheckUnresolved(Context& ctx) {
   }
   // Consumers that cannot run whatever their CUDA libraries do: once per package, as info.
   std::map<std::string, std::vector<const Consumer*>> stranded;
-  for (const Consumer& c : ctx.input.consumers)
+  for (const Consumer& c : ctx.input.session.consumers())
     if (!c.not_runnable.empty()) stranded[c.package].push_back(&c);
   for (const auto& [package, list] : stranded) {
     std::vector<std::string> paths;
@@ -543,7 +544,7 @@ void CheckLdCache(Context& ctx) {
     f.evidence.push_back({"looked up", e.path + ": not in the merged tree"});
     ctx.findings.push_back(std::move(f));
   }
-  std::vector<std::string> dirs = ctx.input.options.platform.default_dirs;
+  std::vector<std::string> dirs = ctx.input.session.options().platform.default_dirs;
   for (const auto& d : ctx.catalog.config.ld_so_conf.dirs) dirs.push_back(d.dir);
   std::set<std::string> reported;
   for (const auto& dir : dirs) {

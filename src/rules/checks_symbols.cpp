@@ -28,37 +28,6 @@ std::string Demangle(const std::string& name) {
   return status == 0 && out ? std::string(out.get()) : name;
 }
 
-bool InPythonDir(std::string_view path) {
-  return path.find("/site-packages/") != std::string_view::npos ||
-         path.find("/dist-packages/") != std::string_view::npos;
-}
-
-// "python3.11" for a module under .../python3.11/site-packages or tagged cpython-311; "" when
-// neither says.
-std::string PythonOf(std::string_view path) {
-  for (const std::string& part : util::Split(path, '/'))
-    if (part.starts_with("python3.") && part.size() > 8) return part;
-  std::string_view name = util::BaseName(path);
-  if (size_t at = name.find(".cpython-3"); at != std::string_view::npos) {
-    size_t digits = at + 10, end = digits;
-    while (end < name.size() && name[end] >= '0' && name[end] <= '9') ++end;
-    if (end > digits) return "python3." + std::string(name.substr(digits, end - digits));
-  }
-  return "";
-}
-
-// The Python interpreters of the image: ELF programs named python3.N, by that name.
-std::map<std::string, std::string> Interpreters(const catalog::Catalog& cat) {
-  std::map<std::string, std::string> out;
-  for (const auto& [path, elf] : cat.elves()) {
-    std::string_view name = util::BaseName(path);
-    if (elf.interpreter.empty() || !name.starts_with("python3.") || name.size() <= 8) continue;
-    if (name.substr(8).find_first_not_of("0123456789") != std::string_view::npos) continue;
-    out.emplace(std::string(name), path);
-  }
-  return out;
-}
-
 size_t CommonPrefix(std::string_view a, std::string_view b) {
   size_t n = 0;
   while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
@@ -111,30 +80,22 @@ void CheckUnboundSymbols(Context& ctx) {
   util::ProfileSpan span(util::Stage::kBind);
   auto lookup = [&ctx](std::string_view p) { return ctx.catalog.Elf(p); };
   loader::SymbolIndex index(lookup);
-  const std::map<std::string, std::string> interpreters = Interpreters(ctx.catalog);
-  // The global scope of each interpreter: its own link map.
-  std::map<std::string, std::vector<std::string>> globals;
-  auto global_of = [&](const std::string& exe) -> const std::vector<std::string>& {
+  // The global scope of each interpreter: its own link map (the loader session's).
+  std::map<const loader::LoadGraph*, std::vector<std::string>> globals;
+  auto global_of = [&](const loader::LoadGraph* exe) -> const std::vector<std::string>& {
     auto [it, fresh] = globals.try_emplace(exe);
-    if (fresh) {
-      loader::Options plain = ctx.input.options;
-      plain.dlopen.clear();
-      plain.preload.clear();
-      for (const auto& o : loader::Load(ctx.tree, lookup, exe, plain).objects)
-        it->second.push_back(o.real_path);
-    }
+    if (fresh)
+      for (const auto& o : exe->objects) it->second.push_back(o.real_path);
     return it->second;
   };
   std::map<std::string, Failure> failures;  // by the failing object's real path
   for (const Consumer* c : ctx.AllConsumers()) {
     loader::BindScope scope;
-    if (InPythonDir(c->path)) {
-      std::string python = PythonOf(c->path);
-      auto exe = python.empty() ? interpreters.begin() : interpreters.find(python);
-      if (exe == interpreters.end()) {
+    if (loader::Session::Process process = ctx.input.session.InterpreterOf(*c); process.python) {
+      if (!process.interpreter) {
         scope.python_symbols = true;  // the interpreter that imports it provides them
       } else {
-        scope.global = global_of(exe->second);
+        scope.global = global_of(process.interpreter);
       }
     }
     for (loader::Unbound& u : loader::Bind(c->graph, scope, index)) {

@@ -91,10 +91,9 @@ std::map<std::string, std::vector<Finding>> Scan(FakeImage& f, const Target& tar
   in.catalog = &cat;
   in.knowledge = &k;
   in.target = target;
-  util::Expected<loader::Options> options = LoaderOptions(f.image(), cat, k.dlopen());
+  util::Expected<loader::Options> options = loader::ImageOptions(f.image(), cat, k.dlopen());
   REQUIRE(options);
-  in.options = std::move(*options);
-  in.consumers = LoadConsumers(f.image(), cat, k, in.options);
+  in.session = loader::Session::Build(f.image(), cat, ConsumerRulesOf(k), std::move(*options));
   std::map<std::string, std::vector<Finding>> out;
   std::vector<Finding> findings = RunChecks(in);
   SortFindings(findings);  // as scan::Run orders them

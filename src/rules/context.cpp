@@ -24,9 +24,8 @@ Context::Context(const ScanInput& input)
   for (const auto& c : catalog.components) {
     if (!c.deleted && catalog::IsLibraryKind(c.kind)) by_path_.emplace(c.path, &c);
   }
-  for (const Consumer& c : input.consumers)
+  for (const Consumer& c : input.session.consumers())
     if (c.not_runnable.empty()) consumers_.push_back(&c);
-  auto lookup = [this](std::string_view p) { return catalog.Elf(p); };
   std::set<std::tuple<std::string, std::string, int>> seen;
   for (const Consumer* consumer_ptr : consumers_) {
     const Consumer& consumer = *consumer_ptr;
@@ -45,8 +44,8 @@ Context::Context(const ScanInput& input)
               return catalog::LibraryBaseName(util::BaseName(r.name)) == base;
             });
             if (!listed)
-              rs.push_back(loader::Resolve(tree, lookup, consumer.graph, static_cast<int>(i), name,
-                                           loader::Kind::kDlopen, input.options));
+              rs.push_back(input.session.Resolve(consumer, static_cast<int>(i), name,
+                                                 loader::Kind::kDlopen));
           }
         }
       }
@@ -85,7 +84,7 @@ std::optional<Version> Context::FrameworkVersion(const catalog::Component& fw) c
 }
 
 std::vector<const Consumer*> Context::ConsumersOf(const catalog::Component& fw) const {
-  std::string dir = FrameworkPackageDir(fw) + "/";
+  std::string dir = catalog::FrameworkPackageDir(fw) + "/";
   std::vector<const Consumer*> out;
   for (const Consumer* c : consumers_)
     if (c->path.starts_with(dir)) out.push_back(c);

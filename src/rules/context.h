@@ -14,6 +14,8 @@
 
 namespace imgcheck::rules {
 
+using catalog::PackageLabel;
+
 /// A resolution seen in some consumer's link map, with the object that asked.
 struct SeenResolution {
   const Consumer* consumer = nullptr;

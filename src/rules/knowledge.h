@@ -9,6 +9,7 @@
 
 #include "catalog/library_rules.h"
 #include "loader/loader.h"
+#include "loader/session.h"
 #include "rules/finding.h"
 #include "rules/version.h"
 #include "util/data_file.h"
@@ -102,17 +103,7 @@ struct ArchRow {
   int min_sm = 0, max_sm = 0;
   std::string name;
 };
-/// Libraries a Python package loads itself before its extension modules import (dlopen.json's
-/// preload table): the first file matching each of `files`, searched in `dirs` in order.
-struct PreloadRow {
-  std::string package;             ///< glob on the owning pip distribution ("cupy-cuda1*x")
-  std::vector<std::string> files;  ///< globs on file names, in the order they are loaded
-  std::vector<std::string> dirs;   ///< globs relative to the package's site-packages directory
-  /// Optional: the package preloads only when loading this file (relative to site-packages)
-  /// fails on a library of `files` (PyTorch's libtorch_global_deps.so); empty: always.
-  std::string unless_loads;
-  std::string source;
-};
+using PreloadRow = loader::PreloadRow;
 /// A call a package offers to load the nvidia-* wheels' libraries itself (dlopen.json's
 /// preload_calls table): the user makes it, so it is a fix, not a load the simulation applies.
 struct PreloadCallRow {
@@ -120,13 +111,7 @@ struct PreloadCallRow {
   Version from;         ///< first release with the call
   std::string call, before, source;
 };
-/// Files a package loads only on request (dlopen.json's optional table).
-struct OptionalRow {
-  std::string package;             ///< glob on the owning pip distribution
-  std::vector<std::string> files;  ///< globs on paths relative to site-packages
-  std::string when;                ///< "the TensorrtExecutionProvider is requested"
-  std::string source;
-};
+using OptionalRow = loader::OptionalRow;
 struct SublibrarySet {
   int major = 0;
   std::vector<std::string> libraries;

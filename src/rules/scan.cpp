@@ -1,4 +1,5 @@
-// Running the checks: every check family in rule ID order over one context.
+// Running the checks: every check family in rule ID order over one context; the rule data the
+// loader stage chooses and loads consumers by.
 #include "rules/scan.h"
 
 #include <algorithm>
@@ -6,6 +7,53 @@
 #include "rules/context.h"
 
 namespace imgcheck::rules {
+
+namespace {
+
+// The dlopen rules as they apply to objects of one framework build: a name with "{cudnn_major}"
+// (TensorFlow's dso_loader opens libcudnn.so.<the major it was built with>) gets the major from
+// the framework's build facts; without such facts (or outside a framework) the name is dropped.
+std::vector<loader::DlopenRule> ForBuild(const std::vector<loader::DlopenRule>& rules,
+                                         const catalog::BuildFacts* facts) {
+  constexpr std::string_view kCudnnMajor = "{cudnn_major}";
+  std::optional<Version> cudnn;
+  if (facts != nullptr)
+    for (const char* key : {"cudnn_version", "cudnn"})
+      if (auto it = facts->find(key); it != facts->end() && !cudnn)
+        cudnn = Version::Parse(it->second);
+  std::vector<loader::DlopenRule> out;
+  for (loader::DlopenRule rule : rules) {
+    std::vector<loader::DlopenCall> calls;
+    for (loader::DlopenCall& call : rule.calls) {
+      std::vector<std::string> names;
+      for (std::string& name : call.names) {
+        size_t at = name.find(kCudnnMajor);
+        if (at == std::string::npos) {
+          names.push_back(std::move(name));
+        } else if (cudnn) {
+          names.push_back(name.replace(at, kCudnnMajor.size(), std::to_string(cudnn->major())));
+        }
+      }
+      if (!names.empty()) calls.emplace_back(std::move(names));
+    }
+    rule.calls = std::move(calls);
+    out.push_back(std::move(rule));
+  }
+  return out;
+}
+
+}  // namespace
+
+loader::ConsumerRules ConsumerRulesOf(const Knowledge& knowledge) {
+  loader::ConsumerRules rules;
+  rules.libraries = &knowledge.libraries();
+  rules.preload = &knowledge.preload();
+  rules.optional = &knowledge.optional();
+  rules.dlopen = [&knowledge](const catalog::BuildFacts* build) {
+    return ForBuild(knowledge.dlopen(), build);
+  };
+  return rules;
+}
 
 std::vector<std::string> ImplementedRules() {
   std::vector<std::string> ids;

@@ -1,5 +1,5 @@
-// The scan: which objects of the image to load (framework extensions, CUDA libraries, CUDA
-// executables), how the loader resolves each, and the checks over catalog + resolutions.
+// The checks over the catalog and the link maps, what they read (ScanInput), and the rule data
+// that decides which objects the loader stage loads (ConsumerRulesOf).
 #pragma once
 
 #include <optional>
@@ -9,6 +9,7 @@
 #include "catalog/catalog.h"
 #include "image/image.h"
 #include "loader/loader.h"
+#include "loader/session.h"
 #include "rules/finding.h"
 #include "rules/knowledge.h"
 #include "rules/version.h"
@@ -24,19 +25,7 @@ struct Target {
   std::vector<std::string> notes;  ///< why a part of the target is missing, for the report
 };
 
-/// One root the loader was run for, and its link map.
-struct Consumer {
-  std::string path;  ///< real path in the image
-  std::string role;  ///< "framework torch", "cuda-library cudnn", "executable", "library"
-  loader::LoadGraph graph;
-  std::string package;  ///< its owner: "flash-attn 2.5.8", "dpkg libfoo 1.0", "unowned in /app"
-  /// Non-empty when the root cannot run as shipped: its first own non-CUDA dependency that
-  /// does not resolve either ("libtorch.so"). Such a consumer is no gate for CUDA checks.
-  std::string not_runnable;
-  /// Non-empty when its package loads it only on request (dlopen.json optional): "onnxruntime-gpu
-  /// loads it when the TensorrtExecutionProvider is requested". Its CUDA gaps are info.
-  std::string optional;
-};
+using Consumer = loader::Consumer;
 
 /// Everything the checks read.
 struct ScanInput {
@@ -44,32 +33,15 @@ struct ScanInput {
   const catalog::Catalog* catalog = nullptr;
   const Knowledge* knowledge = nullptr;
   Target target;
-  loader::Options options;
-  std::vector<Consumer> consumers;
+  /// The link map of every consumer (none when the loader does not model the image).
+  loader::Session session;
 };
 
-/// Loader options for the image: its Env's LD_LIBRARY_PATH, WorkingDir, ld.so.cache, the
-/// platform of its glibc (loader::ImagePlatform), and `dlopen`. The error of an image whose
-/// machine the loader does not model.
-util::Expected<loader::Options> LoaderOptions(const image::Image& image,
-                                              const catalog::Catalog& catalog,
-                                              std::vector<loader::DlopenRule> dlopen);
-
-/// The top package directory of a framework: the component after site-packages/ or
-/// dist-packages/ ("/usr/lib/python3/dist-packages/torch"), else the build file's directory.
-std::string FrameworkPackageDir(const catalog::Component& framework);
-
-/// "flash-attn 2.5.8" (pip), "dpkg libfoo 1.0", "conda cupy 13.0", or "unowned in <dir>".
-std::string PackageLabel(const catalog::Catalog& catalog, std::string_view path);
-
-/// The consumers worth loading (at most `limit`): every ELF under a framework's package
-/// directory, every CUDA library of the catalog, then every other executable or shared object
-/// whose DT_NEEDED names a library that libraries.json classifies (a CUDA family or the
-/// driver). A consumer owned by a package of `knowledge`'s preload table is loaded with what
-/// that package preloads already in the process.
-std::vector<Consumer> LoadConsumers(const image::Image& image, const catalog::Catalog& catalog,
-                                    const Knowledge& knowledge, const loader::Options& options,
-                                    size_t limit = 2000);
+/// What decides the consumers and how each loads (loader::Session::Build), from `knowledge`:
+/// the library families, the preload and optional tables, and the dlopen rules, a name with
+/// "{cudnn_major}" taking the major of the cuDNN a framework was built with. `knowledge` must
+/// outlive the result.
+loader::ConsumerRules ConsumerRulesOf(const Knowledge& knowledge);
 
 /// Runs every check, in rule ID order; the findings in the order the checks made them (the
 /// caller sorts once, with whatever else joins them: scan::Run).

@@ -16,42 +16,34 @@ namespace imgcheck::scan {
 
 namespace {
 
-// The link map of each object `roots` names (why --consumer), in the order given.
-std::vector<rules::Consumer> LoadRoots(const Result& r, const std::vector<std::string>& roots) {
-  std::vector<rules::Consumer> out;
-  for (const std::string& root : roots) {
-    auto resolved = r.image.tree.Resolve(root);
-    if (!resolved || r.catalog.Elf(resolved->path) == nullptr)
-      throw util::Fatal("--consumer: " + root + " is not an ELF file in the image");
-    rules::Consumer consumer;
-    consumer.path = resolved->path;
-    consumer.role = "--consumer";
-    consumer.graph = loader::Load(
-        r.image.tree, [&](std::string_view p) { return r.catalog.Elf(p); }, resolved->path,
-        r.input.options);
-    out.push_back(std::move(consumer));
-  }
-  return out;
-}
-
 // The loader's options for the image and every consumer's link map into `r.input`. An image
 // whose machine the loader does not model gets a note saying so (the loader's rules stay
 // silent), or a util::Fatal when the request needs the link maps.
 void LoadLinkMaps(const Request& request, Result& r) {
   const rules::Knowledge& knowledge = *r.input.knowledge;
   util::Expected<loader::Options> options =
-      rules::LoaderOptions(r.image, r.catalog, knowledge.dlopen());
+      loader::ImageOptions(r.image, r.catalog, knowledge.dlopen());
   if (!options) {
     if (request.loader_required) throw util::Fatal(options.error().message);
     r.input.target.notes.push_back(options.error().message);
     return;
   }
-  r.input.options = std::move(*options);
-  r.input.options.limits = r.load.limits;
-  if (request.ld_library_path) r.input.options.ld_library_path = *request.ld_library_path;
-  r.input.consumers = request.roots.empty()
-                          ? rules::LoadConsumers(r.image, r.catalog, knowledge, r.input.options)
-                          : LoadRoots(r, request.roots);
+  options->limits = r.load.limits;
+  if (request.ld_library_path) options->ld_library_path = *request.ld_library_path;
+  if (request.roots.empty()) {
+    r.input.session = loader::Session::Build(r.image, r.catalog, rules::ConsumerRulesOf(knowledge),
+                                             std::move(*options));
+    return;
+  }
+  // why --consumer: exactly the objects named, each by its real path.
+  std::vector<std::string> roots;
+  for (const std::string& root : request.roots) {
+    auto resolved = r.image.tree.Resolve(root);
+    if (!resolved || r.catalog.Elf(resolved->path) == nullptr)
+      throw util::Fatal("--consumer: " + root + " is not an ELF file in the image");
+    roots.push_back(resolved->path);
+  }
+  r.input.session = loader::Session::ForRoots(r.image, r.catalog, roots, std::move(*options));
 }
 
 // The checks, the probe's findings, one sort, then the config; the rest of the report.
@@ -127,8 +119,8 @@ std::vector<util::Diagnostic> Diagnostics(const Result& scanned) {
 
 std::vector<WhyEntry> Why(const Result& scanned, std::string_view target) {
   std::vector<loader::Root> roots;
-  roots.reserve(scanned.input.consumers.size());
-  for (const rules::Consumer& c : scanned.input.consumers)
+  roots.reserve(scanned.input.session.consumers().size());
+  for (const rules::Consumer& c : scanned.input.session.consumers())
     roots.push_back({c.path, c.role, &c.graph});
   return loader::FindWhy(scanned.image.tree, roots, target);
 }
@@ -136,7 +128,7 @@ std::vector<WhyEntry> Why(const Result& scanned, std::string_view target) {
 std::vector<std::pair<std::string, std::string>> Loads(const Result& scanned) {
   std::vector<std::pair<std::string, std::string>> loads;
   std::set<std::pair<std::string, std::string>> seen;
-  for (const rules::Consumer& c : scanned.input.consumers)
+  for (const rules::Consumer& c : scanned.input.session.consumers())
     for (const loader::Resolution* r : c.graph.Resolutions())
       if (r->found() && seen.emplace(r->consumer, r->real_path).second)
         loads.emplace_back(r->consumer, r->real_path);

@@ -1,58 +1,21 @@
-// Which objects of the image are loaded, and the loader's options for the image.
+// Which objects of the image are loaded, with what, and their link maps: built once per image.
+#include "loader/session.h"
+
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "catalog/metadata.h"
-#include "rules/context.h"
-#include "rules/scan.h"
 #include "util/path.h"
 
-namespace imgcheck::rules {
+namespace imgcheck::loader {
 
-namespace {
-
-// The dlopen rules as they apply to objects of one framework build: a name with "{cudnn_major}"
-// (TensorFlow's dso_loader opens libcudnn.so.<the major it was built with>) gets the major from
-// the framework's build facts; without such facts (or outside a framework) the name is dropped.
-std::vector<loader::DlopenRule> ForBuild(const std::vector<loader::DlopenRule>& rules,
-                                         const catalog::BuildFacts* facts) {
-  constexpr std::string_view kCudnnMajor = "{cudnn_major}";
-  std::optional<Version> cudnn;
-  if (facts != nullptr)
-    for (const char* key : {"cudnn_version", "cudnn"})
-      if (auto it = facts->find(key); it != facts->end() && !cudnn)
-        cudnn = Version::Parse(it->second);
-  std::vector<loader::DlopenRule> out;
-  for (loader::DlopenRule rule : rules) {
-    std::vector<loader::DlopenCall> calls;
-    for (loader::DlopenCall& call : rule.calls) {
-      std::vector<std::string> names;
-      for (std::string& name : call.names) {
-        size_t at = name.find(kCudnnMajor);
-        if (at == std::string::npos) {
-          names.push_back(std::move(name));
-        } else if (cudnn) {
-          names.push_back(name.replace(at, kCudnnMajor.size(), std::to_string(cudnn->major())));
-        }
-      }
-      if (!names.empty()) calls.emplace_back(std::move(names));
-    }
-    rule.calls = std::move(calls);
-    out.push_back(std::move(rule));
-  }
-  return out;
-}
-
-}  // namespace
-
-util::Expected<loader::Options> LoaderOptions(const image::Image& image,
-                                              const catalog::Catalog& catalog,
-                                              std::vector<loader::DlopenRule> dlopen) {
-  util::Expected<loader::Platform> platform =
-      loader::ImagePlatform(image.tree, catalog, image.config.architecture);
+util::Expected<Options> ImageOptions(const image::Image& image, const catalog::Catalog& catalog,
+                                     std::vector<DlopenRule> dlopen) {
+  util::Expected<Platform> platform = ImagePlatform(image.tree, catalog, image.config.architecture);
   if (!platform) return platform.error();
-  loader::Options o;
+  Options o;
   o.platform = std::move(*platform);
   o.ld_library_path = catalog.config.Env("LD_LIBRARY_PATH");
   if (!image.config.working_dir.empty()) o.working_dir = image.config.working_dir;
@@ -70,37 +33,35 @@ util::Expected<loader::Options> LoaderOptions(const image::Image& image,
   return o;
 }
 
-std::string FrameworkPackageDir(const catalog::Component& fw) {
-  if (size_t at = fw.path.find("-packages/"); at != std::string::npos) {
-    size_t end = fw.path.find('/', at + 10);
-    if (end != std::string::npos) return fw.path.substr(0, end);
-  }
-  return std::string(util::DirName(fw.path));
-}
-
-std::string PackageLabel(const catalog::Catalog& catalog, std::string_view path) {
-  const catalog::PackageRef* owner = catalog.Owner(path);
-  if (!owner) return "unowned in " + std::string(util::DirName(path));
-  std::string label = owner->name + (owner->version.empty() ? "" : " " + owner->version);
-  if (owner->manager == catalog::PackageManager::kPip) return label;
-  return std::string(catalog::ManagerName(owner->manager)) + " " + label;
-}
-
 namespace {
+
+ElfLookup LookupIn(const catalog::Catalog& catalog) {
+  return [&catalog](std::string_view p) { return catalog.Elf(p); };
+}
+
+// The link map of `root` with neither dlopen rules nor preloads: what a plain exec or dlopen of
+// it maps.
+LoadGraph PlainLoad(const image::Tree& tree, const catalog::Catalog& catalog, std::string_view root,
+                    const Options& options) {
+  Options plain = options;
+  plain.dlopen.clear();
+  plain.preload.clear();
+  return Load(tree, LookupIn(catalog), root, plain);
+}
 
 // The first non-CUDA DT_NEEDED of the root that does not resolve, when that says the root
 // cannot run: the image has a libc the root finds (so missing means missing), or the name is a
 // file elsewhere in the image its search path does not reach (a test binary in a wheel whose
 // RPATH misses libtorch.so). "" otherwise.
-std::string NotRunnable(const loader::LoadGraph& graph, const catalog::LibraryRules& rules,
+std::string NotRunnable(const LoadGraph& graph, const catalog::LibraryRules& rules,
                         const std::set<std::string, std::less<>>& file_names) {
   if (graph.objects.empty()) return "";
   const auto& own = graph.objects[0].resolutions;
-  bool has_libc = std::any_of(own.begin(), own.end(), [](const loader::Resolution& r) {
+  bool has_libc = std::any_of(own.begin(), own.end(), [](const Resolution& r) {
     return r.found() && r.name.rfind("libc.so", 0) == 0;
   });
   for (const auto& r : own) {
-    if (r.found() || r.kind != loader::Kind::kNeeded) continue;
+    if (r.found() || r.kind != Kind::kNeeded) continue;
     if (rules.Classify(catalog::LibraryBaseName(util::BaseName(r.name)))) continue;
     if (has_libc || file_names.count(util::BaseName(r.name))) return r.name;
   }
@@ -139,17 +100,12 @@ std::string_view Stem(std::string_view name) { return name.substr(0, name.find('
 // other error, and a missing file is such an error). The first unresolved DT_NEEDED in load
 // order is the one dlerror names.
 bool FallbackApplies(const image::Tree& tree, const catalog::Catalog& catalog,
-                     const PreloadRow& row, const std::string& site,
-                     const loader::Options& options) {
+                     const PreloadRow& row, const std::string& site, const Options& options) {
   auto r = tree.Resolve(util::JoinPath(site, row.unless_loads));
   if (!r || !r->node || !catalog.Elf(r->path)) return false;
-  loader::Options plain = options;
-  plain.dlopen.clear();
-  plain.preload.clear();
-  auto lookup = [&catalog](std::string_view p) { return catalog.Elf(p); };
-  loader::LoadGraph g = loader::Load(tree, lookup, r->path, plain);
-  for (const loader::Resolution* res : g.Resolutions()) {
-    if (res->found() || res->kind != loader::Kind::kNeeded) continue;
+  LoadGraph g = PlainLoad(tree, catalog, r->path, options);
+  for (const Resolution* res : g.Resolutions()) {
+    if (res->found() || res->kind != Kind::kNeeded) continue;
     std::string_view failed = Stem(res->name);
     return std::any_of(row.files.begin(), row.files.end(),
                        [&](const std::string& f) { return Stem(f) == failed; });
@@ -157,20 +113,20 @@ bool FallbackApplies(const image::Tree& tree, const catalog::Catalog& catalog,
   return false;
 }
 
-// What the package owning `root` loads before its extensions (dlopen.json's preload rows): for
-// each file pattern, the first match in the row's directories, in order. `fallbacks` memoises
+// What the package owning `root` loads before its extensions (the preload rows): for each file
+// pattern, the first match in the row's directories, in order. `fallbacks` memoises
 // FallbackApplies per site-packages directory and row.
-std::vector<loader::Preload> Preloads(const image::Tree& tree, const catalog::Catalog& catalog,
-                                      const Knowledge& knowledge, std::string_view root,
-                                      const loader::Options& options,
-                                      std::map<std::pair<std::string, size_t>, bool>& fallbacks) {
-  std::vector<loader::Preload> out;
+std::vector<Preload> Preloads(const image::Tree& tree, const catalog::Catalog& catalog,
+                              const std::vector<PreloadRow>& rows, std::string_view root,
+                              const Options& options,
+                              std::map<std::pair<std::string, size_t>, bool>& fallbacks) {
+  std::vector<Preload> out;
   const catalog::PackageRef* owner = catalog.Owner(root);
   if (!owner || owner->manager != catalog::PackageManager::kPip) return out;
   // RECORD lies in <site-packages>/<dist>.dist-info/.
   std::string site(util::DirName(util::DirName(owner->metadata)));
-  for (size_t i = 0; i < knowledge.preload().size(); ++i) {
-    const PreloadRow& row = knowledge.preload()[i];
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const PreloadRow& row = rows[i];
     if (!util::GlobMatch(row.package, owner->name)) continue;
     if (!row.unless_loads.empty()) {
       auto [it, fresh] = fallbacks.try_emplace({site, i}, false);
@@ -201,8 +157,8 @@ std::vector<loader::Preload> Preloads(const image::Tree& tree, const catalog::Ca
   return out;
 }
 
-// Why the package owning `root` loads it only on request (dlopen.json optional); "" if not.
-std::string Optional(const catalog::Catalog& catalog, const Knowledge& knowledge,
+// Why the package owning `root` loads it only on request (the optional rows); "" if not.
+std::string Optional(const catalog::Catalog& catalog, const std::vector<OptionalRow>& rows,
                      std::string_view root) {
   const catalog::PackageRef* owner = catalog.Owner(root);
   if (!owner || owner->manager != catalog::PackageManager::kPip) return "";
@@ -210,23 +166,21 @@ std::string Optional(const catalog::Catalog& catalog, const Knowledge& knowledge
   if (root.size() <= site.size() + 1 || root.compare(0, site.size() + 1, site + "/") != 0)
     return "";
   std::string_view rel = root.substr(site.size() + 1);
-  for (const OptionalRow& row : knowledge.optional())
+  for (const OptionalRow& row : rows)
     if (util::GlobMatch(row.package, owner->name))
       for (const std::string& file : row.files)
         if (util::GlobMatch(file, rel)) return owner->name + " loads it when " + row.when;
   return "";
 }
 
-}  // namespace
+struct Root {
+  std::string path, role;
+  const catalog::Component* framework;
+};
 
-std::vector<Consumer> LoadConsumers(const image::Image& image, const catalog::Catalog& catalog,
-                                    const Knowledge& knowledge, const loader::Options& options,
-                                    size_t limit) {
-  const catalog::LibraryRules& rules = knowledge.libraries();
-  struct Root {
-    std::string path, role;
-    const catalog::Component* framework;
-  };
+// The consumers worth loading, in order (Session::Build's contract), at most `limit`.
+std::vector<Root> ChooseRoots(const catalog::Catalog& catalog, const catalog::LibraryRules& rules,
+                              size_t limit) {
   std::vector<Root> roots;
   std::set<std::string> seen;
   auto add = [&](const std::string& path, std::string role, const catalog::Component* fw) {
@@ -235,7 +189,7 @@ std::vector<Consumer> LoadConsumers(const image::Image& image, const catalog::Ca
   };
   for (const catalog::Component* fw : catalog.Find(catalog::ComponentKind::kFramework)) {
     if (fw->deleted) continue;
-    std::string dir = FrameworkPackageDir(*fw);
+    std::string dir = catalog::FrameworkPackageDir(*fw);
     for (auto it = catalog.elves().lower_bound(dir + "/");
          it != catalog.elves().end() && it->first.starts_with(dir + "/"); ++it)
       if (it->first.find(".so") != std::string::npos && it->second.type == elf::kTypeSharedObject)
@@ -270,39 +224,128 @@ std::vector<Consumer> LoadConsumers(const image::Image& image, const catalog::Ca
                .first;
     return it->second;
   };
-  std::set<std::string, std::less<>> file_names;
   for (const auto& [path, elf] : catalog.elves()) {
-    file_names.emplace(util::BaseName(path));
     bool program = !elf.interpreter.empty();
-    if (!program && elf.type != 3) continue;
+    if (!program && elf.type != elf::kTypeSharedObject) continue;
     // Libraries of a family (CUDA libraries above; driver files, stubs) are not consumers here.
     if (rules.Classify(catalog::LibraryBaseName(util::BaseName(path)))) continue;
     if (std::any_of(elf.needed.begin(), elf.needed.end(), links_cuda))
       add(path, program ? "executable" : "library", nullptr);
   }
-  auto lookup = [&catalog](std::string_view p) { return catalog.Elf(p); };
-  loader::Options plain = options;
-  plain.dlopen = ForBuild(options.dlopen, nullptr);
-  // One budget for every consumer's link map: together they are bounded, not each alone.
-  if (!plain.budget)
-    plain.budget = std::make_shared<loader::Budget>(loader::Budget{options.limits.loader_work});
-  std::vector<Consumer> out;
-  std::map<std::pair<std::string, size_t>, bool> fallbacks;
-  for (auto& root : roots) {
-    loader::Options own = plain;
-    if (root.framework) own.dlopen = ForBuild(options.dlopen, &root.framework->build);
-    own.preload = Preloads(image.tree, catalog, knowledge, root.path, options, fallbacks);
-    Consumer c;
-    c.path = root.path;
-    c.role = root.role;
-    c.graph = loader::Load(image.tree, lookup, root.path, own);
-    if (c.graph.objects.empty()) continue;
-    c.package = PackageLabel(catalog, root.path);
-    c.optional = Optional(catalog, knowledge, root.path);
-    out.push_back(std::move(c));
+  return roots;
+}
+
+bool InPythonDir(std::string_view path) {
+  return path.find("/site-packages/") != std::string_view::npos ||
+         path.find("/dist-packages/") != std::string_view::npos;
+}
+
+// "python3.11" for a module under .../python3.11/site-packages or tagged cpython-311; "" when
+// neither says.
+std::string PythonOf(std::string_view path) {
+  for (const std::string& part : util::Split(path, '/'))
+    if (part.starts_with("python3.") && part.size() > 8) return part;
+  std::string_view name = util::BaseName(path);
+  if (size_t at = name.find(".cpython-3"); at != std::string_view::npos) {
+    size_t digits = at + 10, end = digits;
+    while (end < name.size() && name[end] >= '0' && name[end] <= '9') ++end;
+    if (end > digits) return "python3." + std::string(name.substr(digits, end - digits));
   }
-  for (Consumer& c : out) c.not_runnable = NotRunnable(c.graph, rules, file_names);
+  return "";
+}
+
+// The Python interpreters of the image: ELF programs named python3.N, by that name.
+std::map<std::string, std::string> Interpreters(const catalog::Catalog& catalog) {
+  std::map<std::string, std::string> out;
+  for (const auto& [path, elf] : catalog.elves()) {
+    std::string_view name = util::BaseName(path);
+    if (elf.interpreter.empty() || !name.starts_with("python3.") || name.size() <= 8) continue;
+    if (name.substr(8).find_first_not_of("0123456789") != std::string_view::npos) continue;
+    out.emplace(std::string(name), path);
+  }
   return out;
 }
 
-}  // namespace imgcheck::rules
+// The interpreter (real path) a Python extension module at `path` runs in; "" when the image
+// has none.
+std::string InterpreterFor(const std::map<std::string, std::string>& interpreters,
+                           std::string_view path) {
+  std::string python = PythonOf(path);
+  auto exe = python.empty() ? interpreters.begin() : interpreters.find(python);
+  return exe == interpreters.end() ? "" : exe->second;
+}
+
+}  // namespace
+
+Session Session::Build(const image::Image& image, const catalog::Catalog& catalog,
+                       const ConsumerRules& rules, Options options, size_t limit) {
+  Session s;
+  s.tree_ = &image.tree;
+  s.catalog_ = &catalog;
+  s.options_ = std::move(options);
+  const Options& base = s.options_;
+  std::vector<Root> roots = ChooseRoots(catalog, *rules.libraries, limit);
+  Options plain = base;
+  plain.dlopen = rules.dlopen(nullptr);
+  // One budget for every consumer's link map: together they are bounded, not each alone.
+  if (!plain.budget) plain.budget = std::make_shared<Budget>(Budget{base.limits.loader_work});
+  std::map<std::pair<std::string, size_t>, bool> fallbacks;
+  for (Root& root : roots) {
+    Options own = plain;
+    if (root.framework) own.dlopen = rules.dlopen(&root.framework->build);
+    own.preload = Preloads(image.tree, catalog, *rules.preload, root.path, base, fallbacks);
+    Consumer c;
+    c.path = std::move(root.path);
+    c.role = std::move(root.role);
+    c.graph = Load(image.tree, LookupIn(catalog), c.path, own);
+    if (c.graph.objects.empty()) continue;
+    c.package = catalog::PackageLabel(catalog, c.path);
+    c.optional = Optional(catalog, *rules.optional, c.path);
+    s.consumers_.push_back(std::move(c));
+  }
+  std::set<std::string, std::less<>> file_names;
+  for (const auto& [path, elf] : catalog.elves()) file_names.emplace(util::BaseName(path));
+  for (Consumer& c : s.consumers_)
+    c.not_runnable = NotRunnable(c.graph, *rules.libraries, file_names);
+  // The processes the runnable Python extension modules run in.
+  s.interpreters_ = Interpreters(catalog);
+  for (const Consumer& c : s.consumers_) {
+    if (!c.not_runnable.empty() || !InPythonDir(c.path)) continue;
+    std::string exe = InterpreterFor(s.interpreters_, c.path);
+    if (!exe.empty() && !s.interpreter_maps_.count(exe))
+      s.interpreter_maps_.emplace(exe, PlainLoad(image.tree, catalog, exe, base));
+  }
+  return s;
+}
+
+Session Session::ForRoots(const image::Image& image, const catalog::Catalog& catalog,
+                          const std::vector<std::string>& roots, Options options) {
+  Session s;
+  s.tree_ = &image.tree;
+  s.catalog_ = &catalog;
+  s.options_ = std::move(options);
+  for (const std::string& root : roots) {
+    Consumer c;
+    c.path = root;
+    c.role = "--consumer";
+    c.graph = Load(image.tree, LookupIn(catalog), root, s.options_);
+    s.consumers_.push_back(std::move(c));
+  }
+  return s;
+}
+
+Session::Process Session::InterpreterOf(const Consumer& consumer) const {
+  Process p;
+  if (!InPythonDir(consumer.path)) return p;
+  p.python = true;
+  auto it = interpreter_maps_.find(InterpreterFor(interpreters_, consumer.path));
+  if (it != interpreter_maps_.end()) p.interpreter = &it->second;
+  return p;
+}
+
+Resolution Session::Resolve(const Consumer& consumer, int object, std::string_view name,
+                            Kind kind) const {
+  return loader::Resolve(*tree_, LookupIn(*catalog_), consumer.graph, object, name, kind, options_);
+}
+
+}  // namespace imgcheck::loader

@@ -1,0 +1,121 @@
+// The link maps of one image, built once: which ELF files are consumers (the roots worth
+// loading), what their packages preload, each consumer's link map, and the link maps of the
+// processes they run in. The checks only read a Session; scan::Run builds it.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "catalog/catalog.h"
+#include "catalog/library_rules.h"
+#include "image/image.h"
+#include "loader/loader.h"
+#include "util/error.h"
+
+namespace imgcheck::loader {
+
+/// One root the loader was run for, and its link map.
+struct Consumer {
+  std::string path;  ///< real path in the image
+  std::string role;  ///< "framework torch", "cuda-library cudnn", "executable", "library"
+  LoadGraph graph;
+  std::string package;  ///< its owner: "flash-attn 2.5.8", "dpkg libfoo 1.0", "unowned in /app"
+  /// Non-empty when the root cannot run as shipped: its first own non-CUDA dependency that
+  /// does not resolve either ("libtorch.so"). Such a consumer is no gate for CUDA checks.
+  std::string not_runnable;
+  /// Non-empty when its package loads it only on request (dlopen.json optional): "onnxruntime-gpu
+  /// loads it when the TensorrtExecutionProvider is requested". Its CUDA gaps are info.
+  std::string optional;
+};
+
+/// Libraries a Python package loads itself before its extension modules import (dlopen.json's
+/// preload table): the first file matching each of `files`, searched in `dirs` in order.
+struct PreloadRow {
+  std::string package;             ///< glob on the owning pip distribution ("cupy-cuda1*x")
+  std::vector<std::string> files;  ///< globs on file names, in the order they are loaded
+  std::vector<std::string> dirs;   ///< globs relative to the package's site-packages directory
+  /// Optional: the package preloads only when loading this file (relative to site-packages)
+  /// fails on a library of `files` (PyTorch's libtorch_global_deps.so); empty: always.
+  std::string unless_loads;
+  std::string source;
+};
+
+/// Files a package loads only on request (dlopen.json's optional table).
+struct OptionalRow {
+  std::string package;             ///< glob on the owning pip distribution
+  std::vector<std::string> files;  ///< globs on paths relative to site-packages
+  std::string when;                ///< "the TensorrtExecutionProvider is requested"
+  std::string source;
+};
+
+/// The data from rules/ that decides the consumers and how they load (rules::SessionRules
+/// fills it from the knowledge). The tables must outlive Session::Build.
+struct ConsumerRules {
+  const catalog::LibraryRules* libraries = nullptr;
+  const std::vector<PreloadRow>* preload = nullptr;
+  const std::vector<OptionalRow>* optional = nullptr;
+  /// The dlopen rules for the objects of a framework with these build facts (null: outside a
+  /// framework).
+  std::function<std::vector<DlopenRule>(const catalog::BuildFacts* build)> dlopen;
+};
+
+/// Loader options for the image: its Env's LD_LIBRARY_PATH, WorkingDir, ld.so.cache, the
+/// platform of its glibc (ImagePlatform), and `dlopen`. The error of an image whose machine the
+/// loader does not model.
+util::Expected<Options> ImageOptions(const image::Image& image, const catalog::Catalog& catalog,
+                                     std::vector<DlopenRule> dlopen);
+
+/// The link maps of one image. Built once (Build or ForRoots); afterwards only read.
+class Session {
+ public:
+  /// No link maps: the loader does not model the image, or the scan stops before them.
+  Session() = default;
+
+  /// The consumers worth loading (at most `limit`): every ELF under a framework's package
+  /// directory, every CUDA library of the catalog, then every other executable or shared object
+  /// whose DT_NEEDED names a library that `rules.libraries` classifies (a CUDA family or the
+  /// driver). A consumer owned by a package of the preload table is loaded with what that
+  /// package preloads already in the process. Every consumer's link map draws on one budget
+  /// of options.limits.loader_work. Also the link map of each Python interpreter a consumer
+  /// runs in (InterpreterOf).
+  static Session Build(const image::Image& image, const catalog::Catalog& catalog,
+                       const ConsumerRules& rules, Options options, size_t limit = 2000);
+  /// The link maps of exactly `roots` (real paths of ELF files), in order, with `options` as
+  /// given (why --consumer).
+  static Session ForRoots(const image::Image& image, const catalog::Catalog& catalog,
+                          const std::vector<std::string>& roots, Options options);
+
+  /// The options every link map of the image was built with (a consumer's dlopen rules and
+  /// preloads are its own).
+  const Options& options() const { return options_; }
+  /// Every consumer, in the order they were chosen.
+  const std::vector<Consumer>& consumers() const { return consumers_; }
+
+  /// Where a consumer runs, for symbol binding: `python` when its root is a Python extension
+  /// module (under site-packages or dist-packages); then `interpreter` is the link map (no
+  /// dlopen rules, no preloads) of the image's interpreter of its Python version (the first one
+  /// when the module does not say which), null when the image has none.
+  struct Process {
+    bool python = false;
+    const LoadGraph* interpreter = nullptr;
+  };
+  Process InterpreterOf(const Consumer& consumer) const;
+
+  /// Resolves `name` as requested by object `object` of `consumer`'s link map, with options():
+  /// a lookup the link map did not make (loader::Resolve).
+  Resolution Resolve(const Consumer& consumer, int object, std::string_view name, Kind kind) const;
+
+ private:
+  const image::Tree* tree_ = nullptr;
+  const catalog::Catalog* catalog_ = nullptr;
+  Options options_;
+  std::vector<Consumer> consumers_;
+  std::map<std::string, std::string> interpreters_;  ///< "python3.11" -> its real path
+  std::map<std::string, LoadGraph, std::less<>> interpreter_maps_;  ///< by real path
+};
+
+}  // namespace imgcheck::loader
