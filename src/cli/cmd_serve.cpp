@@ -194,18 +194,20 @@ int Serve(ServeArgs& args) {
   vo.scan_deadline = std::chrono::seconds(args.image.limits.deadline_s);
   vo.cache_entries = args.cache_entries;
   serve::Metrics metrics;
-  serve::Scanner scanner = [&args, &holder](const std::string& reference) {
+  // Before the verdicts: their workers' scans take the manifests its lookups fetched.
+  serve::Resolver resolver(ToLoadOptions(args.image), args.allow_registry,
+                           std::chrono::seconds(args.resolve_ttl));
+  serve::Scanner scanner = [&args, &holder, &resolver](const std::string& reference) {
     ImageArgs image = args.image;
     image.reference = reference;
     std::shared_ptr<const scan::Policy> p = holder.Get();  // kept for the whole scan
     scan::Request request = ScanRequest(image, p->knowledge, scan::Depth::kFindings);
     request.policy = p.get();
+    request.load.known_manifest = resolver.TakeManifest(reference);
     return serve::VerdictOf(scan::Run(request)->report);
   };
   serve::Verdicts verdicts(scanner, vo, std::move(shared), metrics);
   Reloader reloader(args.rules, holder, verdicts);
-  serve::Resolver resolver(ToLoadOptions(args.image), args.allow_registry,
-                           std::chrono::seconds(args.resolve_ttl));
   return serve::Serve(o, verdicts, resolver, metrics);
 }
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,15 @@ struct Image {
   std::vector<util::Diagnostic> diagnostics;  ///< recoverable problems found while reading
 };
 
+/// An image manifest fetched before, with its digest (serve's resolver fetches it to learn the
+/// digest a tag names): a later reading of that digest starts from these bytes instead of
+/// fetching them again, and still verifies them against the digest.
+struct KnownManifest {
+  std::string digest;  ///< "sha256:..."
+  std::string media_type;
+  std::string bytes;
+};
+
 struct LoadOptions {
   std::string platform = "linux/amd64";  ///< os/arch[/variant], for indexes
   CapturePolicy capture;                 ///< what to keep of file contents; may be empty
@@ -78,14 +88,18 @@ struct LoadOptions {
   /// the same reference found it; another one (a tag moved, a layout rewritten) is a
   /// util::Fatal. For a caller reading an image again (the probe extracting libraries).
   std::string manifest_digest;
+  /// Non-null: the image manifest of a registry reference pinned to known_manifest->digest
+  /// ("host/repo@sha256:..."), already fetched: the reading does not fetch it again.
+  std::shared_ptr<const KnownManifest> known_manifest;
 };
 
 /// Reads, verifies and merges an image named like skopeo does ("oci:PATH[:REF]", "dir:PATH", ...).
 /// Throws util::Fatal with a one-line message when the image cannot be read or verified.
 Image Load(const std::string& reference, const LoadOptions& options);
 
-/// The digest of the image manifest Load would read for registry `reference` (through an index
-/// to options.platform), fetching manifests only. Throws util::Fatal as Load does.
-std::string ResolveRegistryManifest(const std::string& reference, const LoadOptions& options);
+/// The image manifest Load would read for registry `reference` (through an index to
+/// options.platform), verified, with its digest: manifests only are fetched. Throws util::Fatal
+/// as Load does.
+KnownManifest ResolveRegistryManifest(const std::string& reference, const LoadOptions& options);
 
 }  // namespace imgcheck::image

@@ -9,6 +9,7 @@
 #include "image/manifest.h"
 #include "image/merge.h"
 #include "image/read_layers.h"
+#include "image/registry_reference.h"
 #include "image/sources.h"
 #include "image/stream.h"
 #include "image/transports.h"
@@ -148,8 +149,9 @@ LayerContents ReadVerified(Source& src, const Descriptor& d, const std::string& 
 }
 
 // From the source's root through indexes (picking `platform`) to the image manifest: its
-// descriptor, and its parsed JSON in `doc`.
-Descriptor FindManifest(Source& src, const std::string& platform, nlohmann::json& doc) {
+// descriptor, and its parsed JSON in `doc` (and its bytes in `bytes_out` when given).
+Descriptor FindManifest(Source& src, const std::string& platform, nlohmann::json& doc,
+                        std::string* bytes_out = nullptr) {
   Descriptor d = src.Root();
   for (int depth = 0;; ++depth) {
     if (depth > kMaxIndexDepth) throw util::Fatal(src.Describe() + ": indexes nested too deeply");
@@ -158,7 +160,10 @@ Descriptor FindManifest(Source& src, const std::string& platform, nlohmann::json
     std::string bytes = src.ReadBlob(d, kMaxManifestBytes);
     Verify(d, bytes, what);
     doc = ParseJson(bytes, kMaxManifestBytes, what);
-    if (KindOf(d.media_type, doc, what) == DocumentKind::kManifest) return d;
+    if (KindOf(d.media_type, doc, what) == DocumentKind::kManifest) {
+      if (bytes_out) *bytes_out = std::move(bytes);
+      return d;
+    }
     d = SelectPlatform(ParseIndex(doc, what), platform, what).descriptor;
   }
 }
@@ -302,9 +307,35 @@ RegistryOptions BoundedRegistryOptions(const LoadOptions& options) {
   return r;
 }
 
+// A registry source whose root, an image manifest fetched before, is served from memory.
+class KnownRootSource : public Source {
+ public:
+  KnownRootSource(std::unique_ptr<Source> inner, std::shared_ptr<const KnownManifest> known)
+      : inner_(std::move(inner)), known_(std::move(known)) {}
+  std::string Describe() const override { return inner_->Describe(); }
+  Descriptor Root() override {
+    return {known_->media_type, known_->digest, static_cast<int64_t>(known_->bytes.size()), {}};
+  }
+  std::string ReadBlob(const Descriptor& d, uint64_t limit) override {
+    if (d.digest == known_->digest && known_->bytes.size() <= limit) return known_->bytes;
+    return inner_->ReadBlob(d, limit);
+  }
+  std::unique_ptr<BlobReader> OpenBlob(const Descriptor& d) override { return inner_->OpenBlob(d); }
+  std::optional<uint64_t> StatBlob(const Descriptor& d) override { return inner_->StatBlob(d); }
+
+ private:
+  std::unique_ptr<Source> inner_;
+  std::shared_ptr<const KnownManifest> known_;
+};
+
 Image LoadRegistry(std::string_view rest, const LoadOptions& options) {
-  return FromSource(OpenRegistry(std::string(rest), BoundedRegistryOptions(options)), "docker",
-                    options);
+  std::unique_ptr<Source> src = OpenRegistry(std::string(rest), BoundedRegistryOptions(options));
+  if (const auto& known = options.known_manifest; known != nullptr) {
+    auto ref = ParseReference(std::string(rest));
+    if (ref && !ref->digest.empty() && ref->digest == known->digest)
+      src = std::make_unique<KnownRootSource>(std::move(src), known);
+  }
+  return FromSource(std::move(src), "docker", options);
 }
 
 // An OCI layout directory: the oci-layout marker file and index.json (image-layout.md).
@@ -468,13 +499,17 @@ Image Load(const std::string& reference, const LoadOptions& options) {
   return img;
 }
 
-std::string ResolveRegistryManifest(const std::string& reference, const LoadOptions& options) {
+KnownManifest ResolveRegistryManifest(const std::string& reference, const LoadOptions& options) {
   auto [transport, rest] = SplitReference(reference);
   if (transport->name != "docker")
     throw util::Fatal("'" + reference + "' is not a registry reference");
   nlohmann::json doc;
-  return FindManifest(*OpenRegistry(rest, BoundedRegistryOptions(options)), options.platform, doc)
-      .digest;
+  KnownManifest out;
+  Descriptor d = FindManifest(*OpenRegistry(rest, BoundedRegistryOptions(options)),
+                              options.platform, doc, &out.bytes);
+  out.digest = d.digest;
+  out.media_type = d.media_type;
+  return out;
 }
 
 }  // namespace imgcheck::image

@@ -949,6 +949,43 @@ class Proxy {
   LoopbackServer server_;  // last: its threads call Handle, which uses the members above
 };
 
+TEST_CASE("a manifest resolved before is fetched once: the load starts from its bytes",
+          "[registry][docker-registry]") {
+  if (!HaveRegistryTools()) return;
+  PushedImage pushed("test/img:v1");
+  Proxy proxy(pushed.reg.port(), {});
+  auto manifest_gets = [&proxy] {
+    int n = 0;
+    for (const Seen& s : proxy.seen())
+      n += s.method == "GET" && s.target.find("/manifests/") != std::string::npos ? 1 : 0;
+    return n;
+  };
+  LoadOptions o;
+  KnownManifest known = ResolveRegistryManifest("docker://" + proxy.host() + "/test/img:v1", o);
+  CHECK(known.digest == pushed.img.manifest_digest);
+  CHECK(util::Sha256Digest(known.bytes) == known.digest);
+  CHECK(manifest_gets() == 1);
+
+  // What serve does: the scan of the pinned reference is handed the resolver's manifest.
+  std::string pinned = "docker://" + proxy.host() + "/test/img@" + known.digest;
+  o.known_manifest = std::make_shared<KnownManifest>(known);
+  Image image = Load(pinned, o);
+  CHECK(image.manifest_digest == known.digest);
+  CHECK(image.tree.Find("/etc/marker") != nullptr);
+  CHECK(manifest_gets() == 1);
+
+  // Without them the load fetches the manifest itself.
+  o.known_manifest = nullptr;
+  CHECK(Load(pinned, o).manifest_digest == known.digest);
+  CHECK(manifest_gets() == 2);
+
+  // Bytes that are not the digest's are refused, not trusted.
+  auto forged = std::make_shared<KnownManifest>(known);
+  forged->bytes.back() = forged->bytes.back() == '}' ? ' ' : '}';
+  o.known_manifest = forged;
+  CHECK_THROWS_WITH(Load(pinned, o), Catch::Contains("digest mismatch"));
+}
+
 TEST_CASE("registry transport survives cuts, 429s, redirects, and does the token flow",
           "[registry][docker-registry]") {
   if (!HaveRegistryTools()) return;

@@ -13,6 +13,8 @@ constexpr size_t kMaxCacheEntries = 100000;  // bounds memory against a flood of
 constexpr int kLookupThreads = 8;            // registry round trips at once, for all requests
 constexpr size_t kLookupQueue = 1024;        // lookups waiting for one; more are refused
 constexpr std::chrono::milliseconds kStopCheck{50};  // how soon a waiting Resolve sees Stop
+constexpr size_t kKeptManifests = 64;                // for scans to come (TakeManifest)
+constexpr size_t kKeptManifestBytes = 1 << 20;       // larger ones are fetched again
 
 }  // namespace
 
@@ -31,6 +33,8 @@ struct Resolver::State {
   /// Lookups under way: concurrent askers for one new tag share one registry round trip.
   std::map<std::string, std::shared_future<util::Expected<Resolved>>> pending;
   std::map<std::string, std::promise<util::Expected<Resolved>>> promises;
+  /// Manifests fetched by lookups, by Resolved::pinned, until a scan takes them.
+  std::map<std::string, std::shared_ptr<const image::KnownManifest>> manifests;
 };
 
 Resolver::Resolver(image::LoadOptions load, std::vector<std::string> allow,
@@ -38,6 +42,15 @@ Resolver::Resolver(image::LoadOptions load, std::vector<std::string> allow,
     : allow_(std::move(allow)),
       state_(std::make_shared<State>(std::move(load), tag_ttl, std::move(fetch))),
       lookups_(kLookupThreads, kLookupQueue) {}
+
+std::shared_ptr<const image::KnownManifest> Resolver::TakeManifest(const std::string& pinned) {
+  std::lock_guard lock(state_->mu);
+  auto it = state_->manifests.find(pinned);
+  if (it == state_->manifests.end()) return nullptr;
+  auto manifest = std::move(it->second);
+  state_->manifests.erase(it);
+  return manifest;
+}
 
 bool Resolver::Allowed(const std::string& host) const {
   return allow_.empty() || std::find(allow_.begin(), allow_.end(), host) != allow_.end();
@@ -87,10 +100,12 @@ void Resolver::Lookup(std::shared_ptr<State> state, const std::string& key,
   image::LoadOptions o = state->load;
   o.platform = platform;
   util::Expected<Resolved> result = util::MakeError("");
+  std::shared_ptr<image::KnownManifest> manifest;
   try {
+    manifest = std::make_shared<image::KnownManifest>(state->fetch("docker://" + ref.String(), o));
     Resolved r;
     r.host = ref.domain;
-    r.digest = state->fetch("docker://" + ref.String(), o);
+    r.digest = manifest->digest;
     r.pinned = "docker://" + ref.domain + "/" + ref.path + "@" + r.digest;
     result = r;
   } catch (const std::exception& e) {
@@ -103,6 +118,11 @@ void Resolver::Lookup(std::shared_ptr<State> state, const std::string& key,
     state->cache[key] = {*result, ref.digest.empty()
                                       ? now + state->tag_ttl
                                       : std::chrono::steady_clock::time_point::max()};
+    if (manifest->bytes.size() <= kKeptManifestBytes) {
+      if (state->manifests.size() >= kKeptManifests)
+        state->manifests.erase(state->manifests.begin());
+      state->manifests[result->pinned] = std::move(manifest);
+    }
   }
   state->promises[key].set_value(result);
   state->promises.erase(key);

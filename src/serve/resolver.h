@@ -23,9 +23,10 @@ struct Resolved {
   std::string host;    ///< the registry (domain[:port]) the reference names
 };
 
-/// reference -> digest over the registry (image::ResolveRegistryManifest in production).
-using ManifestResolver =
-    std::function<std::string(const std::string& reference, const image::LoadOptions& options)>;
+/// reference -> the platform's image manifest over the registry, verified, with its digest
+/// (image::ResolveRegistryManifest in production).
+using ManifestResolver = std::function<image::KnownManifest(const std::string& reference,
+                                                            const image::LoadOptions& options)>;
 
 class Resolver {
  public:
@@ -40,6 +41,11 @@ class Resolver {
   util::Expected<Resolved> Resolve(const std::string& reference, const std::string& platform,
                                    std::chrono::steady_clock::time_point deadline =
                                        std::chrono::steady_clock::time_point::max());
+  /// The image manifest a lookup fetched to resolve `pinned` (Resolved::pinned), handed over
+  /// once, so that the scan of `pinned` does not fetch it again (LoadOptions::known_manifest);
+  /// null when none is kept (the resolution came from the cache, or it was handed over or
+  /// dropped: a few recent ones are kept, small ones only).
+  std::shared_ptr<const image::KnownManifest> TakeManifest(const std::string& pinned);
   /// True when `host` may be contacted.
   bool Allowed(const std::string& host) const;
   /// Shutdown: Resolve waits no more (it answers "the server is shutting down" within 50 ms);

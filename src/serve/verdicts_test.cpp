@@ -427,18 +427,28 @@ TEST_CASE("a scan's lock is leased for a share of --deadline and lapses soon aft
   }
 }
 
+// What a registry answers for a manifest of digest `digest` (its bytes do not matter here).
+imgcheck::image::KnownManifest Manifest(const std::string& digest) {
+  return {digest, "application/vnd.oci.image.manifest.v1+json", "{}"};
+}
+
 TEST_CASE("the resolver keeps to the allow-list and caches what it resolved", "[resolver]") {
   std::atomic<int> fetches{0};
   ManifestResolver fetch = [&](const std::string& ref, const imgcheck::image::LoadOptions& o) {
     ++fetches;
     if (ref.find("missing") != std::string::npos) throw imgcheck::util::Fatal("manifest unknown");
-    return o.platform == "linux/arm64" ? Digest('9') : Digest('1');
+    return Manifest(o.platform == "linux/arm64" ? Digest('9') : Digest('1'));
   };
   Resolver r({}, {"reg:5000", "docker.io"}, 0s, fetch);
   auto a = r.Resolve("reg:5000/team/app:1", "linux/amd64");
   REQUIRE(a);
   CHECK(a->digest == Digest('1'));
   CHECK(a->pinned == "docker://reg:5000/team/app@" + Digest('1'));
+  // The manifest the lookup fetched goes to the scan of what it pinned, once.
+  std::shared_ptr<const imgcheck::image::KnownManifest> kept = r.TakeManifest(a->pinned);
+  REQUIRE(kept);
+  CHECK(kept->digest == Digest('1'));
+  CHECK(r.TakeManifest(a->pinned) == nullptr);
   CHECK(r.Resolve("reg:5000/team/app:1", "linux/arm64")->digest == Digest('9'));
   CHECK(r.Resolve("ubuntu", "linux/amd64"));  // docker.io/library/ubuntu:latest
   auto denied = r.Resolve("evil.example/x:1", "linux/amd64");
@@ -462,7 +472,7 @@ TEST_CASE("the resolver keeps to the allow-list and caches what it resolved", "[
   Resolver slow({}, {}, 60s, [&](const std::string&, const imgcheck::image::LoadOptions&) {
     ++slow_fetches;
     std::this_thread::sleep_for(100ms);
-    return Digest('5');
+    return Manifest(Digest('5'));
   });
   std::vector<std::thread> threads;
   std::atomic<int> right{0};
@@ -480,7 +490,7 @@ TEST_CASE("the resolver keeps to the allow-list and caches what it resolved", "[
   std::atomic<bool> answer{false};
   Resolver silent({}, {}, 60s, [&](const std::string&, const imgcheck::image::LoadOptions&) {
     for (int i = 0; i < 2000 && !answer; ++i) std::this_thread::sleep_for(5ms);
-    return Digest('6');
+    return Manifest(Digest('6'));
   });
   std::optional<imgcheck::util::Expected<Resolved>> waited;
   std::thread waiter([&] {
