@@ -10,6 +10,7 @@
 
 #include "catalog/metadata.h"
 #include "report/escape.h"
+#include "report/image_json.h"
 #include "util/clock.h"
 #include "util/path.h"
 
@@ -148,14 +149,6 @@ ordered_json ConfigJson(const catalog::Catalog& cat) {
   }
   j["os_release"] = config.os_release;
   return j;
-}
-
-ordered_json ImageJson(const ImageInfo& image) {
-  return {{"reference", image.reference},
-          {"transport", image.transport},
-          {"manifest_digest", image.manifest_digest},
-          {"config_digest", image.config_digest},
-          {"platform", image.platform}};
 }
 
 std::string Column(std::string_view s, size_t width) {

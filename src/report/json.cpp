@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/escape.h"
+#include "report/image_json.h"
 #include "report/report.h"
 
 namespace imgcheck::report {
@@ -43,17 +44,21 @@ nlohmann::ordered_json FindingJson(const rules::Finding& f, bool dockerfile) {
 
 }  // namespace
 
+nlohmann::ordered_json ImageJson(const ImageInfo& image) {
+  return {{"reference", image.reference},
+          {"transport", image.transport},
+          {"manifest_digest", image.manifest_digest},
+          {"config_digest", image.config_digest},
+          {"platform", image.platform}};
+}
+
 std::string RenderJson(const Report& report) {
   nlohmann::ordered_json j;
   j["schema"] = "imgcheck-report/1";
   j["tool"] = {{"name", "imgcheck"},
                {"version", report.tool_version},
                {"rules_version", report.rules_version}};
-  j["image"] = {{"reference", report.image.reference},
-                {"transport", report.image.transport},
-                {"manifest_digest", report.image.manifest_digest},
-                {"config_digest", report.image.config_digest},
-                {"platform", report.image.platform}};
+  j["image"] = ImageJson(report.image);
   j["cuda_stack"] = report.cuda_stack;
   size_t counts[3] = {0, 0, 0};
   for (const auto& f : report.findings) ++counts[static_cast<int>(f.severity)];
