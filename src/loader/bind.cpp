@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <set>
 
 #include "util/path.h"
@@ -64,6 +65,31 @@ bool CxxRuntimeSymbol(std::string_view name) {
 
 bool PythonSymbol(std::string_view name) {
   return name.starts_with("Py") || name.starts_with("_Py");
+}
+
+// Where `o` needs `version` from: the file its DT_VERNEED names, and whether that file resolved
+// in `graph` to an object that defines the version (or defines none). Otherwise ld.so stops at
+// the version check (IC012, IC013's version part) before binding a symbol of that version.
+struct VersionFrom {
+  std::string file;
+  bool checked = false;
+};
+VersionFrom NeededFrom(const LoadGraph& graph, const LoadedObject& o, std::string_view version) {
+  VersionFrom v;
+  for (const elf::VersionNeed& need : o.elf->version_needs)
+    if (std::find(need.versions.begin(), need.versions.end(), version) != need.versions.end())
+      v.file = need.file;
+  const Resolution* from = nullptr;
+  for (const Resolution& r : o.resolutions)
+    if (r.kind == Kind::kNeeded && r.name == v.file && r.found()) from = &r;
+  if (!from) return v;
+  int p = graph.Find(from->real_path);
+  const elf::ElfInfo* provider = p >= 0 ? graph.objects[static_cast<size_t>(p)].elf : nullptr;
+  v.checked = provider != nullptr &&
+              (provider->version_definitions.empty() ||
+               std::find(provider->version_definitions.begin(), provider->version_definitions.end(),
+                         version) != provider->version_definitions.end());
+  return v;
 }
 
 }  // namespace
@@ -257,27 +283,17 @@ std::vector<Unbound> Bind(const LoadGraph& graph, const BindScope& scope, Symbol
         if (!defined(ref)) memo->second.push_back(ref.symbol);
       }
     }
+    // Once per version, not per symbol: thousands of GLIBC_2.x references fail alike.
+    std::map<std::string_view, VersionFrom> versions;
     for (uint32_t symbol : memo->second) {
       const elf::Symbol& sym = o.elf->imported[symbol];
       Unbound u{i, sym.name, sym.version, ""};
       if (!sym.version.empty()) {
-        // The file the version is needed from must resolve and define the version: otherwise
-        // ld.so stops at the version check (IC012, IC013's version part), not here.
-        for (const elf::VersionNeed& need : o.elf->version_needs)
-          if (std::find(need.versions.begin(), need.versions.end(), sym.version) !=
-              need.versions.end())
-            u.from = need.file;
-        const Resolution* from = nullptr;
-        for (const Resolution& r : o.resolutions)
-          if (r.kind == Kind::kNeeded && r.name == u.from && r.found()) from = &r;
-        if (!from) continue;
-        int p = graph.Find(from->real_path);
-        const elf::ElfInfo* provider = p >= 0 ? objects[static_cast<size_t>(p)].elf : nullptr;
-        if (!provider ||
-            (!provider->version_definitions.empty() &&
-             std::find(provider->version_definitions.begin(), provider->version_definitions.end(),
-                       sym.version) == provider->version_definitions.end()))
-          continue;
+        auto [v, fresh] = versions.try_emplace(sym.version);
+        if (fresh) v->second = NeededFrom(graph, o, sym.version);
+        // Otherwise ld.so stops at the version check (IC012, IC013's version part), not here.
+        if (!v->second.checked) continue;
+        u.from = v->second.file;
       }
       out.push_back(std::move(u));
     }
