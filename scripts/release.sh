@@ -149,6 +149,22 @@ printf 'Source: imgcheck\n\nPackage: imgcheck\nArchitecture: any\n' >"$work/shli
 shlibs=$(cd "$work/shlibs" &&
          dpkg-shlibdeps -O "$pkg/usr/bin/imgcheck" "$pkg/usr/bin/imgcheck-probe" 2>"$work/shlibdeps.log" |
          sed -n 's/^shlibs:Depends=//p') || { cat "$work/shlibdeps.log" >&2; exit 1; }
+# imgcheck loads libcurl when it first talks HTTP (dlopen, src/image/curl_lib.h), which neither
+# dpkg-shlibdeps nor ldd sees: its package and dependency as its shlibs file states them.
+owner_of() {  # dpkg knows a file by the path its package ships (/lib or /usr/lib: usrmerge)
+  local real o p
+  real=$(readlink -f "$1")
+  for p in "$real" "$1" "${real#/usr}" "/usr$real"; do
+    o=$(dpkg -S "$p" 2>/dev/null | head -n1 | cut -d: -f1) && [ -n "$o" ] && { echo "$o"; return; }
+  done
+  echo "release.sh: no package owns $1" >&2
+  return 1
+}
+curl_lib=$(realpath -s "$(gcc -print-file-name=libcurl.so.4)")
+[ -f "$curl_lib" ] || { echo "release.sh: no libcurl.so.4 (scripts/deps.sh installs it)" >&2; exit 1; }
+curl_dep=$(dpkg-query --control-show "$(owner_of "$curl_lib")" shlibs |
+           awk '$1 == "libcurl" && $2 == "4" {$1 = $2 = ""; sub(/^ +/, ""); print; exit}')
+[ -n "$curl_dep" ] || { echo "release.sh: libcurl's package states no shlibs" >&2; exit 1; }
 size=$(du -sk --exclude=DEBIAN "$pkg" | cut -f1)
 cat >"$pkg/DEBIAN/control" <<EOF
 Package: imgcheck
@@ -156,7 +172,7 @@ Version: $deb_version
 Architecture: $arch
 Maintainer: imgcheck maintainers <imgcheck@users.noreply.github.com>
 Installed-Size: $size
-Depends: $shlibs, ca-certificates
+Depends: $shlibs, $curl_dep, ca-certificates
 Section: utils
 Priority: optional
 Homepage: https://github.com/imgcheck/imgcheck
@@ -203,17 +219,12 @@ minbase=" adduser apt base-files base-passwd bash bsdutils coreutils dash debcon
   mount ncurses-base ncurses-bin passwd perl-base sed sysvinit-utils tar tzdata usr-is-merged
   util-linux util-linux-extra zlib1g "
 in_minbase() { tr -s '[:space:]' '\n' <<<"$minbase" | grep -qxF "$1"; }
-ldd "$root/bin/imgcheck" "$root/bin/imgcheck-probe" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' |
-  sort -u >"$work/libs"
+{ ldd "$root/bin/imgcheck" "$root/bin/imgcheck-probe" "$curl_lib" |
+    awk '$2 == "=>" && $3 ~ /^\// {print $3}'; echo "$curl_lib"; } | sort -u >"$work/libs"
 : >"$work/bundled-packages"
 while read -r lib; do
   real=$(readlink -f "$lib")
-  # dpkg knows a file by the path its package ships (/lib or /usr/lib: usrmerge aliases them).
-  owner=""
-  for path in "$real" "$lib" "${real#/usr}" "/usr$real"; do
-    owner=$(dpkg -S "$path" 2>/dev/null | head -n1 | cut -d: -f1) && [ -n "$owner" ] && break
-  done
-  [ -n "$owner" ] || { echo "release.sh: no package owns $lib" >&2; exit 1; }
+  owner=$(owner_of "$lib") || exit 1
   in_minbase "$owner" && continue
   cp "$real" "$root/lib/$(basename "$lib")"
   chmod 644 "$root/lib/$(basename "$lib")"

@@ -3,6 +3,7 @@
 // layers whose blob went away, names that are not UTF-8, and words that are not images.
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
@@ -340,6 +341,34 @@ TEST_CASE("a path that does not exist is no such file, never a registry lookup",
     CHECK(r.output.find("registry") == std::string::npos);
     CHECK(r.output.find("repository") == std::string::npos);
   }
+}
+
+TEST_CASE("libcurl is loaded to talk HTTP only: a local image needs none, a registry says so",
+          "[cli]") {
+  // First where ld.so looks, a libcurl.so.4 that is no shared object: linked at start-up it
+  // would stop every run; loaded at the first request, it fails that request alone.
+  TempDir tmp;
+  WriteFile(tmp / "libs/libcurl.so.4", "not a shared object\n");
+  const std::string env = "LD_LIBRARY_PATH=" + Quote(tmp / "libs") + " ";
+  ImageRecipe r;
+  r.layers.push_back(
+      MakeLayer({File("etc/os-release", "ID=debian\n")}, Compression::kGzip, "ADD rootfs.tar /"));
+  WriteOciLayout(tmp / "layout", r);
+  CommandResult local =
+      Run(env + ImgcheckCommand("scan --quiet --no-cache oci:" + (tmp / "layout").string()));
+  INFO(local.output);
+  CHECK(local.status == 0);
+  CommandResult version = Run(env + ImgcheckCommand("version"));
+  CHECK(version.status == 0);
+
+  // Port 1 on loopback: nothing is asked of it, libcurl fails to load before any connection.
+  CommandResult remote =
+      Run(env + ImgcheckCommand("layers --no-cache docker://127.0.0.1:1/x:latest 2>&1"));
+  INFO(remote.output);
+  CHECK(remote.status == 2);
+  CHECK(std::count(remote.output.begin(), remote.output.end(), '\n') == 1);
+  CHECK_THAT(remote.output, Contains("cannot load libcurl.so.4"));
+  CHECK_THAT(remote.output, Contains("needs libcurl"));
 }
 
 TEST_CASE("output: -o FORMAT=FILE refuses an unknown FORMAT with the list", "[cli]") {

@@ -1,11 +1,14 @@
 #include "image/layer_cache.h"
 
 #include <fcntl.h>
+#include <isa-l/crc64.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cinttypes>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -23,14 +26,24 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::string_view kMagic = "imgcLYR\n";
-constexpr size_t kDigestHex = 64;
-constexpr size_t kHeaderSize = kMagic.size() + 4 + 4 + 8 + kDigestHex;
+constexpr size_t kDigestHex = 64;    // an entry's name, a key's SHA-256
+constexpr size_t kChecksumHex = 16;  // the payload's CRC-64
+constexpr size_t kHeaderSize = kMagic.size() + 4 + 4 + 8 + kChecksumHex;
 constexpr std::string_view kTempPrefix = ".tmp-";
 constexpr int64_t kAbandonedTempSeconds = 3600;
 // The least bytes an entry or a diagnostic takes in the payload: bounds a count before reserve().
 constexpr size_t kMinEntryBytes = 1 + 4 + 8 + 4 + 4 + 1;
 constexpr size_t kMinDiagnosticBytes = 4 + 1 + 4;
 constexpr uint8_t kHasContent = 1, kDigestWanted = 2;  // an entry's flags byte
+
+// The payload's checksum: CRC-64/ECMA-182 (ISA-L's, several GB/s), in lower-case hex.
+std::string Checksum(std::string_view payload) {
+  uint64_t crc =
+      crc64_ecma_refl(0, reinterpret_cast<const unsigned char*>(payload.data()), payload.size());
+  char hex[kChecksumHex + 1];
+  std::snprintf(hex, sizeof hex, "%016" PRIx64, crc);
+  return std::string(hex, kChecksumHex);
+}
 
 // Whether `c` is the reading of exactly the blob and tar `key` names.
 bool Matches(const LayerKey& key, const LayerContents& c) {
@@ -224,9 +237,7 @@ std::string SerializeLayer(const LayerContents& c, int layer) {
     w.PutString(e.content->md5());
     w.PutString(e.content->sha256());
   }
-  util::Sha256 sha;
-  sha.Update(w.str());
-  std::string checksum = sha.HexDigest();
+  std::string checksum = Checksum(w.str());
 
   Writer h;
   h.str().reserve(kHeaderSize + w.str().size());
@@ -244,14 +255,12 @@ std::optional<LayerContents> ParseLayer(std::string_view bytes, int layer) {
   std::optional<std::string_view> magic = r.Bytes(kMagic.size());
   std::optional<uint32_t> version = r.Read<uint32_t>(), flags = r.Read<uint32_t>();
   std::optional<uint64_t> length = r.Read<uint64_t>();
-  std::optional<std::string_view> checksum = r.Bytes(kDigestHex);
+  std::optional<std::string_view> checksum = r.Bytes(kChecksumHex);
   if (!magic || *magic != kMagic || !version || *version != kLayerCacheVersion || !flags ||
       *flags != 0 || !length || !checksum || *length != r.remaining())
     return std::nullopt;
   std::string_view payload = bytes.substr(r.offset());
-  util::Sha256 sha;
-  sha.Update(payload);
-  if (sha.HexDigest() != *checksum) return std::nullopt;
+  if (Checksum(payload) != *checksum) return std::nullopt;
   util::Reader p(payload);
   LayerContents c;
   if (!ParsePayload(p, layer, c)) return std::nullopt;

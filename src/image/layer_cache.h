@@ -3,8 +3,11 @@
 // seen before, in this image or any other, is never decompressed again.
 //
 // Layout: <dir>/layers/<key>, one file per layer reading. An entry is never trusted blindly: it
-// carries a SHA-256 of its payload and the digests it was stored for, is parsed bounds-checked,
-// and is discarded (deleted, then rebuilt by the caller) when anything does not match. Writers
+// carries a CRC-64 of its payload and the digests it was stored for, is parsed bounds-checked,
+// and is discarded (deleted, then rebuilt by the caller) when anything does not match. The
+// checksum is against damage (a full disk, a crash, a stray write): whoever can write the
+// directory can write any checksum, so a cryptographic one would guard nothing more, and it cost
+// a warm scan of a CUDA image more time than the rest of reading its entries. Writers
 // go through a temporary file and rename(2), so concurrent imgcheck processes see whole entries
 // or none. The directory is bounded by size: Prune() removes the least recently used entries
 // (by mtime; a hit touches its entry).
@@ -22,8 +25,9 @@ namespace imgcheck::image {
 
 /// Bumped whenever ReadLayer, LayerContents or the entry encoding change what an entry means;
 /// it is part of every key, so older entries simply stop matching (and age out).
-// 2: a captured file's MD5; 3: digest_wanted; 4: its SHA-256 (SBOM readings)
-inline constexpr uint32_t kLayerCacheVersion = 4;
+// 2: a captured file's MD5; 3: digest_wanted; 4: its SHA-256 (SBOM readings); 5: the payload's
+// checksum a CRC-64, not a SHA-256
+inline constexpr uint32_t kLayerCacheVersion = 5;
 /// Default bound of <dir>/layers. Entries hold only captured parts: a CUDA layer of gigabytes
 /// makes an entry of a few megabytes, so this keeps hundreds of layers.
 inline constexpr uint64_t kDefaultCacheMaxBytes = uint64_t{1} << 30;
@@ -42,7 +46,7 @@ struct LayerKey {
   std::string Hex() const;
 };
 
-/// The entry encoding: header (magic, version, payload length, SHA-256 of the payload), then the
+/// The entry encoding: header (magic, version, payload length, CRC-64 of the payload), then the
 /// payload (digests, sizes, diagnostics, entries with their captured extents), little-endian.
 /// Diagnostics that named the layer are stored without its index.
 std::string SerializeLayer(const LayerContents& contents, int layer);

@@ -6,8 +6,6 @@
 // connections with exponential back-off and Retry-After.
 #include "image/registry.h"
 
-#include <curl/curl.h>
-
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -16,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "image/curl_lib.h"
 #include "image/registry_auth.h"
 #include "image/registry_http.h"
 #include "image/registry_reference.h"
@@ -82,7 +81,8 @@ milliseconds ParseRetryAfter(const std::string& v) {
       std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     return milliseconds{std::stoll(v) * 1000};
   }
-  time_t when = curl_getdate(v.c_str(), nullptr);
+  const CurlLib* curl = Curl();  // loaded: a response came
+  time_t when = curl != nullptr ? curl->getdate(v.c_str(), nullptr) : -1;
   if (when < 0) return milliseconds{0};
   int64_t secs = static_cast<int64_t>(when) - static_cast<int64_t>(time(nullptr));
   return milliseconds{std::max<int64_t>(secs, 0) * 1000};

@@ -1,13 +1,11 @@
 #include "image/registry_http.h"
 
-#include <curl/curl.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <mutex>
 #include <utility>
 
+#include "image/curl_lib.h"
 #include "util/text.h"
 
 namespace imgcheck::image {
@@ -20,11 +18,6 @@ constexpr int kPollMs = 500;
 constexpr long kConnectTimeoutS = 30;
 constexpr size_t kMaxHeaderBytes = 256 << 10;  // a response's headers, all together
 
-void GlobalInit() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
 std::string Lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -34,6 +27,7 @@ std::string Lower(std::string_view s) {
 }  // namespace
 
 struct HttpExchange::State {
+  const CurlLib* curl = nullptr;  // nullptr: libcurl could not be loaded (CurlLoadError)
   CURL* easy = nullptr;
   CURLM* multi = nullptr;
   curl_slist* headers = nullptr;
@@ -99,84 +93,93 @@ struct HttpExchange::State {
 HttpExchange::HttpExchange(const HttpRequest& request, const TlsOptions& tls,
                            const std::string& unix_socket, const HttpBounds& bounds)
     : s_(std::make_unique<State>()) {
-  GlobalInit();
   s_->url = request.url;
   s_->bounds = bounds;
-  s_->easy = curl_easy_init();
-  s_->multi = curl_multi_init();
+  s_->curl = Curl();
+  if (s_->curl == nullptr) {
+    s_->done = true;
+    s_->result = CURLE_FAILED_INIT;
+    return;
+  }
+  const CurlLib& c = *s_->curl;
+  s_->easy = c.easy_init();
+  s_->multi = c.multi_init();
   if (s_->easy == nullptr || s_->multi == nullptr) {
     s_->done = true;
     s_->result = CURLE_OUT_OF_MEMORY;
     return;
   }
   CURL* e = s_->easy;
-  for (const auto& h : request.headers) s_->headers = curl_slist_append(s_->headers, h.c_str());
-  curl_easy_setopt(e, CURLOPT_URL, request.url.c_str());
-  if (!unix_socket.empty()) curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, unix_socket.c_str());
-  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(e, CURLOPT_HTTPHEADER, s_->headers);
+  for (const auto& h : request.headers) s_->headers = c.slist_append(s_->headers, h.c_str());
+  c.easy_setopt(e, CURLOPT_URL, request.url.c_str());
+  if (!unix_socket.empty()) c.easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, unix_socket.c_str());
+  c.easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  c.easy_setopt(e, CURLOPT_HTTPHEADER, s_->headers);
   // One connection per exchange, paused at will: HTTP/2's multiplexing would buy nothing.
-  curl_easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
-  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);  // the caller decides where credentials go
-  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  c.easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
+  c.easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);  // the caller decides where credentials go
+  c.easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
   long connect_s = kConnectTimeoutS;
   if (bounds.deadline != Clock::time_point::max()) {
     auto left = std::chrono::ceil<std::chrono::seconds>(bounds.deadline - Clock::now()).count();
     connect_s = std::clamp<long>(static_cast<long>(left), 1, kConnectTimeoutS);
   }
-  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, connect_s);
-  curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-  curl_easy_setopt(e, CURLOPT_USERAGENT, "imgcheck/0.1");
-  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, s_->errbuf);
-  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &State::OnHeader);
-  curl_easy_setopt(e, CURLOPT_HEADERDATA, s_.get());
-  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &State::OnBody);
-  curl_easy_setopt(e, CURLOPT_WRITEDATA, s_.get());
-  if (request.method == "HEAD") curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+  c.easy_setopt(e, CURLOPT_CONNECTTIMEOUT, connect_s);
+  c.easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+  c.easy_setopt(e, CURLOPT_USERAGENT, "imgcheck/0.1");
+  c.easy_setopt(e, CURLOPT_ERRORBUFFER, s_->errbuf);
+  c.easy_setopt(e, CURLOPT_HEADERFUNCTION, &State::OnHeader);
+  c.easy_setopt(e, CURLOPT_HEADERDATA, s_.get());
+  c.easy_setopt(e, CURLOPT_WRITEFUNCTION, &State::OnBody);
+  c.easy_setopt(e, CURLOPT_WRITEDATA, s_.get());
+  if (request.method == "HEAD") c.easy_setopt(e, CURLOPT_NOBODY, 1L);
   if (request.method == "POST" || request.method == "PUT") {
     // POSTFIELDS with a size sends the bytes as they are (no chunking, no form encoding).
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
-    curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, request.body.data());
-    if (request.method == "PUT") curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "PUT");
+    c.easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+    c.easy_setopt(e, CURLOPT_COPYPOSTFIELDS, request.body.data());
+    if (request.method == "PUT") c.easy_setopt(e, CURLOPT_CUSTOMREQUEST, "PUT");
   }
   if (!tls.verify) {
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+    c.easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+    c.easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
   }
   if (!tls.ca_pem.empty()) {
     // Added to the default CA file, which libcurl still loads (OpenSSL backend).
     curl_blob blob{const_cast<char*>(tls.ca_pem.data()), tls.ca_pem.size(), CURL_BLOB_COPY};
-    curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
+    c.easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
   }
   if (!tls.client_cert.empty()) {
-    curl_easy_setopt(e, CURLOPT_SSLCERT, tls.client_cert.c_str());
-    curl_easy_setopt(e, CURLOPT_SSLKEY, tls.client_key.c_str());
+    c.easy_setopt(e, CURLOPT_SSLCERT, tls.client_cert.c_str());
+    c.easy_setopt(e, CURLOPT_SSLKEY, tls.client_key.c_str());
   }
-  curl_multi_add_handle(s_->multi, e);
+  c.multi_add_handle(s_->multi, e);
 }
 
 HttpExchange::~HttpExchange() {
-  if (s_->multi != nullptr && s_->easy != nullptr) curl_multi_remove_handle(s_->multi, s_->easy);
-  if (s_->easy != nullptr) curl_easy_cleanup(s_->easy);
-  if (s_->multi != nullptr) curl_multi_cleanup(s_->multi);
-  curl_slist_free_all(s_->headers);
+  if (s_->curl == nullptr) return;
+  const CurlLib& c = *s_->curl;
+  if (s_->multi != nullptr && s_->easy != nullptr) c.multi_remove_handle(s_->multi, s_->easy);
+  if (s_->easy != nullptr) c.easy_cleanup(s_->easy);
+  if (s_->multi != nullptr) c.multi_cleanup(s_->multi);
+  c.slist_free_all(s_->headers);
 }
 
 // One step of the transfer; false once it has finished.
 bool HttpExchange::Pump() {
   State& s = *s_;
   if (s.done) return false;
+  const CurlLib& c = *s.curl;  // not done: loaded
   Clock::time_point start = Clock::now();
   if (s.paused) {
     s.paused = false;
-    curl_easy_pause(s.easy, CURLPAUSE_CONT);  // may deliver the held chunk right here
+    c.easy_pause(s.easy, CURLPAUSE_CONT);  // may deliver the held chunk right here
   }
   size_t before = s.buf.size() - s.pos;
   bool had_headers = s.headers_done;
   int running = 0;
-  curl_multi_perform(s.multi, &running);
+  c.multi_perform(s.multi, &running);
   int left = 0;
-  while (CURLMsg* m = curl_multi_info_read(s.multi, &left)) {
+  while (CURLMsg* m = c.multi_info_read(s.multi, &left)) {
     if (m->msg == CURLMSG_DONE) {
       s.done = true;
       s.result = m->data.result;
@@ -184,7 +187,7 @@ bool HttpExchange::Pump() {
   }
   if (s.done) return true;
   if (s.buf.size() - s.pos == before && had_headers == s.headers_done && !s.paused) {
-    curl_multi_poll(s.multi, nullptr, 0, kPollMs, nullptr);
+    c.multi_poll(s.multi, nullptr, 0, kPollMs, nullptr);
   }
   Clock::time_point now = Clock::now();
   s.waited += now - start;
@@ -283,10 +286,12 @@ std::string HttpExchange::error_message() const {
     return "less than " + std::to_string(kMinStallBytes) + " bytes in " +
            std::to_string(s_->bounds.read_timeout.count()) +
            " s of waiting (raise the bound with --read-timeout)";
-  std::string m = s_->errbuf[0] != '\0' ? s_->errbuf : curl_easy_strerror(s_->result);
+  if (s_->curl == nullptr) return CurlLoadError();
+  const CurlLib& c = *s_->curl;
+  std::string m = s_->errbuf[0] != '\0' ? s_->errbuf : c.easy_strerror(s_->result);
   m.erase(std::remove(m.begin(), m.end(), '\n'), m.end());
   long os_errno = 0;  // "Couldn't connect" says less than "Connection refused"
-  if (curl_easy_getinfo(s_->easy, CURLINFO_OS_ERRNO, &os_errno) == CURLE_OK && os_errno != 0) {
+  if (c.easy_getinfo(s_->easy, CURLINFO_OS_ERRNO, &os_errno) == CURLE_OK && os_errno != 0) {
     m += " (" + std::string(std::strerror(static_cast<int>(os_errno))) + ")";
   }
   return m;
@@ -295,16 +300,19 @@ std::string HttpExchange::error_message() const {
 const std::string& HttpExchange::url() const { return s_->url; }
 
 std::string ResolveUrl(const std::string& base, const std::string& location) {
-  CURLU* h = curl_url();
+  const CurlLib* lib = Curl();
+  if (lib == nullptr) return "";
+  const CurlLib& c = *lib;
+  CURLU* h = c.url();
   std::string out;
   char* full = nullptr;
-  if (curl_url_set(h, CURLUPART_URL, base.c_str(), 0) == CURLUE_OK &&
-      curl_url_set(h, CURLUPART_URL, location.c_str(), 0) == CURLUE_OK &&
-      curl_url_get(h, CURLUPART_URL, &full, 0) == CURLUE_OK) {
+  if (c.url_set(h, CURLUPART_URL, base.c_str(), 0) == CURLUE_OK &&
+      c.url_set(h, CURLUPART_URL, location.c_str(), 0) == CURLUE_OK &&
+      c.url_get(h, CURLUPART_URL, &full, 0) == CURLUE_OK) {
     out = full;
   }
-  curl_free(full);
-  curl_url_cleanup(h);
+  c.free(full);
+  c.url_cleanup(h);
   return out;
 }
 
@@ -312,21 +320,24 @@ namespace {
 
 // The scheme, host and port of an absolute URL (lower case, the default port filled in).
 bool UrlParts(const std::string& url, std::string& scheme, std::string& host, std::string& port) {
-  CURLU* h = curl_url();
+  const CurlLib* lib = Curl();
+  if (lib == nullptr) return false;
+  const CurlLib& c = *lib;
+  CURLU* h = c.url();
   char *s = nullptr, *n = nullptr, *p = nullptr;
-  bool ok = curl_url_set(h, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK &&
-            curl_url_get(h, CURLUPART_SCHEME, &s, 0) == CURLUE_OK &&
-            curl_url_get(h, CURLUPART_HOST, &n, 0) == CURLUE_OK &&
-            curl_url_get(h, CURLUPART_PORT, &p, CURLU_DEFAULT_PORT) == CURLUE_OK;
+  bool ok = c.url_set(h, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK &&
+            c.url_get(h, CURLUPART_SCHEME, &s, 0) == CURLUE_OK &&
+            c.url_get(h, CURLUPART_HOST, &n, 0) == CURLUE_OK &&
+            c.url_get(h, CURLUPART_PORT, &p, CURLU_DEFAULT_PORT) == CURLUE_OK;
   if (ok) {
     scheme = Lower(s);
     host = Lower(n);
     port = p;
   }
-  curl_free(s);
-  curl_free(n);
-  curl_free(p);
-  curl_url_cleanup(h);
+  c.free(s);
+  c.free(n);
+  c.free(p);
+  c.url_cleanup(h);
   return ok;
 }
 
@@ -345,9 +356,12 @@ bool UrlHostPort(const std::string& url, std::string& host, std::string& port) {
 
 std::string UrlEscape(std::string_view s) {
   if (s.empty()) return "";  // curl_easy_escape takes length 0 for "use strlen()"
-  char* e = curl_easy_escape(nullptr, s.data(), static_cast<int>(s.size()));
+  const CurlLib* lib = Curl();
+  if (lib == nullptr) return "";
+  const CurlLib& c = *lib;
+  char* e = c.easy_escape(nullptr, s.data(), static_cast<int>(s.size()));
   std::string out = e == nullptr ? "" : e;
-  curl_free(e);
+  c.free(e);
   return out;
 }
 

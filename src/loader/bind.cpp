@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
+#include <optional>
 #include <set>
 
 #include "util/path.h"
@@ -64,6 +66,31 @@ bool CxxRuntimeSymbol(std::string_view name) {
 
 bool PythonSymbol(std::string_view name) {
   return name.starts_with("Py") || name.starts_with("_Py");
+}
+
+// Where `o` needs `version` from: the file its DT_VERNEED names, and whether that file resolved
+// in `graph` to an object that defines the version (or defines none). Otherwise ld.so stops at
+// the version check (IC012, IC013's version part) before binding a symbol of that version.
+struct VersionFrom {
+  std::string file;
+  bool checked = false;
+};
+VersionFrom NeededFrom(const LoadGraph& graph, const LoadedObject& o, std::string_view version) {
+  VersionFrom v;
+  for (const elf::VersionNeed& need : o.elf->version_needs)
+    if (std::find(need.versions.begin(), need.versions.end(), version) != need.versions.end())
+      v.file = need.file;
+  const Resolution* from = nullptr;
+  for (const Resolution& r : o.resolutions)
+    if (r.kind == Kind::kNeeded && r.name == v.file && r.found()) from = &r;
+  if (!from) return v;
+  int p = graph.Find(from->real_path);
+  const elf::ElfInfo* provider = p >= 0 ? graph.objects[static_cast<size_t>(p)].elf : nullptr;
+  v.checked = provider != nullptr &&
+              (provider->version_definitions.empty() ||
+               std::find(provider->version_definitions.begin(), provider->version_definitions.end(),
+                         version) != provider->version_definitions.end());
+  return v;
 }
 
 }  // namespace
@@ -184,9 +211,12 @@ std::vector<Unbound> Bind(const LoadGraph& graph, const BindScope& scope, Symbol
     std::vector<const SymbolIndex::Exports*> exports;  ///< of `paths`, looked up once per scope
     bool complete = true;  ///< every DT_NEEDED in it resolved (runtime libraries aside)
     /// A glibc or GCC runtime library in it does not resolve (an image of wheels alone): the
-    /// names it would define, seen in versioned references of the scope, hashed and sorted.
+    /// names it would define, seen in versioned references of the scope, hashed and sorted
+    /// when first asked (an object already bound in this scope by an earlier link map never
+    /// asks).
     bool runtime_missing = false;
-    std::vector<uint64_t> runtime_names;
+    std::vector<int> members;  ///< graph objects in it
+    std::optional<std::vector<uint64_t>> runtime_names;
     bool known = true;  ///< every symbol table in it read whole
     uint64_t fingerprint = 0;
   };
@@ -202,29 +232,34 @@ std::vector<Unbound> Bind(const LoadGraph& graph, const BindScope& scope, Symbol
     };
     for (const std::string& p : scope.global) add(p);
     for (int o : global) add(objects[static_cast<size_t>(o)].real_path);
-    std::vector<int> members = closures[g];
-    members.insert(members.end(), global.begin(), global.end());
+    s.members = closures[g];
+    s.members.insert(s.members.end(), global.begin(), global.end());
     for (int o : closures[g]) add(objects[static_cast<size_t>(o)].real_path);
-    for (int o : members) {
+    for (int o : s.members) {
       if (unresolved[static_cast<size_t>(o)]) s.complete = false;
       if (runtime[static_cast<size_t>(o)]) s.runtime_missing = true;
     }
-    if (s.runtime_missing)
-      for (int o : members)
-        if (const elf::ElfInfo* e = objects[static_cast<size_t>(o)].elf)
-          for (const elf::Symbol& sym : e->imported)
-            if (!sym.version.empty()) s.runtime_names.push_back(SymbolHash(sym.name));
-    std::sort(s.runtime_names.begin(), s.runtime_names.end());
     uint64_t f =
         (scope.python_symbols ? 1 : 0) | (s.complete ? 2 : 0) | (s.runtime_missing ? 4 : 0);
     for (std::string_view p : in) f = Mix(f * kFnvPrime, p) ^ 0x5a;  // sorted: order-free
     s.fingerprint = f;
   }
+  auto runtime_names = [&](Scope& s) -> const std::vector<uint64_t>& {
+    if (!s.runtime_names) {
+      s.runtime_names.emplace();
+      for (int o : s.members)
+        if (const elf::ElfInfo* e = objects[static_cast<size_t>(o)].elf)
+          for (const elf::Symbol& sym : e->imported)
+            if (!sym.version.empty()) s.runtime_names->push_back(SymbolHash(sym.name));
+      std::sort(s.runtime_names->begin(), s.runtime_names->end());
+    }
+    return *s.runtime_names;
+  };
   for (int i = 0; i < n; ++i) {
     const LoadedObject& o = objects[static_cast<size_t>(i)];
     int g = owner[static_cast<size_t>(i)];
     if (g < 0 || !o.elf || !index.Known(o.real_path)) continue;
-    const Scope& s = scopes[static_cast<size_t>(g)];
+    Scope& s = scopes[static_cast<size_t>(g)];
     if (!s.known) continue;
     uint64_t key = Mix(s.fingerprint, o.real_path);
     auto [memo, fresh] = index.bound_.try_emplace(key);
@@ -249,7 +284,7 @@ std::vector<Unbound> Bind(const LoadGraph& graph, const BindScope& scope, Symbol
         // mangling, or versioned where another object of the scope references it.
         if (sym.version.empty() && s.runtime_missing &&
             (CxxRuntimeSymbol(sym.name) ||
-             std::binary_search(s.runtime_names.begin(), s.runtime_names.end(), ref.key)))
+             std::binary_search(runtime_names(s).begin(), runtime_names(s).end(), ref.key)))
           continue;
         // Left for the process to provide (libc10.so's pthread_setname_np, which glibc < 2.34
         // has in libpthread): unknowable without the process's runtime or host.
@@ -257,27 +292,17 @@ std::vector<Unbound> Bind(const LoadGraph& graph, const BindScope& scope, Symbol
         if (!defined(ref)) memo->second.push_back(ref.symbol);
       }
     }
+    // Once per version, not per symbol: thousands of GLIBC_2.x references fail alike.
+    std::map<std::string_view, VersionFrom> versions;
     for (uint32_t symbol : memo->second) {
       const elf::Symbol& sym = o.elf->imported[symbol];
       Unbound u{i, sym.name, sym.version, ""};
       if (!sym.version.empty()) {
-        // The file the version is needed from must resolve and define the version: otherwise
-        // ld.so stops at the version check (IC012, IC013's version part), not here.
-        for (const elf::VersionNeed& need : o.elf->version_needs)
-          if (std::find(need.versions.begin(), need.versions.end(), sym.version) !=
-              need.versions.end())
-            u.from = need.file;
-        const Resolution* from = nullptr;
-        for (const Resolution& r : o.resolutions)
-          if (r.kind == Kind::kNeeded && r.name == u.from && r.found()) from = &r;
-        if (!from) continue;
-        int p = graph.Find(from->real_path);
-        const elf::ElfInfo* provider = p >= 0 ? objects[static_cast<size_t>(p)].elf : nullptr;
-        if (!provider ||
-            (!provider->version_definitions.empty() &&
-             std::find(provider->version_definitions.begin(), provider->version_definitions.end(),
-                       sym.version) == provider->version_definitions.end()))
-          continue;
+        auto [v, fresh] = versions.try_emplace(sym.version);
+        if (fresh) v->second = NeededFrom(graph, o, sym.version);
+        // Otherwise ld.so stops at the version check (IC012, IC013's version part), not here.
+        if (!v->second.checked) continue;
+        u.from = v->second.file;
       }
       out.push_back(std::move(u));
     }

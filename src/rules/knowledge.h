@@ -123,8 +123,8 @@ inline constexpr int kRulesSchema = 1;
 
 /// Which data a result was judged by: the date of the newest fact (version.json's `date`,
 /// written by tools/rules_from_artifacts.py or with a hand-edited fact) and a SHA-256 over the
-/// content of every file in use (name and canonical JSON, in load order), so two copies of the
-/// same data have the same version whatever their whitespace or location.
+/// content of every file in use (name and JSON value, canonically encoded, in load order), so
+/// two copies of the same data have the same version whatever their whitespace or location.
 struct DataVersion {
   std::string date;    ///< YYYY-MM-DD; "" when no version.json says
   int schema = 0;      ///< 0 when no version.json says

@@ -146,13 +146,14 @@ void HashTree(const std::string& dir, util::Sha256& h) {
   }
 }
 
-// The policy's identity: the tool, every rule file, the config's text and the flags.
+// The policy's identity: the tool, the rule data in use, the config's text and the flags. The
+// data's version digests every file that was loaded, as it was merged (rules::DataVersion): the
+// files are not read and hashed again.
 std::string Identity(const PolicyArgs& args, const Policy& p, const std::string& config_text) {
   util::Sha256 h;
   h.Update("imgcheck " + std::string(BuildVersion()) + "\n");
-  h.Update("rules " + p.knowledge.version().str() + "\n");
-  HashTree(RulesDir(), h);
-  for (const auto& d : args.rules_dirs) HashTree(d, h);
+  const rules::DataVersion& data = p.knowledge.version();
+  h.Update("rules " + data.date + " " + data.digest + "\n");
   std::string rest = config_text + "\n" + args.fail_on + "\n" + args.driver + "\n" + args.gpu +
                      "\n" + (p.target.driver ? p.target.driver->str() : "") + "\n" +
                      std::to_string(p.target.sm.value_or(0));

@@ -32,6 +32,11 @@ std::pair<It, It> Touching(It begin, It end_it, uint64_t offset, uint64_t end) {
 
 void SparseFile::Add(uint64_t offset, std::string_view bytes) {
   if (bytes.empty()) return;
+  // Past the last extent, not touching it: how a capturer and a cached reading add them.
+  if (extents_.empty() || offset > extents_.back().offset + extents_.back().bytes.size()) {
+    extents_.push_back(Extent{offset, std::string(bytes)});
+    return;
+  }
   uint64_t end = offset + bytes.size();
   auto [first, last] = Touching(extents_.begin(), extents_.end(), offset, end);
   if (first == last) {
