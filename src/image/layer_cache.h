@@ -22,8 +22,9 @@ namespace imgcheck::image {
 
 /// Bumped whenever ReadLayer, LayerContents or the entry encoding change what an entry means;
 /// it is part of every key, so older entries simply stop matching (and age out).
-// 2: a captured file's MD5; 3: digest_wanted; 4: its SHA-256 (SBOM readings)
-inline constexpr uint32_t kLayerCacheVersion = 4;
+// 2: a captured file's MD5; 3: digest_wanted; 4: its SHA-256 (SBOM readings); 5: its annex
+// (elf: symbol name hashes and binding keys)
+inline constexpr uint32_t kLayerCacheVersion = 5;
 /// Default bound of <dir>/layers. Entries hold only captured parts: a CUDA layer of gigabytes
 /// makes an entry of a few megabytes, so this keeps hundreds of layers.
 inline constexpr uint64_t kDefaultCacheMaxBytes = uint64_t{1} << 30;
