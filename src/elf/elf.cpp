@@ -182,7 +182,7 @@ class Parser {
 
   /// The dynamic string at `offset`; a problem and "" when it cannot be read.
   std::string String(uint64_t offset, const char* what) {
-    auto s = util::CString(strtab_, offset);
+    auto s = KeptString(offset);
     if (!s) {
       Problem(std::string(what) + " string at " + format::Hex(offset) +
               " outside the string table");
@@ -190,6 +190,19 @@ class Parser {
     }
     if (!Spend(s->size())) return "";
     return std::string(*s);
+  }
+
+  /// The string at `offset` of the string table: in its first captured extent, or in a later
+  /// one (the capture keeps the end of a table whose middle it hashed), NUL inside the table.
+  std::optional<std::string_view> KeptString(uint64_t offset) {
+    if (auto s = util::CString(strtab_, offset)) return s;
+    if (!tables_.strtab || offset >= tables_.strsz) return std::nullopt;
+    auto at = util::CheckedAdd(*tables_.strtab, offset);
+    auto rest = at ? file_.ViewFrom(*at) : std::nullopt;
+    if (!rest) return std::nullopt;
+    auto s = util::CString(rest->substr(0, tables_.strsz - offset), 0);
+    if (s) Touch(*at, s->size() + 1);
+    return s;
   }
 
   /// Takes `bytes` of ParseOptions::table_bytes; false once they are spent (real libraries use
@@ -382,7 +395,7 @@ class Parser {
       if (bind != kStbGlobal && bind != kStbWeak && bind != kStbGnuUnique) continue;
       if (!Spend(sizeof(Symbol))) return;
       Symbol sym;
-      if (auto kept = util::CString(strtab_, name)) {
+      if (auto kept = KeptString(name)) {
         if (kept->empty()) continue;
         if (!Spend(kept->size())) return;
         sym.name = std::string(*kept);
