@@ -7,7 +7,7 @@
 //    libtensorflow_cc.so.2), the NUL-terminated strings that follow it are hashed as they pass
 //    (NameHash, with their offsets: Symbol::hash), not kept, up to the first byte no symbol name
 //    holds (a control character); from the last kRing bytes before that byte the bytes are kept
-//    again, up to CaptureLimits::prefix more (GNU ld puts the version tables after .dynstr). Which
+//    again, up to kMovedTablesCap more (GNU ld puts the version tables after .dynstr). Which
 //    of those strings are symbol names is known only at the dynamic section, so Finish keeps the
 //    hashes Parse used;
 //  - PT_DYNAMIC, PT_NOTE and PT_INTERP as the stream passes them;
@@ -421,9 +421,11 @@ class ElfCapturer : public util::Capturer {
   void StopHashing(uint64_t at) {
     uint64_t goal = hash_to_;
     hash_from_ = hash_to_ = 0;
-    if (at >= goal) return;
+    // No string passed (the prefix ended in code or data, not in .dynstr): nothing follows it
+    // that the dynamic section will ask for, and the budget stays for the tables it points to.
+    if (at >= goal || strings_.empty()) return;
     uint64_t begin = at - std::min<uint64_t>(ring_.size(), at);
-    Want(begin, std::min(goal, at + prefix_cap_), Role::kPlain, 0,
+    Want(begin, std::min(goal, at + kMovedTablesCap), Role::kPlain, 0,
          std::string_view(ring_).substr(ring_.size() - (at - begin)));
     ring_.clear();
     ring_.shrink_to_fit();
