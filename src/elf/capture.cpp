@@ -6,10 +6,10 @@
 //  - where the prefix stops short of the dynamic section (a .dynstr of 50 MiB: TensorFlow's
 //    libtensorflow_cc.so.2), the NUL-terminated strings that follow it are hashed as they pass
 //    (NameHash, with their offsets: Symbol::hash), not kept, up to the first byte no symbol name
-//    holds (a control character); from the last kRing bytes before that byte the bytes are kept
-//    again, up to kMovedTablesCap more (GNU ld puts the version tables after .dynstr). Which
-//    of those strings are symbol names is known only at the dynamic section, so Finish keeps the
-//    hashes Parse used;
+//    holds (a control character) or an empty string (two NULs); from the last kRing bytes before
+//    that byte the bytes are kept again, up to kMovedTablesCap more (GNU ld puts the version tables
+//    after .dynstr). Which of those strings are symbol names is known only at the dynamic section,
+//    so Finish keeps the hashes Parse used;
 //  - PT_DYNAMIC, PT_NOTE and PT_INTERP as the stream passes them;
 //  - once the dynamic section is known, every table it points to that still lies ahead (patchelf
 //    and some NVIDIA libraries put .dynstr/.dynsym after it), up to the end of its PT_LOAD;
@@ -392,6 +392,7 @@ class ElfCapturer : public util::Capturer {
     for (; at < stop; ++at) {
       unsigned char c = p[at - base_];
       if (c == 0) {
+        if (at == string_start_ && at > hash_from_) break;  // "\0\0": no string table mid-way
         if (string_ok_ && at > string_start_) {
           if (reserved_ + sizeof(StringHash) > kBudget || at - string_start_ > UINT32_MAX) break;
           reserved_ += sizeof(StringHash);
