@@ -1,8 +1,15 @@
 // The streaming ELF capturer. The file passes once, in order; what Parse needs is recognised on
 // the way and kept:
-//  - the first bytes of the file up to the dynamic section, at most kPrefixCap: with GNU ld,
-//    gold and lld the ELF and program headers, notes, hash tables, .dynsym, .dynstr and the
-//    version tables all sit at the start, before the dynamic section that points to them;
+//  - the first bytes of the file up to the dynamic section, at most CaptureLimits::prefix: with
+//    GNU ld, gold and lld the ELF and program headers, notes, hash tables, .dynsym, .dynstr and
+//    the version tables all sit at the start, before the dynamic section that points to them;
+//  - where the prefix stops short of the dynamic section (a .dynstr of 50 MiB: TensorFlow's
+//    libtensorflow_cc.so.2), the NUL-terminated strings that follow it are hashed as they pass
+//    (NameHash, with their offsets: Symbol::hash), not kept, up to the first byte no symbol name
+//    holds (a control character) or an empty string (two NULs); from the last kRing bytes before
+//    that byte the bytes are kept again, up to kMovedTablesCap more (GNU ld puts the version tables
+//    after .dynstr). Which of those strings are symbol names is known only at the dynamic section,
+//    so Finish keeps the hashes Parse used;
 //  - PT_DYNAMIC, PT_NOTE and PT_INTERP as the stream passes them;
 //  - once the dynamic section is known, every table it points to that still lies ahead (patchelf
 //    and some NVIDIA libraries put .dynstr/.dynsym after it), up to the end of its PT_LOAD;
@@ -12,9 +19,12 @@
 //    .nv_fatbin section can be found;
 //  - the header of every fatbin container (found by its magic at 8-byte aligned offsets) and the
 //    header of each of its entries, never their payloads.
-// Finish() then runs Parse over what was kept, recording the ranges it reads, and keeps only those.
+// Finish() then runs Parse over what was kept, recording the ranges it reads, and keeps only those,
+// with the sorted binding keys of the defined symbols in the result's annex (annex.h), so a
+// cached reading binds without hashing or sorting again.
 //
-// Memory bound per capturer: while streaming at most kBudget (40 MiB) of kept bytes, plus the
+// Memory bound per capturer: while streaming at most kBudget (40 MiB) of kept bytes and string
+// hashes (24 bytes each), plus the
 // bookkeeping of at most kMaxFatbinRanges small ranges (about 4 MiB); 44 MiB in the worst case,
 // and real libraries stay far below (libcublasLt.so.13, 540 MB: 16 MiB peak, the prefix). After
 // Finish only the bytes Parse reads remain (headers, dynamic tables, fatbin headers: 437 KB of
@@ -23,6 +33,7 @@
 #include <cstring>
 #include <string>
 
+#include "elf/annex.h"
 #include "elf/elf.h"
 #include "elf/fatbin.h"
 #include "elf/format.h"
@@ -32,7 +43,6 @@
 namespace imgcheck::elf {
 namespace {
 
-constexpr uint64_t kPrefixCap = 16u << 20;
 constexpr uint64_t kTableCap = 16u << 20;
 constexpr uint64_t kSmallCap = 1u << 20;  // PT_DYNAMIC, PT_NOTE, PT_INTERP, section headers
 constexpr uint64_t kShstrWindow = 64u << 10;
@@ -42,15 +52,25 @@ constexpr uint64_t kBudget = 40u << 20;
 constexpr uint64_t kMaxFatbinRanges = 1u << 15;
 /// Below this many kept bytes Finish keeps everything: trimming would not pay for the re-parse.
 constexpr uint64_t kTrimThreshold = 256u << 10;
+/// The bytes before the end of the hashed strings kept again (the table that follows starts
+/// there, and its first bytes may look like a string).
+constexpr uint64_t kRing = 4u << 10;
+/// The string that runs across the prefix's end is hashed whole when it is no longer than this.
+constexpr uint64_t kMaxSeed = 64u << 10;
+
+bool InSymbolName(unsigned char c) { return c >= 0x20 && c != 0x7f; }
 
 class ElfCapturer : public util::Capturer {
  public:
+  explicit ElfCapturer(const CaptureLimits& limits) : prefix_cap_(limits.prefix) {}
+
   bool Feed(std::string_view chunk) override {
     if (stopped_) return false;
     base_ = end_;
     end_ += chunk.size();
     if (base_ < 4 && !CheckMagic(chunk)) return false;
     ScanForFatbin(chunk);
+    if (hash_to_ > hash_from_) HashStrings(chunk);
     // Hooks may append ranges that start inside this chunk, so index (not iterate) the vector.
     for (size_t i = 0; i < ranges_.size(); ++i) {
       Range& r = ranges_[i];
@@ -69,6 +89,7 @@ class ElfCapturer : public util::Capturer {
   // fatbin magic is made of zeros).
   bool Skip(uint64_t n) override {
     static const std::string kZeros(1 << 16, '\0');
+    if (hash_to_ > hash_from_ && end_ >= hash_from_) StopHashing(end_);  // no string is a hole
     uint64_t stop = util::CheckedAdd(end_, n).value_or(UINT64_MAX);
     while (end_ < stop) {
       if (stopped_) return false;
@@ -94,13 +115,30 @@ class ElfCapturer : public util::Capturer {
     for (auto& r : done_) all.Take(r.begin, std::move(r.bytes));
     ranges_.clear();
     done_.clear();
+    hash_from_ = hash_to_ = 0;  // a string the stream ended in is no symbol name
+    Annex annex;
+    annex.strings = std::move(strings_);
+    if (!annex.strings.empty()) all.set_annex(EncodeAnnex(annex));
     if (all.captured_bytes() <= kTrimThreshold) return all;
     RangeList touched;
     auto parsed = ParseRecording(all, &touched);
     if (!parsed || !*parsed) return all;
     util::SparseFile kept(size);
-    for (const auto& [offset, len] : touched)
-      if (auto bytes = all.View(offset, len)) kept.Add(offset, *bytes);
+    std::vector<uint64_t> used;  // offsets of the hashed strings Parse read
+    for (const auto& [offset, len] : touched) {
+      if (auto bytes = all.View(offset, len)) {
+        kept.Add(offset, *bytes);
+      } else {
+        used.push_back(offset);
+      }
+    }
+    std::sort(used.begin(), used.end());
+    std::erase_if(annex.strings, [&](const StringHash& s) {
+      return !std::binary_search(used.begin(), used.end(), s.offset);
+    });
+    annex.has_keys = true;
+    annex.keys = ExportKeys(**parsed);
+    kept.set_annex(EncodeAnnex(annex));
     return kept;
   }
 
@@ -194,7 +232,7 @@ class ElfCapturer : public util::Capturer {
       Want(header_.shoff - std::min(header_.shoff, kShstrWindow), header_.ShdrsEnd(), Role::kShdrs);
     // The prefix; OnProgramHeaders trims it to the dynamic section.
     prefix_index_ = ranges_.size();
-    Want(0, kPrefixCap, Role::kPlain);
+    Want(0, prefix_cap_, Role::kPlain);
   }
 
   void OnProgramHeaders(const std::string& bytes) {
@@ -207,7 +245,15 @@ class ElfCapturer : public util::Capturer {
       if (s.type == format::kPtLoad && !prefix_end)
         prefix_end = util::CheckedAdd(s.offset, s.filesz);
     }
-    if (prefix_end) TrimPrefix(std::max(*prefix_end, header_.PhdrsEnd()));
+    if (prefix_end) {
+      uint64_t goal = std::max(*prefix_end, header_.PhdrsEnd());
+      TrimPrefix(goal);
+      // The tables before the dynamic section run past the prefix: hash the strings there.
+      if (goal > prefix_cap_) {
+        hash_from_ = prefix_cap_;
+        hash_to_ = goal;
+      }
+    }
     for (const auto& s : segments_) {
       uint64_t len = std::min(s.filesz, kSmallCap);
       // patchelf moves the tables it grows (.dynstr, .gnu.hash) with the dynamic section into a
@@ -215,7 +261,7 @@ class ElfCapturer : public util::Capturer {
       // libcusparseLt): that segment is kept up to the dynamic section when it is small.
       const format::Segment* load =
           s.type == format::kPtDynamic ? format::LoadSegmentAt(segments_, s.offset) : nullptr;
-      if (load && load->offset >= kPrefixCap && load->filesz <= kMovedTablesCap)
+      if (load && load->offset >= prefix_cap_ && load->filesz <= kMovedTablesCap)
         Want(load->offset, s.offset, Role::kPlain);
       if (s.type == format::kPtDynamic)
         Want(s.offset, s.offset + len, Role::kDynamic);
@@ -311,6 +357,81 @@ class ElfCapturer : public util::Capturer {
     Want(offset, offset + fatbin::kHeaderSize, Role::kFatbinHeader, 0, prefill);
   }
 
+  /// Hashes the strings of [hash_from_, hash_to_) in `chunk`; before hash_from_, keeps the
+  /// bytes since the last NUL (the string that runs across it, hashed whole).
+  void HashStrings(std::string_view chunk) {
+    uint64_t pos = base_;
+    if (pos < hash_from_) {
+      uint64_t upto = std::min(end_, hash_from_);
+      std::string_view before = chunk.substr(0, upto - base_);
+      size_t nul = before.rfind('\0');
+      if (nul != std::string_view::npos) {
+        seed_.assign(before.substr(nul + 1));
+      } else if (seed_.size() <= kMaxSeed) {
+        seed_.append(before.substr(0, std::min<uint64_t>(before.size(), kMaxSeed + 1)));
+      }
+      if (upto == hash_from_) {
+        bool usable =
+            seed_.size() <= kMaxSeed && std::all_of(seed_.begin(), seed_.end(), [](char c) {
+              return InSymbolName(static_cast<unsigned char>(c));
+            });
+        string_start_ = hash_from_ - std::min<uint64_t>(seed_.size(), hash_from_);
+        string_hash_ = NameHash(seed_);
+        string_ok_ = usable;
+        ring_ = seed_.size() <= kRing ? seed_ : seed_.substr(seed_.size() - kRing);
+        seed_.clear();
+        seed_.shrink_to_fit();
+      }
+      pos = upto;
+    }
+    const uint64_t stop = std::min(end_, hash_to_);
+    if (pos >= stop) return;
+    const unsigned char* p = reinterpret_cast<const unsigned char*>(chunk.data());
+    constexpr uint64_t kPrime = 0x100000001b3ULL;
+    uint64_t at = pos, h = string_hash_;
+    for (; at < stop; ++at) {
+      unsigned char c = p[at - base_];
+      if (c == 0) {
+        if (at == string_start_ && at > hash_from_) break;  // "\0\0": no string table mid-way
+        if (string_ok_ && at > string_start_) {
+          if (reserved_ + sizeof(StringHash) > kBudget || at - string_start_ > UINT32_MAX) break;
+          reserved_ += sizeof(StringHash);
+          strings_.push_back({string_start_, static_cast<uint32_t>(at - string_start_), h});
+        }
+        string_start_ = at + 1;
+        string_ok_ = true;
+        h = NameHash({});
+      } else if (!InSymbolName(c)) {
+        break;
+      } else {
+        h = (h ^ c) * kPrime;
+      }
+    }
+    string_hash_ = h;
+    std::string_view passed = chunk.substr(pos - base_, at - pos);
+    if (passed.size() >= kRing) {
+      ring_.assign(passed.substr(passed.size() - kRing));
+    } else {
+      ring_.append(passed);
+      if (ring_.size() > kRing) ring_.erase(0, ring_.size() - kRing);
+    }
+    if (at < stop || at == hash_to_) StopHashing(at);
+  }
+
+  /// Ends the hashed strings at `at` and keeps the bytes from kRing before it on.
+  void StopHashing(uint64_t at) {
+    uint64_t goal = hash_to_;
+    hash_from_ = hash_to_ = 0;
+    // No string passed (the prefix ended in code or data, not in .dynstr): nothing follows it
+    // that the dynamic section will ask for, and the budget stays for the tables it points to.
+    if (at >= goal || strings_.empty()) return;
+    uint64_t begin = at - std::min<uint64_t>(ring_.size(), at);
+    Want(begin, std::min(goal, at + kMovedTablesCap), Role::kPlain, 0,
+         std::string_view(ring_).substr(ring_.size() - (at - begin)));
+    ring_.clear();
+    ring_.shrink_to_fit();
+  }
+
   void Compact() {
     for (size_t i = 0; i < ranges_.size();) {
       Range& r = ranges_[i];
@@ -336,10 +457,20 @@ class ElfCapturer : public util::Capturer {
   std::vector<Range> done_;
   size_t prefix_index_ = SIZE_MAX;
   uint64_t fatbin_ranges_ = 0;
+  const uint64_t prefix_cap_;
+  // The strings hashed past the prefix: [hash_from_, hash_to_) while it lasts (empty: none).
+  uint64_t hash_from_ = 0, hash_to_ = 0;
+  std::string seed_;  // before hash_from_: the bytes since the last NUL
+  std::string ring_;  // the last kRing bytes hashed
+  uint64_t string_start_ = 0, string_hash_ = 0;
+  bool string_ok_ = false;  // the current string is hashed from its first byte
+  std::vector<StringHash> strings_;
 };
 
 }  // namespace
 
-std::unique_ptr<util::Capturer> MakeCapturer() { return std::make_unique<ElfCapturer>(); }
+std::unique_ptr<util::Capturer> MakeCapturer(const CaptureLimits& limits) {
+  return std::make_unique<ElfCapturer>(limits);
+}
 
 }  // namespace imgcheck::elf

@@ -172,6 +172,56 @@ TEST_CASE("Captured parts of system and CUDA libraries parse like the whole file
   if (checked == 0) imgcheck::testing::Skip("no system libraries found to capture");
 }
 
+// A library whose .dynstr runs past the prefix the capturer keeps (a 4 KiB limit standing for
+// the 16 MiB that TensorFlow's 50 MiB table passes): 80 long names, then the ones that matter.
+fixture::ElfSpec LongStrings() {
+  fixture::ElfSpec spec;
+  spec.soname = "libbig.so.1";
+  spec.needed = {"libdep.so"};
+  for (int i = 0; i < 80; ++i)
+    spec.exported.push_back("big_filler_" + std::to_string(i) + "_" + std::string(100, 'x'));
+  spec.exported.push_back("ncclCommRegister");
+  spec.imported = {"late_import_" + std::string(60, 'y')};
+  return spec;
+}
+
+// Streams `bytes` in chunks of `chunk` bytes through a capturer that keeps 4 KiB of the start
+// (a stream in large chunks would pass the small file's tables whole, which it may keep).
+util::SparseFile CaptureInSmallChunks(std::string_view bytes, size_t chunk) {
+  auto capturer = MakeCapturer(CaptureLimits{4096});
+  for (size_t pos = 0; pos < bytes.size(); pos += chunk)
+    if (!capturer->Feed(bytes.substr(pos, chunk))) break;
+  return capturer->Finish(bytes.size());
+}
+
+TEST_CASE("Names past the kept prefix are hashed as they stream and bind like the whole file") {
+  std::string bytes = fixture::BuildElf(LongStrings());
+  ElfInfo whole = ParseCaptured(util::SparseFile::Whole(bytes));
+  REQUIRE(whole.exported.size() == 81);
+  for (size_t chunk : {1, 7, 64, 333, 1024}) {
+    INFO("chunk " << chunk);
+    util::SparseFile kept = CaptureInSmallChunks(bytes, chunk);
+    ElfInfo captured = ParseCaptured(kept);
+    CHECK(captured.symbols_unread.empty());
+    CHECK(captured.has_export_keys);
+    CHECK(captured.exported.size() < whole.exported.size());  // the rest: hashes only
+    CHECK(ExportKeys(captured) == ExportKeys(whole));
+    REQUIRE(captured.imported.size() == 1);
+    CHECK(SymbolNameHash(captured.imported[0]) == NameHash(whole.imported[0].name));
+    CHECK(captured.needed == whole.needed);
+  }
+}
+
+TEST_CASE("A name that can be neither kept nor hashed says the symbols were not read whole") {
+  fixture::ElfSpec spec = LongStrings();
+  // A control character ends the hashing; the 5,000 bytes of its name before it are not kept.
+  spec.exported.insert(spec.exported.begin() + 60, std::string(5000, 'z') + "\x01z");
+  std::string bytes = fixture::BuildElf(spec);
+  ElfInfo captured = ParseCaptured(CaptureInSmallChunks(bytes, 256));
+  CHECK_FALSE(captured.symbols_unread.empty());
+  CHECK(ParseCaptured(util::SparseFile::Whole(bytes)).symbols_unread.empty());
+}
+
 TEST_CASE("The capturer declines non-ELF files after four bytes") {
   auto c = MakeCapturer();
   CHECK(c->Feed("#"));

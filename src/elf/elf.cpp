@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "elf/annex.h"
 #include "elf/fatbin.h"
 #include "elf/format.h"
 #include "elf/parse.h"
@@ -37,10 +38,14 @@ class Parser {
     ReadProgramHeaders();
     ReadSectionHeaders();
     ReadInterpreter();
-    ReadDynamicSection();
     ReadNotes();
+    // The first problem met from here to the symbols says why they were not all read.
+    size_t before = info_.problems.size();
+    ReadDynamicSection();
     ReadVersions();
+    ReadAnnex();
     ReadSymbols();
+    if (info_.problems.size() > before) info_.symbols_unread = info_.problems[before];
     ReadFatbin();
   }
 
@@ -177,7 +182,7 @@ class Parser {
 
   /// The dynamic string at `offset`; a problem and "" when it cannot be read.
   std::string String(uint64_t offset, const char* what) {
-    auto s = util::CString(strtab_, offset);
+    auto s = KeptString(offset);
     if (!s) {
       Problem(std::string(what) + " string at " + format::Hex(offset) +
               " outside the string table");
@@ -185,6 +190,19 @@ class Parser {
     }
     if (!Spend(s->size())) return "";
     return std::string(*s);
+  }
+
+  /// The string at `offset` of the string table: in its first captured extent, or in a later
+  /// one (the capture keeps the end of a table whose middle it hashed), NUL inside the table.
+  std::optional<std::string_view> KeptString(uint64_t offset) {
+    if (auto s = util::CString(strtab_, offset)) return s;
+    if (!tables_.strtab || offset >= tables_.strsz) return std::nullopt;
+    auto at = util::CheckedAdd(*tables_.strtab, offset);
+    auto rest = at ? file_.ViewFrom(*at) : std::nullopt;
+    if (!rest) return std::nullopt;
+    auto s = util::CString(rest->substr(0, tables_.strsz - offset), 0);
+    if (s) Touch(*at, s->size() + 1);
+    return s;
   }
 
   /// Takes `bytes` of ParseOptions::table_bytes; false once they are spent (real libraries use
@@ -328,6 +346,28 @@ class Parser {
     return std::nullopt;
   }
 
+  void ReadAnnex() {
+    if (file_.annex().empty()) return;
+    std::optional<Annex> a = DecodeAnnex(file_.annex());
+    if (!a) {
+      Problem("the capture's annex of symbol hashes is corrupt");
+      return;
+    }
+    annex_ = std::move(*a);
+  }
+
+  /// The hash of the symbol name at `offset` of the string table, where only that was captured
+  /// (the name lies past the kept bytes); nullopt when neither was.
+  std::optional<uint64_t> HashedName(uint64_t offset) {
+    if (!tables_.strtab) return std::nullopt;
+    auto at = util::CheckedAdd(*tables_.strtab, offset);
+    const StringHash* s = at ? annex_.Find(*at) : nullptr;
+    // The NUL must lie inside the table, as CString requires of a kept name.
+    if (!s || offset + s->length >= tables_.strsz) return std::nullopt;
+    Touch(*at, uint64_t{s->length} + 1);  // Finish keeps the hashes Parse used
+    return s->hash;
+  }
+
   void ReadSymbols() {
     if (!tables_.symtab) return;
     auto count = SymbolCount();
@@ -341,6 +381,9 @@ class Parser {
     if (!syms) return;
     std::optional<std::string_view> versym;
     if (tables_.versym) versym = View(*tables_.versym, n * 2, "DT_VERSYM");
+    // Defined symbols known by their hash alone: their keys, with those of `exported`.
+    std::vector<uint64_t> hashed_keys;
+    bool hashed_exports = false;
     for (uint64_t i = 1; i < n; ++i) {
       util::Reader r(syms->substr(i * h_.SymSize(), h_.SymSize()), h_.big_endian);
       uint32_t name = *r.Read<uint32_t>();
@@ -352,8 +395,18 @@ class Parser {
       if (bind != kStbGlobal && bind != kStbWeak && bind != kStbGnuUnique) continue;
       if (!Spend(sizeof(Symbol))) return;
       Symbol sym;
-      sym.name = String(name, "symbol name");
-      if (sym.name.empty()) continue;
+      if (auto kept = KeptString(name)) {
+        if (kept->empty()) continue;
+        if (!Spend(kept->size())) return;
+        sym.name = std::string(*kept);
+      } else if (auto hash = HashedName(name)) {
+        sym.hash = *hash;
+      } else if (shndx != kShnUndef && annex_.has_keys) {
+        continue;  // a definition: the capture's keys hold it
+      } else {
+        Problem("symbol name string at " + format::Hex(name) + " outside the string table");
+        continue;
+      }
       sym.weak = bind == kStbWeak;
       sym.untyped = shndx == kShnUndef && (info & 0xf) == 0;  // STT_NOTYPE
       if (versym) {
@@ -363,7 +416,25 @@ class Parser {
         auto it = version_names_.find(index & kVersymIndexMask);
         if (it != version_names_.end() && (index & kVersymIndexMask) > 1) sym.version = it->second;
       }
-      (shndx == kShnUndef ? info_.imported : info_.exported).push_back(std::move(sym));
+      if (shndx == kShnUndef) {
+        info_.imported.push_back(std::move(sym));
+      } else if (!sym.name.empty()) {
+        info_.exported.push_back(std::move(sym));
+      } else if (!annex_.has_keys) {
+        hashed_exports = true;
+        AddExportKeys(sym.hash, sym.version, sym.hidden_version, hashed_keys);
+      }
+    }
+    if (annex_.has_keys) {
+      info_.has_export_keys = true;
+      info_.export_keys = std::move(annex_.keys);
+    } else if (hashed_exports) {
+      for (const Symbol& e : info_.exported)
+        AddExportKeys(NameHash(e.name), e.version, e.hidden_version, hashed_keys);
+      std::sort(hashed_keys.begin(), hashed_keys.end());
+      hashed_keys.erase(std::unique(hashed_keys.begin(), hashed_keys.end()), hashed_keys.end());
+      info_.has_export_keys = true;
+      info_.export_keys = std::move(hashed_keys);
     }
   }
 
@@ -391,11 +462,42 @@ class Parser {
   format::DynamicTables tables_;
   std::string_view strtab_;
   std::map<uint16_t, std::string> version_names_;
+  Annex annex_;
   uint64_t left_;  // of ParseOptions::table_bytes
   RangeList* touched_;
 };
 
+constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ULL, kFnvPrime = 0x100000001b3ULL;
+
+uint64_t Mix(uint64_t h, std::string_view bytes) {
+  for (unsigned char c : bytes) h = (h ^ static_cast<uint64_t>(c)) * kFnvPrime;
+  return h;
+}
+
 }  // namespace
+
+uint64_t NameHash(std::string_view name) { return Mix(kFnvOffset, name); }
+
+uint64_t VersionedKey(uint64_t name_hash, std::string_view version) {
+  return Mix((name_hash ^ 0xffu) * kFnvPrime, version);  // 0xff: in no name or version
+}
+
+void AddExportKeys(uint64_t name_hash, const std::string& version, bool hidden,
+                   std::vector<uint64_t>& keys) {
+  if (!hidden || version.empty()) keys.push_back(name_hash);
+  keys.push_back(VersionedKey(name_hash, version));
+}
+
+std::vector<uint64_t> ExportKeys(const ElfInfo& info) {
+  if (info.has_export_keys) return info.export_keys;
+  std::vector<uint64_t> keys;
+  keys.reserve(info.exported.size() * 2);
+  for (const Symbol& s : info.exported)
+    AddExportKeys(NameHash(s.name), s.version, s.hidden_version, keys);
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return keys;
+}
 
 util::Expected<std::optional<ElfInfo>> Parse(const util::SparseFile& file,
                                              const ParseOptions& options) {

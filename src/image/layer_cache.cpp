@@ -147,8 +147,12 @@ bool ParsePayload(util::Reader& r, int layer, LayerContents& c) {
     std::string sha256;
     if (!GetString(r, md5) || !IsHex(md5, 32) || !GetString(r, sha256) || !IsHex(sha256, 64))
       return false;
+    std::optional<uint64_t> annex_size = r.Read<uint64_t>();
+    std::optional<std::string_view> annex = annex_size ? r.Bytes(*annex_size) : std::nullopt;
+    if (!annex) return false;
     content->set_md5(std::move(md5));
     content->set_sha256(std::move(sha256));
+    content->set_annex(std::string(*annex));
     e.content = std::move(content);
   }
   return r.remaining() == 0;
@@ -236,6 +240,7 @@ std::string SerializeLayer(const LayerContents& c, int layer) {
     }
     w.PutString(e.content->md5());
     w.PutString(e.content->sha256());
+    w.PutBlob(e.content->annex());
   }
   std::string checksum = Checksum(w.str());
 

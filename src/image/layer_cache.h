@@ -26,8 +26,9 @@ namespace imgcheck::image {
 /// Bumped whenever ReadLayer, LayerContents or the entry encoding change what an entry means;
 /// it is part of every key, so older entries simply stop matching (and age out).
 // 2: a captured file's MD5; 3: digest_wanted; 4: its SHA-256 (SBOM readings); 5: the payload's
-// checksum a CRC-64, not a SHA-256
-inline constexpr uint32_t kLayerCacheVersion = 5;
+// checksum a CRC-64, not a SHA-256; 6: a captured file's annex (elf: symbol name hashes and
+// binding keys)
+inline constexpr uint32_t kLayerCacheVersion = 6;
 /// Default bound of <dir>/layers. Entries hold only captured parts: a CUDA layer of gigabytes
 /// makes an entry of a few megabytes, so this keeps hundreds of layers.
 inline constexpr uint64_t kDefaultCacheMaxBytes = uint64_t{1} << 30;

@@ -11,7 +11,7 @@
 namespace imgcheck::loader {
 namespace {
 
-constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ULL, kFnvPrime = 0x100000001b3ULL;
+constexpr uint64_t kFnvPrime = 0x100000001b3ULL;
 
 uint64_t Mix(uint64_t h, std::string_view bytes) {
   for (unsigned char c : bytes) h = (h ^ static_cast<uint64_t>(c)) * kFnvPrime;
@@ -95,31 +95,13 @@ VersionFrom NeededFrom(const LoadGraph& graph, const LoadedObject& o, std::strin
 
 }  // namespace
 
-uint64_t SymbolHash(std::string_view name, std::string_view version, bool versioned) {
-  uint64_t h = Mix(kFnvOffset, name);
-  if (versioned) h = Mix((h ^ 0xffu) * kFnvPrime, version);  // 0xff: in no name or version
-  return h;
-}
-
 const SymbolIndex::Exports& SymbolIndex::Get(std::string_view real_path) {
   auto it = exports_.find(real_path);
   if (it != exports_.end()) return it->second;
   Exports e;
   if (const elf::ElfInfo* info = elf_(real_path)) {
-    e.known = info->problems.empty() && !info->table_limit_reached;
-    e.keys.reserve(info->exported.size() * 2);
-    for (const elf::Symbol& s : info->exported) {
-      if (s.version.empty()) {
-        e.keys.push_back(SymbolHash(s.name));
-        e.keys.push_back(SymbolHash(s.name, "", true));
-        continue;
-      }
-      if (!s.hidden_version) e.keys.push_back(SymbolHash(s.name));
-      e.keys.push_back(SymbolHash(s.name, s.version, true));
-    }
-    std::sort(e.keys.begin(), e.keys.end());
-    e.keys.erase(std::unique(e.keys.begin(), e.keys.end()), e.keys.end());
-    e.keys.shrink_to_fit();
+    e.known = info->symbols_unread.empty() && !info->table_limit_reached;
+    e.keys = elf::ExportKeys(*info);
   }
   hashes_ += e.keys.size();
   return exports_.emplace(std::string(real_path), std::move(e)).first->second;
@@ -142,11 +124,12 @@ const std::vector<SymbolIndex::Reference>& SymbolIndex::References(std::string_v
       if (s.weak) continue;  // glibc leaves an unbound weak reference 0
       Reference r;
       r.symbol = static_cast<uint32_t>(i);
+      uint64_t h = elf::SymbolNameHash(s);
       if (s.version.empty()) {
-        r.key = SymbolHash(s.name);
+        r.key = h;
       } else {
-        r.key = SymbolHash(s.name, s.version, true);
-        r.alt = SymbolHash(s.name, "", true);
+        r.key = elf::VersionedKey(h, s.version);
+        r.alt = elf::VersionedKey(h, "");
       }
       refs.push_back(r);
     }
@@ -250,7 +233,7 @@ std::vector<Unbound> Bind(const LoadGraph& graph, const BindScope& scope, Symbol
       for (int o : s.members)
         if (const elf::ElfInfo* e = objects[static_cast<size_t>(o)].elf)
           for (const elf::Symbol& sym : e->imported)
-            if (!sym.version.empty()) s.runtime_names->push_back(SymbolHash(sym.name));
+            if (!sym.version.empty()) s.runtime_names->push_back(elf::SymbolNameHash(sym));
       std::sort(s.runtime_names->begin(), s.runtime_names->end());
     }
     return *s.runtime_names;
@@ -289,6 +272,10 @@ std::vector<Unbound> Bind(const LoadGraph& graph, const BindScope& scope, Symbol
         // Left for the process to provide (libc10.so's pthread_setname_np, which glibc < 2.34
         // has in libpthread): unknowable without the process's runtime or host.
         if (sym.version.empty() && sym.untyped && (s.runtime_missing || unknown_host)) continue;
+        // Known by its hash alone, it cannot be told from a runtime's or the interpreter's.
+        if (sym.version.empty() && sym.name.empty() &&
+            (s.runtime_missing || scope.python_symbols || unknown_host))
+          continue;
         if (!defined(ref)) memo->second.push_back(ref.symbol);
       }
     }
@@ -296,7 +283,7 @@ std::vector<Unbound> Bind(const LoadGraph& graph, const BindScope& scope, Symbol
     std::map<std::string_view, VersionFrom> versions;
     for (uint32_t symbol : memo->second) {
       const elf::Symbol& sym = o.elf->imported[symbol];
-      Unbound u{i, sym.name, sym.version, ""};
+      Unbound u{i, sym.name, sym.version, "", elf::SymbolNameHash(sym)};
       if (!sym.version.empty()) {
         auto [v, fresh] = versions.try_emplace(sym.version);
         if (fresh) v->second = NeededFrom(graph, o, sym.version);

@@ -18,9 +18,6 @@
 
 namespace imgcheck::loader {
 
-/// 64-bit FNV-1a of a symbol name, or of name and version for a versioned definition.
-uint64_t SymbolHash(std::string_view name, std::string_view version = {}, bool versioned = false);
-
 struct BindScope;
 struct Unbound;
 
@@ -31,7 +28,8 @@ class SymbolIndex {
  public:
   explicit SymbolIndex(ElfLookup elf) : elf_(std::move(elf)) {}
 
-  /// False when the object's symbol table could not be read whole (its answer means nothing).
+  /// False when the object's symbol table could not be read whole (its answer means nothing):
+  /// ElfInfo::symbols_unread or table_limit_reached says why.
   bool Known(std::string_view real_path);
   /// Hashes kept, definitions and references (memory: about 8 bytes each).
   size_t size() const { return hashes_; }
@@ -41,10 +39,11 @@ class SymbolIndex {
   struct Exports {
     std::vector<uint64_t> keys;  ///< sorted
     bool known = false;
-    /// True when the object defines one of the keys (SymbolHash). An unversioned reference
-    /// binds to any definition but a hidden (non-default, "@") version: key SymbolHash(name).
-    /// A versioned one to the same version, SymbolHash(name, version, true), or to a definition
-    /// without version (glibc accepts those for any version), SymbolHash(name, "", true).
+    /// True when the object defines one of the keys (elf::AddExportKeys). An unversioned
+    /// reference binds to any definition but a hidden (non-default, "@") version: key
+    /// elf::SymbolNameHash. A versioned one to the same version, elf::VersionedKey(h, version),
+    /// or to a definition without version (glibc accepts those for any version),
+    /// elf::VersionedKey(h, "").
     bool Defines(uint64_t key, uint64_t alt) const;
   };
   struct Reference {
@@ -79,6 +78,7 @@ struct Unbound {
   std::string name;     ///< the symbol as written (mangled for C++)
   std::string version;  ///< the version it requires, empty when none
   std::string from;     ///< for a versioned reference: the file its DT_VERNEED entry names
+  uint64_t hash = 0;    ///< elf::NameHash of the name (all that is known when `name` is empty)
 };
 
 /// The references of `graph`'s objects that fail to bind. An object is bound in the scope of

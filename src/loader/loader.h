@@ -134,6 +134,9 @@ struct DlopenRule {
   std::string caller;             ///< glob on the caller's soname or file name ("libcudnn.so.9*")
   std::vector<DlopenCall> calls;  ///< in order
   std::string source;             ///< where this fact comes from
+  /// Non-zero: only for the objects of a framework built with this CUDA major (its build facts'
+  /// cuda_version); the rules stage drops the rule elsewhere.
+  int cuda_major = 0;
 };
 
 /// The loader build's platform: values glibc fixes at build time or takes from the CPU. The

@@ -4,6 +4,7 @@
 #include <cxxabi.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -34,12 +35,42 @@ size_t CommonPrefix(std::string_view a, std::string_view b) {
   return n;
 }
 
-// Whether `elf` defines `name` (any version but a hidden one when `version` is empty).
-bool DefinesName(const elf::ElfInfo& elf, const std::string& name, const std::string& version) {
+// Whether `elf` defines the name of hash `h` (any version but a hidden one when `version` is
+// empty; else that version or none).
+bool DefinesName(const elf::ElfInfo& elf, uint64_t h, const std::string& version) {
+  if (elf.has_export_keys) {
+    auto has = [&](uint64_t k) {
+      return std::binary_search(elf.export_keys.begin(), elf.export_keys.end(), k);
+    };
+    return version.empty() ? has(h)
+                           : has(elf::VersionedKey(h, version)) || has(elf::VersionedKey(h, ""));
+  }
   return std::any_of(elf.exported.begin(), elf.exported.end(), [&](const elf::Symbol& s) {
-    return s.name == name &&
+    return elf::NameHash(s.name) == h &&
            (version.empty() ? !s.hidden_version : s.version == version || s.version.empty());
   });
+}
+
+// Names for the failed references known by their hash alone (the name lay past the bytes the
+// capture kept of a large string table): the same name as another object of the image holds it.
+void NameHashedSymbols(const catalog::Catalog& cat, std::vector<loader::Unbound>& symbols) {
+  std::map<uint64_t, std::string*> wanted;
+  for (loader::Unbound& u : symbols)
+    if (u.name.empty()) wanted.emplace(u.hash, &u.name);
+  if (wanted.empty()) return;
+  for (const auto& [path, elf] : cat.elves())
+    for (const auto* list : {&elf.exported, &elf.imported})
+      for (const elf::Symbol& s : *list) {
+        if (s.name.empty()) continue;
+        auto it = wanted.find(elf::NameHash(s.name));
+        if (it != wanted.end() && it->second->empty()) *it->second = s.name;
+      }
+  for (loader::Unbound& u : symbols)
+    if (u.name.empty()) {
+      char hex[17];
+      std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(u.hash));
+      u.name = "<a symbol whose name was not captured, FNV-1a " + std::string(hex) + ">";
+    }
 }
 
 // The DT_NEEDED of `object` a failed reference was meant to bind to: the file its version is
@@ -89,7 +120,12 @@ void CheckUnboundSymbols(Context& ctx) {
     return it->second;
   };
   std::map<std::string, Failure> failures;  // by the failing object's real path
+  // Objects whose symbols could not be read whole, with the first consumer loading them: the
+  // loads that include them were not bound, which the report must say (an info finding).
+  std::map<std::string, const Consumer*> unread;
   for (const Consumer* c : ctx.AllConsumers()) {
+    for (const loader::LoadedObject& o : c->graph.objects)
+      if (o.elf && !index.Known(o.real_path)) unread.try_emplace(o.real_path, c);
     loader::BindScope scope;
     if (loader::Session::Process process = ctx.input.session.InterpreterOf(*c); process.python) {
       if (!process.interpreter) {
@@ -107,12 +143,26 @@ void CheckUnboundSymbols(Context& ctx) {
       }
       f.optional = f.optional && !c->optional.empty();
       bool known = std::any_of(f.symbols.begin(), f.symbols.end(), [&](const loader::Unbound& s) {
-        return s.name == u.name && s.version == u.version;
+        return s.hash == u.hash && s.name == u.name && s.version == u.version;
       });
       if (!known) f.symbols.push_back(std::move(u));
     }
   }
+  for (const auto& [path, c] : unread) {
+    const elf::ElfInfo* elf = ctx.catalog.Elf(path);
+    std::string why =
+        elf->table_limit_reached ? "its dynamic tables expand past the limit" : elf->symbols_unread;
+    Finding finding = ctx.Make("IC013",
+                               path + " (" + PackageLabel(ctx.catalog, path) +
+                                   "): its dynamic symbols could not be read whole (" + why +
+                                   "), so the symbols of the loads that include it were not bound",
+                               {path});
+    finding.severity = Severity::kInfo;
+    finding.evidence.push_back({"consumer", c->path + " (" + c->package + ")"});
+    ctx.findings.push_back(std::move(finding));
+  }
   for (auto& [path, f] : failures) {
+    NameHashedSymbols(ctx.catalog, f.symbols);
     const loader::LoadedObject& object = f.consumer->graph.objects[static_cast<size_t>(f.object)];
     const loader::Unbound& first = f.symbols[0];
     std::string list;
@@ -136,7 +186,7 @@ void CheckUnboundSymbols(Context& ctx) {
       for (const auto& [other, elf] : ctx.catalog.elves()) {
         if (other == from->real_path || base.empty() ||
             catalog::LibraryBaseName(util::BaseName(other)) != base ||
-            !DefinesName(elf, first.name, first.version))
+            !DefinesName(elf, first.hash, first.version))
           continue;
         message += "; " + other + " (" + PackageLabel(ctx.catalog, other) + ") defines it";
         break;

@@ -720,6 +720,66 @@ TEST_CASE("IC013: an unversioned symbol the resolved library does not define", "
   CHECK(Paths(Scan(ok), "IC013").empty());
 }
 
+namespace {
+
+// What the streaming capturer keeps of `bytes` when it keeps at most `prefix` bytes of the
+// file's start whole (elf::CaptureLimits: 4 KiB here stands for the 16 MiB that TensorFlow's
+// 50 MiB string table passes).
+std::shared_ptr<util::SparseFile> Captured(const std::string& bytes, uint64_t prefix) {
+  std::unique_ptr<util::Capturer> c = elf::MakeCapturer(elf::CaptureLimits{prefix});
+  for (size_t pos = 0; pos < bytes.size(); pos += 256)
+    c->Feed(std::string_view(bytes).substr(pos, 256));
+  return std::make_shared<util::SparseFile>(c->Finish(bytes.size()));
+}
+
+// TorchNccl with a libnccl.so.2 whose string table (80 long names first) runs past the capture:
+// its last names are known by their hashes alone. `odd`: one name holds a control character.
+FakeImage TorchNcclLongStrings(bool has_register, bool odd = false) {
+  std::vector<std::string> exports;
+  for (int i = 0; i < 80; ++i)
+    exports.push_back("ncclFiller" + std::to_string(i) + "_" + std::string(100, 'x'));
+  if (odd) exports.push_back(std::string(5000, 'z') + "\x01z");
+  exports.push_back("ncclCommInitRank");
+  if (has_register) exports.push_back("ncclCommRegister");
+  FakeImage f = TorchNccl(has_register ? "2.20.5" : "2.18.1", exports);
+  elf::fixture::ElfSpec lib;
+  lib.soname = "libnccl.so.2";
+  lib.exported = exports;
+  std::string bytes = elf::fixture::BuildElf(lib);
+  testing::AddFile(f.image().tree, kNccl, bytes).content = Captured(bytes, 4096);
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("IC013: a library whose string table runs past the capture still binds", "[checks]") {
+  FakeImage bad = TorchNcclLongStrings(false);
+  auto found = Scan(bad);
+  CHECK(Paths(found, "IC013") == std::vector<std::string>{kNccl});
+  REQUIRE(found["IC013"].size() == 1);
+  CHECK(found["IC013"][0].severity == Severity::kError);
+  CHECK_THAT(found["IC013"][0].message, Catch::Contains("needs symbol ncclCommRegister"));
+  FakeImage ok = TorchNcclLongStrings(true);
+  // The names past the capture were hashed, not kept: binding read the hashes.
+  catalog::Catalog cat =
+      catalog::Build(ok.image(), Knowledge::Load({IMGCHECK_RULES_DIR}).libraries());
+  REQUIRE(cat.Elf(kNccl));
+  CHECK(cat.Elf(kNccl)->has_export_keys);
+  CHECK(cat.Elf(kNccl)->exported.size() < 82);
+  CHECK(Paths(Scan(ok), "IC013").empty());
+}
+
+TEST_CASE("IC013: symbols that could not be read whole are said to be unbound (info)", "[checks]") {
+  FakeImage odd = TorchNcclLongStrings(false, true);
+  auto found = Scan(odd);
+  REQUIRE(found["IC013"].size() == 1);
+  const Finding& f = found["IC013"][0];
+  CHECK(f.severity == Severity::kInfo);
+  CHECK(f.paths == std::vector<std::string>{kNccl});
+  CHECK_THAT(f.message, Catch::Contains("its dynamic symbols could not be read whole") &&
+                            Catch::Contains("were not bound"));
+}
+
 TEST_CASE("IC013: a weak undefined symbol binds to nothing without error", "[checks]") {
   FakeImage weak = TorchNccl("2.18.1", {"ncclCommInitRank"}, true);
   CHECK(Paths(Scan(weak), "IC013").empty());
@@ -893,8 +953,6 @@ TEST_CASE("IC012: CuPy's NCCL module without NCCL is info, its cuFFT module an e
   CHECK(errors["IC012"][0].severity == Severity::kError);
 }
 
-}  // namespace imgcheck::rules
-
 namespace imgcheck::rules {
 namespace {
 
@@ -929,4 +987,55 @@ TEST_CASE("IC080: a release newer than the data knows names the row its checks f
 }
 
 }  // namespace
+}  // namespace imgcheck::rules
+
+// ---- TensorFlow's dso_loader: the CUDA libraries it dlopens by name (dlopen.json)
+
+namespace {
+
+// TensorFlow 2.18's libtensorflow_framework.so.2 as tensorflow[and-cuda] lays it out: a RUNPATH
+// into the nvidia wheels, build facts naming CUDA `cuda`; every wheel library but `missing`.
+FakeImage TfAndCuda(const std::string& cuda, const std::string& missing) {
+  FakeImage f = WithLibs({});
+  f.File(kSite + "tensorflow/python/platform/build_info.py",
+         "import collections\nbuild_info = collections.OrderedDict([('cuda_version', '" + cuda +
+             "'), ('cudnn_version', '9'), ('is_cuda_build', True)])\n");
+  const std::vector<std::pair<std::string, std::string>> wheels = {
+      {"cuda_runtime", "libcudart.so.12"}, {"cublas", "libcublas.so.12"},
+      {"cublas", "libcublasLt.so.12"},     {"cufft", "libcufft.so.11"},
+      {"cusolver", "libcusolver.so.11"},   {"cusparse", "libcusparse.so.12"}};
+  elf::fixture::ElfSpec fw;
+  fw.soname = "libtensorflow_framework.so.2";
+  for (const auto& [dir, name] : wheels) {
+    fw.runpath +=
+        (fw.runpath.empty() ? "" : ":") + std::string("$ORIGIN/../nvidia/") + dir + "/lib";
+    if (name != missing) f.File(kSite + "nvidia/" + dir + "/lib/" + name, So(name));
+  }
+  f.File(kSite + "tensorflow/libtensorflow_framework.so.2", elf::fixture::BuildElf(fw));
+  Dist(f, "tensorflow", "2.18.0", {},
+       {"tensorflow/python/platform/build_info.py", "tensorflow/libtensorflow_framework.so.2"});
+  return f;
+}
+
+// The IC012 findings whose message names `library`.
+size_t Ic012Naming(FakeImage& f, const std::string& library) {
+  auto found = Scan(f);
+  return static_cast<size_t>(std::count_if(
+      found["IC012"].begin(), found["IC012"].end(),
+      [&](const Finding& x) { return x.message.find(library) != std::string::npos; }));
+}
+
+}  // namespace
+
+TEST_CASE("IC012: TensorFlow's dso_loader opens cuFFT by name (CUDA 12 builds)", "[checks]") {
+  FakeImage missing = TfAndCuda("12.5.1", "libcufft.so.11");
+  CHECK(Ic012Naming(missing, "libcufft.so.11") == 1);
+  FakeImage whole = TfAndCuda("12.5.1", "");
+  CHECK(Ic012Naming(whole, "libcufft.so.11") == 0);
+  CHECK(Ic012Naming(whole, "libcusolver.so.11") == 0);
+  // A CUDA 11 build opens other names (libcufft.so.10): the CUDA 12 rows stay silent.
+  FakeImage cuda11 = TfAndCuda("11.8", "libcufft.so.11");
+  CHECK(Ic012Naming(cuda11, "libcufft.so.11") == 0);
+}
+
 }  // namespace imgcheck::rules

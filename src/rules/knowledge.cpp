@@ -242,7 +242,8 @@ Knowledge Knowledge::FromFiles(std::vector<DataFile> files) {
     for (const auto& [major, names] : cudnn->sub_libraries)
       k.sublibraries_.push_back({major, names});
   for (const Row& r : TableRows(f, "dlopen"))
-    k.dlopen_.push_back({r.String("caller"), DlopenCalls(r), r.String("source")});
+    k.dlopen_.push_back(
+        {r.String("caller"), DlopenCalls(r), r.String("source"), r.Int("cuda_major", false)});
   for (const Row& r : TableRows(f, "preload"))
     k.preload_.push_back({r.String("package"), r.Strings("files"), r.Strings("dirs"),
                           r.String("unless_loads", false), r.String("source")});

@@ -13,16 +13,23 @@ namespace {
 // The dlopen rules as they apply to objects of one framework build: a name with "{cudnn_major}"
 // (TensorFlow's dso_loader opens libcudnn.so.<the major it was built with>) gets the major from
 // the framework's build facts; without such facts (or outside a framework) the name is dropped.
+// A rule for one CUDA major (TensorFlow's libcufft.so.11: CUDA 12 builds) applies only to a build
+// whose facts name that major.
 std::vector<loader::DlopenRule> ForBuild(const std::vector<loader::DlopenRule>& rules,
                                          const catalog::BuildFacts* facts) {
   constexpr std::string_view kCudnnMajor = "{cudnn_major}";
-  std::optional<Version> cudnn;
-  if (facts != nullptr)
+  std::optional<Version> cudnn, cuda;
+  if (facts != nullptr) {
     for (const char* key : {"cudnn_version", "cudnn"})
       if (auto it = facts->find(key); it != facts->end() && !cudnn)
         cudnn = Version::Parse(it->second);
+    for (const char* key : {"cuda_version", "cuda"})
+      if (auto it = facts->find(key); it != facts->end() && !cuda)
+        cuda = Version::Parse(it->second);
+  }
   std::vector<loader::DlopenRule> out;
   for (loader::DlopenRule rule : rules) {
+    if (rule.cuda_major != 0 && (!cuda || cuda->major() != rule.cuda_major)) continue;
     std::vector<loader::DlopenCall> calls;
     for (loader::DlopenCall& call : rule.calls) {
       std::vector<std::string> names;

@@ -47,12 +47,18 @@ class SparseFile {
   /// asked for SBOM hashes (catalog::CapturePolicy); else empty.
   const std::string& sha256() const { return sha256_; }
   void set_sha256(std::string sha256) { sha256_ = std::move(sha256); }
+  /// What the capturer derived from bytes it did not keep, in its own encoding (elf: the
+  /// hashes of symbol names past the kept string table, and the sorted binding keys), so a
+  /// cached reading carries it too; empty when none.
+  const std::string& annex() const { return annex_; }
+  void set_annex(std::string annex) { annex_ = std::move(annex); }
 
  private:
   uint64_t size_ = 0;
   std::vector<Extent> extents_;  // sorted by offset, disjoint, non-adjacent
   std::string md5_;
   std::string sha256_;
+  std::string annex_;
 };
 
 }  // namespace imgcheck::util
