@@ -57,7 +57,7 @@ util::Expected<loader::Options> LoaderOptions(const image::Image& image,
 
 /// The top package directory of a framework: the component after site-packages/ or
 /// dist-packages/ ("/usr/lib/python3/dist-packages/torch"), else the build file's directory.
-std::string FrameworkPackageDir(const catalog::Component& framework);
+std::string FrameworkPackageDir(const catalog::Component& fw);
 
 /// "flash-attn 2.5.8" (pip), "dpkg libfoo 1.0", "conda cupy 13.0", or "unowned in <dir>".
 std::string PackageLabel(const catalog::Catalog& catalog, std::string_view path);
