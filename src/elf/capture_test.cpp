@@ -282,7 +282,7 @@ TEST_CASE("The capturer keeps little of a large object") {
   std::mt19937 rng(7);
   std::string bytes = imgcheck::testing::ReadFile(dir / "libbig.so");
   util::SparseFile kept = CaptureInChunks(bytes, rng);
-  CHECK(kept.captured_bytes() < 64U * 1024);
+  CHECK(kept.captured_bytes() < uint64_t{64} * 1024);
   CheckSame(ParseCaptured(kept), ParseFile(dir / "libbig.so"));
 }
 

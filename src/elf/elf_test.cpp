@@ -417,7 +417,7 @@ TEST_CASE("Parse materialises at most ParseOptions::table_bytes of the dynamic t
   REQUIRE(whole->has_value());
   CHECK((*whole)->exported.size() == 1000);
   CHECK_FALSE((*whole)->table_limit_reached);
-  auto bounded = Parse(file, {16U * 1024});  // about 200 of the symbols
+  auto bounded = Parse(file, {uint64_t{16} * 1024});  // about 200 of the symbols
   REQUIRE(bounded);
   REQUIRE(bounded->has_value());
   CHECK((*bounded)->table_limit_reached);

@@ -12,9 +12,10 @@ Dockerfile Parse(std::string_view text) {
   return *df;
 }
 
-std::vector<HistoryEntry> History(std::vector<std::pair<std::string, bool>> entries) {
+std::vector<HistoryEntry> History(const std::vector<std::pair<std::string, bool>>& entries) {
   std::vector<HistoryEntry> out;
-  for (auto& [created_by, empty] : entries) out.push_back({created_by, empty});
+  out.reserve(entries.size());
+  for (const auto& [created_by, empty] : entries) out.push_back({created_by, empty});
   return out;
 }
 

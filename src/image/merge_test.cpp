@@ -7,7 +7,7 @@ namespace {
 
 LayerEntry F(std::string path, std::string content = "x") {
   LayerEntry e{std::move(path), EntryKind::kFile, 0644, content.size(), "", nullptr};
-  e.content = std::make_shared<const util::SparseFile>(util::SparseFile::Whole(content));
+  e.content = std::make_shared<const util::SparseFile>(util::SparseFile::Whole(std::move(content)));
   return e;
 }
 LayerEntry D(std::string path) {

@@ -43,6 +43,7 @@ std::string Hex(int i, char fill) {
 
 std::vector<LayerJob> Jobs(int n) {
   std::vector<LayerJob> jobs;
+  jobs.reserve(n);
   for (int i = 0; i < n; ++i)
     jobs.push_back({i, {"sha256:" + Hex(i, 'a'), "sha256:" + Hex(i, 'b'), "test"}, 10000, {}});
   return jobs;
@@ -317,6 +318,7 @@ TEST_CASE("progress is safe to update from many threads", "[progress]") {
   REQUIRE(fd >= 0);
   Progress p(true, fd, 4, 4'000'000);
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&p, t] {
       p.StartLayer(t);

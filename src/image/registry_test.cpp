@@ -35,8 +35,6 @@
 #include "util/error.h"
 #include "util/sha256.h"
 
-extern char** environ;
-
 namespace imgcheck::image {
 namespace {
 
@@ -154,7 +152,7 @@ TEST_CASE("URL escaping reads only the view it is given", "[registry]") {
   CHECK(UrlEscape("repository:a/b:pull") == "repository%3Aa%2Fb%3Apull");
   // Found by fuzz_registry: curl_easy_escape takes length 0 to mean strlen(), which read past an
   // empty view into whatever followed it.
-  CHECK(UrlEscape(std::string_view("a b", 0)).empty());
+  CHECK(UrlEscape(std::string_view("a b").substr(0, 0)).empty());
 }
 
 // Sets (or, with nullopt, unsets) an environment variable for one scope.
@@ -460,7 +458,7 @@ std::string Noise(size_t n) {
 
 // A two-layer image whose first layer is large and incompressible enough to be cut mid-blob.
 ImageRecipe TestRecipe(const std::string& marker = "one") {
-  std::string noise = Noise(600 * 1024);
+  std::string noise = Noise(size_t{600} * 1024);
   ImageRecipe r;
   r.env = {"PATH=/usr/bin", "MARKER=" + marker};
   LayerRecipe first, second;

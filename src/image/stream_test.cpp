@@ -168,7 +168,7 @@ TEST_CASE("the Decompressor refuses truncated and corrupt streams at any chunk s
                {"bzip2", "BZh91AY&SY", "bzip2-compressed layers are not supported"},
                {"xz",
                 std::string("\xfd"
-                            "7zXZ\0\0",
+                            "7zXZ\0\0\0",
                             8),
                 "xz-compressed layers are not supported"}};
   for (const Case& c : cases) {
@@ -199,8 +199,11 @@ TEST_CASE("damaged streams are refused with util::Fatal, or decode to what they 
     std::string stored = Compress(plain, f.writer, tmp.path());
     for (int i = 0; i < 400; ++i) {
       std::string bad = stored;
-      for (int k = 1 + static_cast<int>(rng() % 4); k > 0; --k)
-        bad[rng() % bad.size()] ^= static_cast<char>(1 + rng() % 255);
+      for (int k = 1 + static_cast<int>(rng() % 4); k > 0; --k) {
+        auto flip = static_cast<unsigned char>(1 + rng() % 255);
+        size_t at = rng() % bad.size();
+        bad[at] = static_cast<char>(static_cast<unsigned char>(bad[at]) ^ flip);
+      }
       bool truncated = rng() % 4 == 0;
       if (truncated) bad.resize(rng() % bad.size());
       PoisoningChunks in(bad, 1 + rng() % 5000);

@@ -83,18 +83,19 @@ std::string Origin(std::string_view path) {
 
 }  // namespace
 
-std::string ExpandDynamicTokens(std::string_view in, std::string_view origin, const Platform& p) {
+std::string ExpandDynamicTokens(std::string_view entry, std::string_view origin,
+                                const Platform& platform) {
   std::string out;
-  for (size_t i = 0; i < in.size();) {
-    if (in[i] != '$') {
-      out += in[i++];
+  for (size_t i = 0; i < entry.size();) {
+    if (entry[i] != '$') {
+      out += entry[i++];
       continue;
     }
     bool matched = false;
     for (auto [name, value] : {std::pair<std::string_view, std::string_view>{"ORIGIN", origin},
-                               {"PLATFORM", p.platform},
-                               {"LIB", p.lib}}) {
-      std::string_view rest = in.substr(i + 1);
+                               {"PLATFORM", platform.platform},
+                               {"LIB", platform.lib}}) {
+      std::string_view rest = entry.substr(i + 1);
       size_t len = 0;
       if (rest.starts_with(name)) {
         len = name.size();
@@ -111,7 +112,7 @@ std::string ExpandDynamicTokens(std::string_view in, std::string_view origin, co
         break;
       }
     }
-    if (!matched) out += in[i++];
+    if (!matched) out += entry[i++];
   }
   return out;
 }

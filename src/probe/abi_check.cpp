@@ -37,7 +37,7 @@ struct Matches<R1 (*)(A1...), R2 (*)(A2...)> {
 };
 
 #define IMGCHECK_CHECK_ABI(function, ours) \
-  static_assert(Matches<decltype(&function), abi::ours>::value, #function " differs from abi.h")
+  static_assert(Matches<decltype(&(function)), abi::ours>::value, #function " differs from abi.h")
 
 IMGCHECK_CHECK_ABI(cuInit, CuInit);
 IMGCHECK_CHECK_ABI(cuDriverGetVersion, CuDriverGetVersion);

@@ -37,8 +37,9 @@ struct Result {
 
 // Each staged library pretends to come from /usr/lib/x86_64-linux-gnu in layer 1; `versions`
 // are the scan's predictions by role.
-Result ProbeAndCompare(const FakeStack& stack, std::map<std::string, std::string> versions = {},
-                       std::function<void(testing::BuiltStack&, const fs::path&)> edit = {}) {
+Result ProbeAndCompare(
+    const FakeStack& stack, std::map<std::string, std::string> versions = {},
+    const std::function<void(testing::BuiltStack&, const fs::path&)>& edit = {}) {
   imgcheck::testing::TempDir dir;
   auto built = Build(stack, dir.path());
   if (edit) edit(built, dir.path());

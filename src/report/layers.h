@@ -19,9 +19,9 @@ struct LayersFormatInfo {
 const std::vector<LayersFormatInfo>& LayersFormats();
 
 /// The image header, then one row per layer, then the image's diagnostics.
-std::string RenderLayersText(const image::Image& image);
+std::string RenderLayersText(const image::Image& img);
 /// reference, transport, digests, layers [{index, digest, diff_id, media_type, sizes,
 /// created_by, added, changed, deleted}], diagnostics.
-std::string RenderLayersJson(const image::Image& image);
+std::string RenderLayersJson(const image::Image& img);
 
 }  // namespace imgcheck::report

@@ -138,6 +138,7 @@ std::string RenderText(const Report& report, const RenderOptions& options) {
     for (const auto& n : report.not_run)
       if (n.for_target) silent[n.reason] += (silent[n.reason].empty() ? "" : ", ") + n.rule;
   std::vector<std::string> notes;
+  notes.reserve(silent.size() + report.notes.size());
   for (const auto& [reason, ids] : silent) notes.push_back("not checked: " + ids + ": " + reason);
   for (const auto& n : report.notes)
     if (n.find(rules::kStaysSilent) == std::string::npos) notes.push_back(n);

@@ -40,10 +40,10 @@ class Context {
   /// A component's version when it has at least `precision` components.
   std::optional<Version> VersionOf(const catalog::Component* c, size_t precision = 2) const;
   /// The framework release (its build file, else its pip distribution).
-  std::optional<Version> FrameworkVersion(const catalog::Component& framework) const;
+  std::optional<Version> FrameworkVersion(const catalog::Component& fw) const;
   /// Consumers rooted under a framework's package directory (runnable ones, as every lookup
   /// over consumers here: one that cannot run as shipped is reported once, never a gate).
-  std::vector<const Consumer*> ConsumersOf(const catalog::Component& framework) const;
+  std::vector<const Consumer*> ConsumersOf(const catalog::Component& fw) const;
   /// The Python distribution component named `name` (PEP 503), null when none.
   const catalog::Component* Dist(std::string_view name) const;
   /// Every resolution in every consumer's link map, plus the cuDNN shims' sub-library dlopens
@@ -98,11 +98,11 @@ struct Known {
 };
 /// The name a framework goes by in frameworks.json's cudnn_acceptance ("torch", "tensorflow",
 /// "jax"); "" for others.
-std::string AcceptanceKey(const catalog::Component& framework);
+std::string AcceptanceKey(const catalog::Component& fw);
 /// The cuDNN a framework was compiled with: build file, then pip pin, then release table.
-std::optional<Known> CompiledCudnn(const Context& ctx, const catalog::Component& framework);
+std::optional<Known> CompiledCudnn(const Context& ctx, const catalog::Component& fw);
 /// The CUDA a framework was compiled with (JAX: the minimum its plugin accepts).
-std::optional<Known> CompiledCuda(const Context& ctx, const catalog::Component& framework);
+std::optional<Known> CompiledCuda(const Context& ctx, const catalog::Component& fw);
 /// What CUDA the image's contents need: every present libcudart with a known minor, every
 /// framework's compiled CUDA, every toolkit; each with the path that says so.
 std::vector<std::pair<Known, std::string>> CudaNeeds(const Context& ctx);

@@ -47,6 +47,7 @@ TEST_CASE("Rules that could not run: no target, no probe") {
   Target t;
   auto ids = [](const std::vector<NotRun>& list) {
     std::vector<std::string> out;
+    out.reserve(list.size());
     for (const auto& n : list) out.push_back(n.rule);
     return out;
   };

@@ -60,7 +60,7 @@ util::Expected<AdmissionRequest> ParseAdmissionReview(std::string_view body,
     return util::MakeError("AdmissionReview without request.uid");
   AdmissionRequest r;
   r.uid = uid_out = uid->get<std::string>();
-  auto str = [&](std::vector<std::string_view> path) {
+  auto str = [&](const std::vector<std::string_view>& path) {
     const nlohmann::json* v = At(*req, path);
     return v && v->is_string() ? v->get<std::string>() : std::string();
   };

@@ -30,8 +30,9 @@ std::string HttpRequest::Param(std::string_view name) const {
     size_t amp = q.find('&');
     std::string_view pair = q.substr(0, amp);
     size_t eq = pair.find('=');
-    if (pair.substr(0, eq) == name) return std::string(eq == pair.npos ? "" : pair.substr(eq + 1));
-    q = amp == q.npos ? std::string_view() : q.substr(amp + 1);
+    if (pair.substr(0, eq) == name)
+      return std::string(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
+    q = amp == std::string_view::npos ? std::string_view() : q.substr(amp + 1);
   }
   return "";
 }
@@ -217,7 +218,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::string_view target(msg.target().data(), msg.target().size());
     size_t q = target.find('?');
     req.path = std::string(target.substr(0, q));
-    if (q != target.npos) req.query = std::string(target.substr(q + 1));
+    if (q != std::string_view::npos) req.query = std::string(target.substr(q + 1));
     req.body = std::move(msg.body());
     req.peer = peer_;
     keep_alive_ = msg.keep_alive();
@@ -267,7 +268,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     Lowest().expires_after(server_.limits.write);
     http::async_write(stream_, *response_,
                       [self = shared_from_this(), drain](beast::error_code ec, size_t) {
-                        int status = self->response_->result_int();
+                        auto status = static_cast<int>(self->response_->result_int());
                         bool again = self->response_->keep_alive();
                         self->response_.reset();
                         if (self->server_.on_answer) self->server_.on_answer(self->path_, status);

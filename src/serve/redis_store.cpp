@@ -14,6 +14,13 @@ namespace imgcheck::serve {
 namespace {
 
 constexpr timeval kTimeout = {2, 0};  // connect and each command: Redis answers in microseconds
+// The lock scripts (KEYS[1] the lock, ARGV[1] our token): each acts only while the lock is ours.
+constexpr const char* kRenewScript =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then "
+    "return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
+constexpr const char* kUnlockScript =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) "
+    "else return 0 end";
 
 struct Endpoint {
   std::string host = "127.0.0.1", password;
@@ -92,10 +99,7 @@ class RedisStore : public SharedStore {
       if (it == tokens_.end()) return false;
       token = it->second;
     }
-    Reply r = Command({"EVAL",
-                       "if redis.call('get', KEYS[1]) == ARGV[1] then "
-                       "return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end",
-                       "1", key, token, std::to_string(ttl.count())});
+    Reply r = Command({"EVAL", kRenewScript, "1", key, token, std::to_string(ttl.count())});
     return r->type == REDIS_REPLY_INTEGER && r->integer == 1;
   }
 
@@ -109,10 +113,7 @@ class RedisStore : public SharedStore {
       tokens_.erase(it);
     }
     // Delete only our own lock: it may have lapsed and been taken by another replica.
-    Command({"EVAL",
-             "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) "
-             "else return 0 end",
-             "1", key, token});
+    Command({"EVAL", kUnlockScript, "1", key, token});
   }
 
   bool Ping() override {

@@ -94,7 +94,7 @@ util::Expected<Resolved> Resolver::Resolve(const std::string& reference,
   return answer.get();
 }
 
-void Resolver::Lookup(std::shared_ptr<State> state, const std::string& key,
+void Resolver::Lookup(const std::shared_ptr<State>& state, const std::string& key,
                       const std::string& reference, const std::string& platform,
                       const image::Reference& ref) {
   image::LoadOptions o = state->load;

@@ -58,7 +58,7 @@ class Resolver {
   /// holding the state, so a stalled registry holds neither a request past its deadline nor
   /// the server's shutdown.
   struct State;
-  static void Lookup(std::shared_ptr<State> state, const std::string& key,
+  static void Lookup(const std::shared_ptr<State>& state, const std::string& key,
                      const std::string& reference, const std::string& platform,
                      const image::Reference& ref);
 

@@ -111,6 +111,7 @@ TEST_CASE("concurrent askers for one unknown digest share one scan", "[verdicts]
   std::string ref = "reg/bad@" + Digest('a');
   std::vector<std::thread> threads;
   std::atomic<int> ready{0}, pending{0};
+  threads.reserve(50);
   for (int i = 0; i < 50; ++i)
     threads.emplace_back([&] {
       Outcome o = verdicts.Get(Digest('a'), ref, 5s);
@@ -476,6 +477,7 @@ TEST_CASE("the resolver keeps to the allow-list and caches what it resolved", "[
   });
   std::vector<std::thread> threads;
   std::atomic<int> right{0};
+  threads.reserve(20);
   for (int i = 0; i < 20; ++i)
     threads.emplace_back([&] {
       auto x = slow.Resolve("reg:5000/new:1", "linux/amd64");

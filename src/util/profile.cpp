@@ -20,7 +20,9 @@ std::atomic<bool> enabled{false};
 std::array<std::atomic<uint64_t>, static_cast<size_t>(Stage::kCount)> totals{};
 std::chrono::steady_clock::time_point started;
 
-double Seconds(const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; }
+double Seconds(const timeval& t) {
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+}
 
 }  // namespace
 

@@ -34,7 +34,7 @@ std::string EvpDigest::HexDigest() {
   EVP_DigestFinal_ex(impl_->ctx, md, &len);
   static const char kHex[] = "0123456789abcdef";
   std::string out;
-  out.reserve(len * 2);
+  out.reserve(static_cast<size_t>(len) * 2);
   for (unsigned i = 0; i < len; ++i) {
     out.push_back(kHex[md[i] >> 4]);
     out.push_back(kHex[md[i] & 15]);
