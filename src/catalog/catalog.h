@@ -212,7 +212,7 @@ class Catalog {
 
 /// The top package directory of a framework: the component after site-packages/ or
 /// dist-packages/ ("/usr/lib/python3/dist-packages/torch"), else the build file's directory.
-std::string FrameworkPackageDir(const Component& framework);
+std::string FrameworkPackageDir(const Component& fw);
 
 /// "flash-attn 2.5.8" (pip), "dpkg libfoo 1.0", "conda cupy 13.0", or "unowned in <dir>": the
 /// package that owns the ELF file at `path`.

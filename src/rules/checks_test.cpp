@@ -736,6 +736,7 @@ std::shared_ptr<util::SparseFile> Captured(const std::string& bytes, uint64_t pr
 // its last names are known by their hashes alone. `odd`: one name holds a control character.
 FakeImage TorchNcclLongStrings(bool has_register, bool odd = false) {
   std::vector<std::string> exports;
+  exports.reserve(84);
   for (int i = 0; i < 80; ++i)
     exports.push_back("ncclFiller" + std::to_string(i) + "_" + std::string(100, 'x'));
   if (odd) exports.push_back(std::string(5000, 'z') + "\x01z");
