@@ -630,8 +630,11 @@ TEST_CASE("serve: two servers share verdicts and one scan through real Redis",
         2);
   std::string keys = Run(cli + " --scan --pattern 'imgcheck:verdict:*'").output;
   CHECK(keys.find(":lock") == std::string::npos);  // the lock was released
-  CHECK(a.Stop() == 0);
-  CHECK(b.Stop() == 0);
+  for (Server* s : {&a, &b}) {
+    int rc = s->Stop();
+    INFO(s->Log());
+    CHECK(rc == 0);
+  }
 
   // Anyone who can write to Redis forges the broken image's verdict: its own report, with no
   // findings, unsigned. A fresh replica ignores it, scans, and denies.

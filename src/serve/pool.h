@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <thread>
+#include <vector>
 
 namespace imgcheck::serve {
 
@@ -13,8 +15,10 @@ class Pool {
  public:
   /// `threads` workers (at least 1); at most `queue_limit` jobs wait for one.
   Pool(int threads, size_t queue_limit);
-  /// Drops the queued jobs and leaves running ones to finish on their own: the threads are
-  /// detached, so a job must own (shared_ptr) what it touches or be finished before this.
+  /// Drops the queued jobs and joins the workers once they are out (each thread's exit frees
+  /// its per-thread state: OpenSSL's error queue). A job still running after kStopWait is left
+  /// to finish on its own (its thread detached), so a job must own (shared_ptr) what it
+  /// touches or be finished before this.
   ~Pool();
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
@@ -27,6 +31,7 @@ class Pool {
  private:
   struct State;
   std::shared_ptr<State> state_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace imgcheck::serve
