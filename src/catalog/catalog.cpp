@@ -1,74 +1,58 @@
 #include "catalog/catalog.h"
 
 #include <algorithm>
+#include <array>
 
+#include "util/names.h"
 #include "util/path.h"
 
 namespace imgcheck::catalog {
 
-std::string_view KindName(ComponentKind kind) {
-  switch (kind) {
-    case ComponentKind::kCudaLibrary:
-      return "cuda-library";
-    case ComponentKind::kDriverLibrary:
-      return "driver-library";
-    case ComponentKind::kDriverStub:
-      return "driver-stub";
-    case ComponentKind::kCompatLibrary:
-      return "compat-library";
-    case ComponentKind::kCudaToolkit:
-      return "cuda-toolkit";
-    case ComponentKind::kHeader:
-      return "header";
-    case ComponentKind::kPythonDist:
-      return "python-dist";
-    case ComponentKind::kFramework:
-      return "framework";
-    case ComponentKind::kOsPackage:
-      return "os-package";
-    case ComponentKind::kCondaPackage:
-      return "conda-package";
-  }
-  return "unknown";
+namespace {
+
+constexpr auto kKindNames =
+    std::to_array<util::EnumName<ComponentKind>>({{ComponentKind::kCudaLibrary, "cuda-library"},
+                                                  {ComponentKind::kDriverLibrary, "driver-library"},
+                                                  {ComponentKind::kDriverStub, "driver-stub"},
+                                                  {ComponentKind::kCompatLibrary, "compat-library"},
+                                                  {ComponentKind::kCudaToolkit, "cuda-toolkit"},
+                                                  {ComponentKind::kHeader, "header"},
+                                                  {ComponentKind::kPythonDist, "python-dist"},
+                                                  {ComponentKind::kFramework, "framework"},
+                                                  {ComponentKind::kOsPackage, "os-package"},
+                                                  {ComponentKind::kCondaPackage, "conda-package"}});
+static_assert(util::NamesEvery(kKindNames));
+
+constexpr auto kSourceNames =
+    std::to_array<util::EnumName<VersionSource>>({{VersionSource::kFilename, "filename"},
+                                                  {VersionSource::kSoname, "soname"},
+                                                  {VersionSource::kDpkg, "dpkg"},
+                                                  {VersionSource::kPipRecord, "pip-record"},
+                                                  {VersionSource::kPipMetadata, "pip-metadata"},
+                                                  {VersionSource::kConda, "conda"},
+                                                  {VersionSource::kHeader, "header"},
+                                                  {VersionSource::kVersionJson, "version.json"},
+                                                  {VersionSource::kBuildInfo, "build-info"},
+                                                  {VersionSource::kEnv, "env"}});
+static_assert(util::NamesEvery(kSourceNames));
+
+constexpr auto kManagerNames =
+    std::to_array<util::EnumName<PackageManager>>({{PackageManager::kDpkg, "dpkg"},
+                                                   {PackageManager::kPip, "pip"},
+                                                   {PackageManager::kConda, "conda"}});
+static_assert(util::NamesEvery(kManagerNames));
+
+}  // namespace
+
+std::string_view KindName(ComponentKind kind) { return util::Name(kKindNames, kind); }
+
+std::optional<ComponentKind> ParseKind(std::string_view name) {
+  return util::Parse(kKindNames, name);
 }
 
-std::string_view SourceName(VersionSource source) {
-  switch (source) {
-    case VersionSource::kFilename:
-      return "filename";
-    case VersionSource::kSoname:
-      return "soname";
-    case VersionSource::kDpkg:
-      return "dpkg";
-    case VersionSource::kPipRecord:
-      return "pip-record";
-    case VersionSource::kPipMetadata:
-      return "pip-metadata";
-    case VersionSource::kConda:
-      return "conda";
-    case VersionSource::kHeader:
-      return "header";
-    case VersionSource::kVersionJson:
-      return "version.json";
-    case VersionSource::kBuildInfo:
-      return "build-info";
-    case VersionSource::kEnv:
-      return "env";
-  }
-  return "unknown";
-}
+std::string_view SourceName(VersionSource source) { return util::Name(kSourceNames, source); }
 
-std::string_view ManagerName(PackageManager manager) {
-  switch (manager) {
-    case PackageManager::kDpkg:
-      return "dpkg";
-    case PackageManager::kPip:
-      return "pip";
-    case PackageManager::kConda:
-      return "conda";
-  }
-  return "unknown";
-}
+std::string_view ManagerName(PackageManager manager) { return util::Name(kManagerNames, manager); }
 
 std::string Requirement::Pinned() const {
   std::string_view s = specifier;

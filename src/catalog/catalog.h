@@ -35,6 +35,8 @@ enum class ComponentKind : uint8_t {
 /// "cuda-library", "driver-library", "driver-stub", "compat-library", "cuda-toolkit", "header",
 /// "python-dist", "framework", "os-package", "conda-package".
 std::string_view KindName(ComponentKind kind);
+/// Inverse of KindName; nullopt for any other text.
+std::optional<ComponentKind> ParseKind(std::string_view name);
 
 enum class VersionSource : uint8_t {
   kFilename,     ///< libcudnn.so.8.9.2

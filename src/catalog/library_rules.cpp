@@ -18,14 +18,12 @@ bool AnyGlob(const std::vector<std::string>& globs, std::string_view name) {
 Family ParseFamily(const util::Row& row) {
   Family f;
   f.family = row.String("family");
-  std::string kind = row.String("kind");
-  if (kind == "driver-library") {
-    f.kind = ComponentKind::kDriverLibrary;
-  } else if (kind == "cuda-library") {
-    f.kind = ComponentKind::kCudaLibrary;
-  } else {
-    row.Fail("kind", "kind must be \"cuda-library\" or \"driver-library\"");
+  auto kind = ParseKind(row.String("kind"));
+  if (kind != ComponentKind::kCudaLibrary && kind != ComponentKind::kDriverLibrary) {
+    row.Fail("kind", "kind must be \"" + std::string(KindName(ComponentKind::kCudaLibrary)) +
+                         "\" or \"" + std::string(KindName(ComponentKind::kDriverLibrary)) + "\"");
   }
+  f.kind = *kind;
   f.libraries = row.Strings("libraries");
   f.exclude = row.Strings("exclude", false);
   f.dpkg = row.Strings("dpkg", false);

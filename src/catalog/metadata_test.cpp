@@ -223,6 +223,12 @@ TEST_CASE("libraries.json errors name the file and line", "[catalog][rules]") {
   CHECK(fails("{\"families\": [\n {\"family\": \"x\", \"libraries\": [],\n  \"kind\": \"nope\", "
               "\"source\": \"s\"}]}") ==
         "dir/libraries.json:3: kind must be \"cuda-library\" or \"driver-library\"");
+  // A kind the catalog knows, but not one a family may have.
+  CHECK(
+      fails(
+          "{\"families\": [\n {\"family\": \"x\", \"libraries\": [],\n  \"kind\": \"driver-stub\", "
+          "\"source\": \"s\"}]}") ==
+      "dir/libraries.json:3: kind must be \"cuda-library\" or \"driver-library\"");
   CHECK(fails("{\"families\": [\n {\"family\": \"x\", \"kind\": \"cuda-library\", \"libraries\": "
               "[], \"source\": \"\"}]}") == "dir/libraries.json:2: family x has no source");
   CHECK(fails("{\"families\": [{\"family\": \"x\", \"kind\": \"cuda-library\",\n \"libraries\": "

@@ -66,18 +66,6 @@ Compression CompressionOf(std::string_view head) {
   return Compression::kNone;
 }
 
-const char* CompressionName(Compression c) {
-  switch (c) {
-    case Compression::kNone:
-      return "uncompressed";
-    case Compression::kGzip:
-      return "gzip";
-    case Compression::kZstd:
-      return "zstd";
-  }
-  return "?";
-}
-
 struct Decompressor::Gzip {
   inflate_state state;
 };

@@ -63,7 +63,6 @@ class HashingReader : public ChunkReader {
 };
 
 enum class Compression { kNone, kGzip, kZstd };
-const char* CompressionName(Compression c);
 /// The compression the first bytes of a stream announce (gzip, zstd magic); kNone otherwise.
 Compression CompressionOf(std::string_view head);
 

@@ -1,53 +1,44 @@
 #include "loader/loader.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "catalog/metadata.h"
+#include "util/names.h"
 #include "util/path.h"
 #include "util/text.h"
 
 namespace imgcheck::loader {
 
-std::string_view ReasonName(Reason reason) {
-  switch (reason) {
-    case Reason::kAlreadyLoaded:
-      return "already-loaded";
-    case Reason::kDirectPath:
-      return "direct-path";
-    case Reason::kRpath:
-      return "rpath";
-    case Reason::kLdLibraryPath:
-      return "ld-library-path";
-    case Reason::kRunpath:
-      return "runpath";
-    case Reason::kLdCache:
-      return "ld.so.cache";
-    case Reason::kDefaultDir:
-      return "default-dir";
-  }
-  return "unknown";
-}
+namespace {
 
-std::string_view OutcomeName(Outcome outcome) {
-  switch (outcome) {
-    case Outcome::kMissing:
-      return "missing";
-    case Outcome::kWrongClass:
-      return "wrong-class";
-    case Outcome::kWrongMachine:
-      return "wrong-machine";
-    case Outcome::kNotElf:
-      return "not-elf";
-    case Outcome::kRejected:
-      return "rejected-nodeflib";
-    case Outcome::kFound:
-      return "found";
-  }
-  return "unknown";
-}
+constexpr auto kReasonNames =
+    std::to_array<util::EnumName<Reason>>({{Reason::kAlreadyLoaded, "already-loaded"},
+                                           {Reason::kDirectPath, "direct-path"},
+                                           {Reason::kRpath, "rpath"},
+                                           {Reason::kLdLibraryPath, "ld-library-path"},
+                                           {Reason::kRunpath, "runpath"},
+                                           {Reason::kLdCache, "ld.so.cache"},
+                                           {Reason::kDefaultDir, "default-dir"}});
+static_assert(util::NamesEvery(kReasonNames));
+
+constexpr auto kOutcomeNames =
+    std::to_array<util::EnumName<Outcome>>({{Outcome::kMissing, "missing"},
+                                            {Outcome::kWrongClass, "wrong-class"},
+                                            {Outcome::kWrongMachine, "wrong-machine"},
+                                            {Outcome::kNotElf, "not-elf"},
+                                            {Outcome::kRejected, "rejected-nodeflib"},
+                                            {Outcome::kFound, "found"}});
+static_assert(util::NamesEvery(kOutcomeNames));
+
+}  // namespace
+
+std::string_view ReasonName(Reason reason) { return util::Name(kReasonNames, reason); }
+
+std::string_view OutcomeName(Outcome outcome) { return util::Name(kOutcomeNames, outcome); }
 
 std::vector<const Resolution*> LoadGraph::Resolutions() const {
   std::vector<const Resolution*> out;

@@ -1,5 +1,6 @@
 #include "probe/session.h"
 
+#include <array>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -10,6 +11,7 @@
 #include "probe/stage.h"
 #include "report/escape.h"
 #include "util/error.h"
+#include "util/names.h"
 
 namespace imgcheck::probe {
 
@@ -84,22 +86,18 @@ namespace {
 using nlohmann::json;
 using Outcome = Observation::Outcome;
 
+constexpr auto kStatuses =
+    std::to_array<util::EnumName<Outcome>>({{Outcome::kRan, "ran"},
+                                            {Outcome::kNoGpu, "no_gpu"},
+                                            {Outcome::kCrashed, "crashed"},
+                                            {Outcome::kTimedOut, "timed_out"},
+                                            {Outcome::kBadOutput, "bad_output"}});
+static_assert(util::NamesEvery(kStatuses));
+
 std::string Status(const Session& s) {
   if (s.no_gpu) return "no_gpu";
   if (s.nothing_to_load) return "nothing_to_load";
-  switch (s.observation.outcome) {
-    case Outcome::kRan:
-      return "ran";
-    case Outcome::kNoGpu:
-      return "no_gpu";
-    case Outcome::kCrashed:
-      return "crashed";
-    case Outcome::kTimedOut:
-      return "timed_out";
-    case Outcome::kBadOutput:
-      return "bad_output";
-  }
-  return "bad_output";
+  return std::string(util::Name(kStatuses, s.observation.outcome, "bad_output"));
 }
 
 json FindingJson(const rules::Finding& f) {

@@ -2,26 +2,24 @@
 // description, check_name, fingerprint, severity and location.path/lines.begin, which merge
 // requests show. Located on the Dockerfile line when --dockerfile mapped the finding, else on the
 // path inside the image. Ignored findings are left out: the format has no suppressions.
+#include <array>
 #include <nlohmann/json.hpp>
 
 #include "report/escape.h"
 #include "report/report.h"
+#include "util/names.h"
 
 namespace imgcheck::report {
 
 namespace {
 
-std::string_view Severity(rules::Severity s) {
-  switch (s) {
-    case rules::Severity::kError:
-      return "critical";
-    case rules::Severity::kWarning:
-      return "major";
-    case rules::Severity::kInfo:
-      return "info";
-  }
-  return "critical";
-}
+constexpr auto kSeverities =
+    std::to_array<util::EnumName<rules::Severity>>({{rules::Severity::kError, "critical"},
+                                                    {rules::Severity::kWarning, "major"},
+                                                    {rules::Severity::kInfo, "info"}});
+static_assert(util::NamesEvery(kSeverities));
+
+std::string_view Severity(rules::Severity s) { return util::Name(kSeverities, s, "critical"); }
 
 }  // namespace
 

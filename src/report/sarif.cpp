@@ -6,10 +6,12 @@
 // related location), the path inside the image as a logical location always; ignored findings as
 // suppressions; one automationDetails.id per image, so scans of several images do not close each
 // other's alerts.
+#include <array>
 #include <nlohmann/json.hpp>
 
 #include "report/escape.h"
 #include "report/report.h"
+#include "util/names.h"
 
 namespace imgcheck::report {
 
@@ -70,17 +72,14 @@ nlohmann::ordered_json Locations(const rules::Finding& f) {
   return nlohmann::ordered_json::array({location});
 }
 
-std::string Level(rules::Severity s) {
-  switch (s) {
-    case rules::Severity::kError:
-      return "error";
-    case rules::Severity::kWarning:
-      return "warning";
-    case rules::Severity::kInfo:
-      return "note";
-  }
-  return "error";
-}
+// SARIF's result.level for each severity (section 3.27.10).
+constexpr auto kLevels =
+    std::to_array<util::EnumName<rules::Severity>>({{rules::Severity::kError, "error"},
+                                                    {rules::Severity::kWarning, "warning"},
+                                                    {rules::Severity::kInfo, "note"}});
+static_assert(util::NamesEvery(kLevels));
+
+std::string Level(rules::Severity s) { return std::string(util::Name(kLevels, s, "error")); }
 
 std::string Lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

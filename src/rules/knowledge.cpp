@@ -1,11 +1,13 @@
 #include "rules/knowledge.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstring>
 #include <functional>
 #include <set>
 
+#include "util/names.h"
 #include "util/sha256.h"
 #include "util/text.h"
 
@@ -175,26 +177,20 @@ DataVersion ReadVersion(const std::vector<DataFile>& files) {
   return v;
 }
 
+constexpr auto kSeverityNames = std::to_array<util::EnumName<Severity>>(
+    {{Severity::kInfo, "info"}, {Severity::kWarning, "warning"}, {Severity::kError, "error"}});
+static_assert(util::NamesEvery(kSeverityNames));
+
 }  // namespace
 
 std::string DataVersion::str() const { return date + "+" + digest.substr(0, 12); }
 
 std::string_view SeverityName(Severity severity) {
-  switch (severity) {
-    case Severity::kInfo:
-      return "info";
-    case Severity::kWarning:
-      return "warning";
-    case Severity::kError:
-      return "error";
-  }
-  return "error";
+  return util::Name(kSeverityNames, severity, "error");
 }
 
 std::optional<Severity> ParseSeverity(std::string_view name) {
-  for (Severity s : {Severity::kInfo, Severity::kWarning, Severity::kError})
-    if (SeverityName(s) == name) return s;
-  return std::nullopt;
+  return util::Parse(kSeverityNames, name);
 }
 
 Knowledge Knowledge::Load(const std::vector<std::string>& dirs) {

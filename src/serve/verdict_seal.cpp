@@ -4,7 +4,10 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include <array>
+
 #include "util/file.h"
+#include "util/names.h"
 #include "util/sha256.h"
 
 namespace imgcheck::serve {
@@ -87,18 +90,17 @@ util::Expected<std::string> VerdictSeal::ReadKeyFile(const std::string& path) {
   return key;
 }
 
-const char* CheckName(VerdictSeal::Check c) {
-  switch (c) {
-    case VerdictSeal::Check::kOk:
-      return "ok";
-    case VerdictSeal::Check::kUnsigned:
-      return "unsigned";
-    case VerdictSeal::Check::kOtherKey:
-      return "other_key";
-    case VerdictSeal::Check::kBadMac:
-      return "bad_mac";
-  }
-  return "?";
-}
+namespace {
+
+constexpr auto kCheckNames =
+    std::to_array<util::EnumName<VerdictSeal::Check>>({{VerdictSeal::Check::kOk, "ok"},
+                                                       {VerdictSeal::Check::kUnsigned, "unsigned"},
+                                                       {VerdictSeal::Check::kOtherKey, "other_key"},
+                                                       {VerdictSeal::Check::kBadMac, "bad_mac"}});
+static_assert(util::NamesEvery(kCheckNames));
+
+}  // namespace
+
+std::string_view CheckName(VerdictSeal::Check c) { return util::Name(kCheckNames, c, "?"); }
 
 }  // namespace imgcheck::serve

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "util/error.h"
 
@@ -37,6 +38,6 @@ class VerdictSeal {
 };
 
 /// The metric label of a failed check ("unsigned", "other_key", "bad_mac").
-const char* CheckName(VerdictSeal::Check c);
+std::string_view CheckName(VerdictSeal::Check c);
 
 }  // namespace imgcheck::serve

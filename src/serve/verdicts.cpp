@@ -193,7 +193,7 @@ std::shared_ptr<const Verdict> Verdicts::FromStore(const std::string& digest) {
       check != VerdictSeal::Check::kOk) {
     // Not written by a holder of the key: ignored (a scan overwrites it), counted, and said once
     // per reason rather than on every lookup.
-    if (metrics_.VerdictRejected(CheckName(check)) == 1)
+    if (metrics_.VerdictRejected(std::string(CheckName(check))) == 1)
       Log("ignoring a verdict in the shared store that fails the --verdict-key-file check (" +
           std::string(CheckName(check)) + ", first at " + Key(digest) +
           "); counted in imgcheck_verdicts_rejected_total");

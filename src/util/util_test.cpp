@@ -1,5 +1,6 @@
 #include <sys/stat.h>
 
+#include <array>
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include "support.h"
 #include "util/error.h"
 #include "util/file.h"
+#include "util/names.h"
 #include "util/path.h"
 #include "util/reader.h"
 #include "util/sha256.h"
@@ -211,4 +213,34 @@ TEST_CASE("Expected<void> carries only success or an error") {
   CHECK(check(1).has_value());
   REQUIRE_FALSE(check(-1));
   CHECK(check(-1).error().message == "negative");
+}
+
+namespace {
+
+enum class Fruit : uint8_t { kApple, kPear, kPlum };
+constexpr auto kFruitNames = std::to_array<EnumName<Fruit>>(
+    {{Fruit::kApple, "apple"}, {Fruit::kPear, "pear"}, {Fruit::kPlum, "plum"}});
+// What NamesEvery must refuse: a missing enumerator, a value no enumerator has, a name twice.
+constexpr auto kNoPlum =
+    std::to_array<EnumName<Fruit>>({{Fruit::kApple, "apple"}, {Fruit::kPear, "pear"}});
+constexpr auto kCastNotPlum = std::to_array<EnumName<Fruit>>(
+    {{Fruit::kApple, "apple"}, {Fruit::kPear, "pear"}, {static_cast<Fruit>(7), "plum"}});
+constexpr auto kPearTwice = std::to_array<EnumName<Fruit>>(
+    {{Fruit::kApple, "apple"}, {Fruit::kPear, "pear"}, {Fruit::kPlum, "pear"}});
+
+}  // namespace
+
+TEST_CASE("A name table answers both ways and names every enumerator") {
+  static_assert(NamesEvery(kFruitNames));
+  static_assert(!NamesEvery(kNoPlum));
+  static_assert(!NamesEvery(kCastNotPlum));
+  static_assert(!NamesEvery(kPearTwice));
+  for (const auto& [value, name] : kFruitNames) {
+    CHECK(Name(kFruitNames, value) == name);
+    CHECK(Parse(kFruitNames, name) == value);
+  }
+  CHECK(Name(kFruitNames, static_cast<Fruit>(9)) == "unknown");
+  CHECK(Name(kFruitNames, static_cast<Fruit>(9), "?") == "?");
+  CHECK_FALSE(Parse(kFruitNames, "Pear"));
+  CHECK_FALSE(Parse(kFruitNames, ""));
 }
