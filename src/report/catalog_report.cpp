@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "catalog/metadata.h"
+#include "report/diagnostics.h"
 #include "report/escape.h"
 #include "report/image_json.h"
 #include "util/clock.h"
@@ -346,10 +347,7 @@ std::string RenderCatalogTable(const catalog::Catalog& cat, const ImageInfo& ima
   if (auto name = config.os_release.find("PRETTY_NAME"); name != config.os_release.end()) {
     out << "os: " << Visible(name->second) << "\n";
   }
-  for (const util::Diagnostic& d : cat.diagnostics) {
-    out << "warning: " << Visible(d.path) << " (layer " << d.layer << "): " << Visible(d.message)
-        << "\n";
-  }
+  out << DiagnosticsText(cat.diagnostics);
   return VisibleLines(out.str());
 }
 
@@ -364,9 +362,7 @@ std::string RenderCatalogJson(const catalog::Catalog& cat, const ImageInfo& imag
   j["components"] = std::move(components);
   j["config"] = ConfigJson(cat);
   ordered_json diags = ordered_json::array();
-  for (const util::Diagnostic& d : cat.diagnostics) {
-    diags.push_back({{"path", d.path}, {"layer", d.layer}, {"message", d.message}});
-  }
+  for (const util::Diagnostic& d : cat.diagnostics) diags.push_back(DiagnosticJson(d));
   j["diagnostics"] = std::move(diags);
   return DumpJson(j, 2) + "\n";
 }

@@ -162,7 +162,7 @@ TEST_CASE("catalog table: one row per component, provenance marks", "[report][ca
   CHECK(table.find("KIND") != std::string::npos);
   CHECK(table.find("libcudnn_adv_infer.so.8.9.2 (deleted)") != std::string::npos);
   CHECK(table.find("8.9.2.26") != std::string::npos);
-  CHECK(table.find("warning: /usr/lib/libbad.so (layer 0): corrupt ELF: truncated") !=
+  CHECK(table.find("\n1 diagnostic:\n  /usr/lib/libbad.so (layer 0): corrupt ELF: truncated\n") !=
         std::string::npos);
   CHECK(table.find("os: Ubuntu 22.04") != std::string::npos);
 }

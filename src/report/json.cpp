@@ -1,6 +1,7 @@
 // The JSON report, schema "imgcheck-report/1" (documented in rules/README.md).
 #include <nlohmann/json.hpp>
 
+#include "report/diagnostics.h"
 #include "report/escape.h"
 #include "report/image_json.h"
 #include "report/report.h"
@@ -77,8 +78,7 @@ std::string RenderJson(const Report& report) {
   }
   j["notes"] = report.notes;
   j["diagnostics"] = nlohmann::ordered_json::array();
-  for (const auto& d : report.diagnostics)
-    j["diagnostics"].push_back({{"path", d.path}, {"layer", d.layer}, {"message", d.message}});
+  for (const auto& d : report.diagnostics) j["diagnostics"].push_back(DiagnosticJson(d));
   return DumpJson(j, 2) + "\n";
 }
 

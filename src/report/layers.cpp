@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "report/diagnostics.h"
 #include "report/escape.h"
 #include "util/text.h"
 
@@ -43,12 +44,7 @@ std::string RenderLayersText(const image::Image& img) {
         util::HumanBytes(static_cast<double>(l.size)).c_str(), l.added, l.changed, l.deleted);
     out += line + Visible(CollapsedLine(l.created_by, 100)) + "\n";
   }
-  if (!img.diagnostics.empty()) {
-    out += "\n" + std::to_string(img.diagnostics.size()) + " diagnostic(s):\n";
-    for (const util::Diagnostic& d : img.diagnostics)
-      out += "  " + (d.layer >= 0 ? "layer " + std::to_string(d.layer) + " " : std::string()) +
-             (d.path.empty() ? "" : Visible(d.path) + ": ") + Visible(d.message) + "\n";
-  }
+  out += DiagnosticsText(img.diagnostics);
   return VisibleLines(out);
 }
 
@@ -70,8 +66,9 @@ std::string RenderLayersJson(const image::Image& img) {
                            {"added", l.added},
                            {"changed", l.changed},
                            {"deleted", l.deleted}});
+  // nlohmann::json keeps keys sorted, as this document always had them.
   for (const util::Diagnostic& d : img.diagnostics)
-    j["diagnostics"].push_back({{"path", d.path}, {"layer", d.layer}, {"message", d.message}});
+    j["diagnostics"].push_back(nlohmann::json(DiagnosticJson(d)));
   // Invalid UTF-8 in names or history lines must not abort the output.
   return DumpJson(j, 2) + "\n";
 }

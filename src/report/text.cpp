@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "report/diagnostics.h"
 #include "report/escape.h"
 #include "report/report.h"
 #include "rules/target.h"
@@ -124,13 +125,7 @@ std::string RenderText(const Report& report, const RenderOptions& options) {
   }
 
   // 3. What could not be read or checked, each said once.
-  if (!report.diagnostics.empty()) {
-    out << "\n" << Plural(report.diagnostics.size(), "file", "files") << " could not be read:\n";
-    for (const auto& d : report.diagnostics)
-      out << "  " << Visible(d.path)
-          << (d.layer >= 0 ? " (layer " + std::to_string(d.layer) + ")" : "") << ": "
-          << Visible(d.message) << "\n";
-  }
+  out << DiagnosticsText(report.diagnostics);
   // Rules silent for lack of a target, one line per missing part, and only when the image has
   // a CUDA stack they would check; their long form stays in the notes of JSON.
   std::map<std::string, std::string> silent;  // reason -> rule IDs
