@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "report/catalog_report.h"
+#include "report/image_header.h"
 #include "scan/build_info.h"
 #include "scan/scan.h"
 #include "util/error.h"
@@ -35,8 +36,7 @@ int RunCatalog(const CatalogArgs& args) {
   if (sbom) sbom_input.loads = scan::Loads(*scanned);
   const image::Image& img = scanned->image;
   scanned->catalog.diagnostics = scan::Diagnostics(*scanned);
-  report::ImageInfo info{img.reference, img.transport, img.manifest_digest, img.config_digest,
-                         args.image.platform};
+  report::ImageInfo info = report::ImageInfoOf(img, args.image.platform);
   std::string text = report::RenderCatalog(scanned->catalog, info, *format, scan::BuildVersion(),
                                            knowledge.version().str(), sbom_input);
   if (args.output.empty()) {

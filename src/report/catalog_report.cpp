@@ -11,7 +11,7 @@
 #include "catalog/metadata.h"
 #include "report/diagnostics.h"
 #include "report/escape.h"
-#include "report/image_json.h"
+#include "report/image_header.h"
 #include "util/clock.h"
 #include "util/path.h"
 
@@ -328,7 +328,7 @@ std::string RenderCatalogTable(const catalog::Catalog& cat, const ImageInfo& ima
     for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
   }
   std::ostringstream out;
-  out << "image " << Visible(image.reference) << "\n";
+  out << ImageText(image);
   for (const auto& row : rows) {
     for (size_t i = 0; i + 1 < row.size(); ++i) out << Column(row[i], width[i] + 2);
     out << row.back() << "\n";

@@ -3,7 +3,7 @@
 
 #include "report/diagnostics.h"
 #include "report/escape.h"
-#include "report/image_json.h"
+#include "report/image_header.h"
 #include "report/report.h"
 
 namespace imgcheck::report {
@@ -44,14 +44,6 @@ nlohmann::ordered_json FindingJson(const rules::Finding& f, bool dockerfile) {
 }
 
 }  // namespace
-
-nlohmann::ordered_json ImageJson(const ImageInfo& image) {
-  return {{"reference", image.reference},
-          {"transport", image.transport},
-          {"manifest_digest", image.manifest_digest},
-          {"config_digest", image.config_digest},
-          {"platform", image.platform}};
-}
 
 std::string RenderJson(const Report& report) {
   nlohmann::ordered_json j;

@@ -5,6 +5,7 @@
 
 #include "report/diagnostics.h"
 #include "report/escape.h"
+#include "report/image_header.h"
 #include "util/text.h"
 
 namespace imgcheck::report {
@@ -27,9 +28,7 @@ std::string CollapsedLine(const std::string& s, size_t max) {
 }  // namespace
 
 std::string RenderLayersText(const image::Image& img) {
-  std::string out = "image:    " + Visible(img.reference) + "\n";
-  if (!img.manifest_digest.empty()) out += "manifest: " + img.manifest_digest + "\n";
-  if (!img.config_digest.empty()) out += "config:   " + img.config_digest + "\n";
+  std::string out = ImageText(ImageInfoOf(img, ""));
   char line[512];
   std::snprintf(line, sizeof line, "\n%3s  %-19s  %10s  %10s  %7s  %7s  %7s  %s\n", "#", "DIGEST",
                 "COMPRESSED", "SIZE", "ADDED", "CHANGED", "DELETED", "CREATED BY");

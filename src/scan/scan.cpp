@@ -5,6 +5,7 @@
 
 #include "catalog/library_rules.h"
 #include "loader/loader.h"
+#include "report/image_header.h"
 #include "rules/config.h"
 #include "rules/target.h"
 #include "scan/build_info.h"
@@ -50,8 +51,7 @@ void LoadLinkMaps(const Request& request, Result& r) {
 void Judge(const Request& request, const ProbeStep::Outcome* probe, Result& r) {
   const Policy& policy = *request.policy;
   report::Report& rep = r.report;
-  rep.image = {r.image.reference, r.image.transport, r.image.manifest_digest, r.image.config_digest,
-               r.load.platform};
+  rep.image = report::ImageInfoOf(r.image, r.load.platform);
   rep.findings = rules::RunChecks(r.input);
   if (probe)
     rep.findings.insert(rep.findings.end(), probe->findings.begin(), probe->findings.end());
