@@ -64,15 +64,17 @@ std::string DirPrefix(std::string dir) {
   return dir;
 }
 
-// Directory of a path as ld.so opened it (glibc l_origin: not symlink-resolved).
-std::string Origin(std::string_view path) {
+}  // namespace
+
+std::string LoadGraph::Origin(int i) const {
+  const LoadedObject& o = objects.at(static_cast<size_t>(i));
+  // The directory of the path, as _dl_new_object cuts it: "/" for "/x", "." for a bare name.
+  std::string_view path = i == 0 ? o.real_path : o.path;
   size_t slash = path.rfind('/');
   if (slash == std::string_view::npos) return ".";
   if (slash == 0) return "/";
   return std::string(path.substr(0, slash));
 }
-
-}  // namespace
 
 std::string ExpandDynamicTokens(std::string_view entry, std::string_view origin,
                                 const Platform& platform) {
@@ -276,10 +278,6 @@ class LinkMap {
 
   Budget& budget() { return *budget_; }
 
-  std::string OriginOf(int i) const {
-    const LoadedObject& o = graph_.objects[static_cast<size_t>(i)];
-    return i == 0 ? Origin(o.real_path) : Origin(o.path);
-  }
   const std::vector<SearchDir>& Rpath(int i) {
     return List(rpath_, i, EffectiveRpath(Object(i).elf), "the DT_RPATH of ");
   }
@@ -292,7 +290,7 @@ class LinkMap {
       std::string llp = options_.ld_library_path.value_or("");
       std::replace(llp.begin(), llp.end(), ';', ':');
       llp_ = llp.empty() ? std::vector<SearchDir>{}
-                         : SearchList(util::Split(llp, ':'), OriginOf(0), options_.platform,
+                         : SearchList(util::Split(llp, ':'), graph_.Origin(0), options_.platform,
                                       options_.limits, "the image's LD_LIBRARY_PATH");
     }
     return *llp_;
@@ -338,7 +336,7 @@ class LinkMap {
     if (lists.size() < graph_.objects.size()) lists.resize(graph_.objects.size());
     auto& list = lists[static_cast<size_t>(i)];
     if (!list)
-      list = SearchList(entries, OriginOf(i), options_.platform, options_.limits,
+      list = SearchList(entries, graph_.Origin(i), options_.platform, options_.limits,
                         what + Object(i).real_path);
     return *list;
   }
@@ -474,7 +472,7 @@ Resolution ResolveIn(const image::Tree& tree, const ElfLookup& elf, const LoadGr
   Search s(tree, elf, options, map.budget(), r);
   const Platform& p = options.platform;
   if (name.find('/') != std::string_view::npos) {
-    s.Try(Reason::kDirectPath, r.name, ExpandDynamicTokens(name, map.OriginOf(consumer), p));
+    s.Try(Reason::kDirectPath, r.name, ExpandDynamicTokens(name, graph.Origin(consumer), p));
     return r;
   }
 

@@ -117,6 +117,11 @@ struct LoadGraph {
   std::vector<const Resolution*> Resolutions() const;
   /// Index of the object with this real path, -1 when not loaded.
   int Find(std::string_view real_path) const;
+  /// $ORIGIN of objects[i], as ExpandDynamicTokens takes it: for the root, the directory of its
+  /// real path (the kernel's resolved executable path, glibc _dl_get_origin); for every other
+  /// object, the directory of the path it was opened by, symlinks not followed (glibc
+  /// _dl_new_object sets l_origin from the name open_path or the cache gave, never realpath).
+  std::string Origin(int i) const;
 };
 
 /// One library an object loads with dlopen: the names it tries, in order; the first that loads

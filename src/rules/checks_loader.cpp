@@ -31,7 +31,8 @@ void CheckShadowed(Context& ctx) {
       continue;
     const auto& object = seen.consumer->graph.objects[static_cast<size_t>(seen.object)];
     if (!object.elf) continue;
-    std::string origin(util::DirName(object.real_path));
+    // The $ORIGIN the loader searched with: the directory the object was opened from.
+    std::string origin = seen.consumer->graph.Origin(seen.object);
     const auto& entries = object.elf->has_runpath ? object.elf->runpath : object.elf->rpath;
     for (const auto& entry : entries) {
       std::string dir =

@@ -389,18 +389,32 @@ TEST_CASE("IC011: an older copy of a CUDA library", "[checks]") {
   CHECK(Paths(Scan(ok), "IC011").empty());
 }
 
+namespace {
+
+// cuDNN `version` in `dir`: libcudnn.so.VERSION and its soname link.
+void CudnnIn(FakeImage& f, const std::string& dir, const std::string& version) {
+  f.File(dir + "/libcudnn.so." + version, So("libcudnn.so.8"));
+  f.Link(dir + "/libcudnn.so.8", "libcudnn.so." + version);
+}
+
+// libapp.so: needs libcudnn.so.8 and ships its own, which its RUNPATH $ORIGIN finds.
+std::string AppLib() {
+  elf::fixture::ElfSpec spec;
+  spec.soname = "libapp.so";
+  spec.needed = {"libcudnn.so.8"};
+  spec.runpath = "$ORIGIN";
+  return elf::fixture::BuildElf(spec);
+}
+
+}  // namespace
+
 TEST_CASE("IC010: the loader finds another cuDNN before the consumer's own", "[checks]") {
   const std::string app = "/opt/app/lib";
   auto image = [&](const std::string& found_version) {
-    FakeImage f = WithLibs({{"libcudnn.so." + found_version, So("libcudnn.so.8")}});
-    f.Link(kLib + "/libcudnn.so.8", "libcudnn.so." + found_version);
-    elf::fixture::ElfSpec spec;
-    spec.soname = "libapp.so";
-    spec.needed = {"libcudnn.so.8"};
-    spec.runpath = "$ORIGIN";
-    f.File(app + "/libapp.so", elf::fixture::BuildElf(spec));
-    f.File(app + "/libcudnn.so.8.9.2", So("libcudnn.so.8"));
-    f.Link(app + "/libcudnn.so.8", "libcudnn.so.8.9.2");
+    FakeImage f = WithLibs({});
+    CudnnIn(f, kLib, found_version);
+    f.File(app + "/libapp.so", AppLib());
+    CudnnIn(f, app, "8.9.2");
     return f;
   };
   FakeImage bad = image("8.5.0");  // LD_LIBRARY_PATH comes before RUNPATH
@@ -410,6 +424,40 @@ TEST_CASE("IC010: the loader finds another cuDNN before the consumer's own", "[c
   CHECK(found["IC010"][0].message.find(app + "/libapp.so ships libcudnn.so.8 8.9.2") !=
         std::string::npos);
   FakeImage ok = image("8.9.2");  // the same version either way
+  CHECK(Paths(Scan(ok), "IC010").empty());
+}
+
+TEST_CASE("IC010: $ORIGIN of a library opened through a symlink is the symlink's directory",
+          "[checks]") {
+  // libapp.so is opened as /opt/app/lib/libapp.so, a link to /opt/real/libapp.so. glibc takes
+  // l_origin from the path it opened (_dl_new_object; no realpath), so its RUNPATH $ORIGIN is
+  // /opt/app/lib, where it ships cuDNN 8.9.2; the real directory holds the 8.5.0 that
+  // LD_LIBRARY_PATH loads anyway. With $ORIGIN taken from the real path the check would
+  // compare 8.5.0 with 8.5.0 and see nothing.
+  const std::string app = "/opt/app/lib", real = "/opt/real";
+  // `real_version` empty: no cuDNN next to the real libapp.so.
+  auto image = [&](const std::string& app_version, const std::string& real_version) {
+    FakeImage f = WithLibs({});
+    SetEnv(f, "LD_LIBRARY_PATH", kLib + ":" + app);
+    CudnnIn(f, kLib, "8.5.0");
+    CudnnIn(f, app, app_version);
+    if (!real_version.empty()) CudnnIn(f, real, real_version);
+    f.File(real + "/libapp.so", AppLib());
+    f.Link(app + "/libapp.so", "../../real/libapp.so");
+    // The consumer that opens libapp.so by its link (found on LD_LIBRARY_PATH, after cuDNN).
+    // Its path sorts before /opt/real, so its link map is the one the checks read libapp.so's
+    // requests from (rules::Context keeps the first per object and name).
+    f.File("/opt/app/bin/libtool.so", So("libtool.so", {"libcudnn.so.8", "libapp.so"}));
+    return f;
+  };
+  FakeImage bad = image("8.9.2", "8.5.0");
+  auto found = Scan(bad);
+  REQUIRE(Paths(found, "IC010") == std::vector<std::string>{kLib + "/libcudnn.so.8.5.0"});
+  CHECK_THAT(found["IC010"][0].message,
+             Catch::Contains(real + "/libapp.so ships libcudnn.so.8 8.9.2 at " + app +
+                             "/libcudnn.so.8.9.2"));
+  // Its neighbour: the copy ld.so searches is the version it loads.
+  FakeImage ok = image("8.5.0", "");
   CHECK(Paths(Scan(ok), "IC010").empty());
 }
 
