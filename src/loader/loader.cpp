@@ -62,6 +62,12 @@ int LoadGraph::Find(std::string_view real_path) const {
   return -1;
 }
 
+const std::optional<image::Tree::Resolved>& ResolvedPaths::Resolve(const std::string& path) {
+  auto it = paths_.find(path);
+  if (it == paths_.end()) it = paths_.emplace(path, tree_->Resolve(path)).first;
+  return it->second;
+}
+
 namespace {
 
 // glibc's open_path directory form: trailing slashes collapsed to one ("" stays "": the
@@ -163,11 +169,18 @@ std::shared_ptr<Budget> BudgetOf(const Options& options) {
                         : std::make_shared<Budget>(Budget{options.limits.loader_work});
 }
 
+// Options::resolved when it belongs to `tree`, else a new one.
+std::shared_ptr<ResolvedPaths> PathsOf(const image::Tree& tree, const Options& options) {
+  return options.resolved && &options.resolved->tree() == &tree
+             ? options.resolved
+             : std::make_shared<ResolvedPaths>(tree);
+}
+
 class Search {
  public:
-  Search(const image::Tree& tree, const ElfLookup& elf, const Options& options, Budget& budget,
+  Search(ResolvedPaths& paths, const ElfLookup& elf, const Options& options, Budget& budget,
          Resolution& result)
-      : tree_(tree), elf_(elf), options_(options), budget_(budget), r_(result) {}
+      : paths_(paths), elf_(elf), options_(options), budget_(budget), r_(result) {}
 
   // One candidate file; on kFound fills the resolution.
   bool Try(Reason phase, const std::string& entry, std::string path) {
@@ -177,7 +190,7 @@ class Search {
       path = (wd == "/" ? wd : wd + "/") + path;  // relative to the working directory
     }
     Attempt a{phase, entry, path, Outcome::kMissing};
-    auto resolved = tree_.Resolve(path);
+    const std::optional<image::Tree::Resolved>& resolved = paths_.Resolve(path);
     const elf::ElfInfo* info = nullptr;
     if (resolved && resolved->node && resolved->node->type == image::NodeType::kRegular) {
       info = elf_(resolved->path);
@@ -241,7 +254,7 @@ class Search {
   }
 
  private:
-  const image::Tree& tree_;
+  ResolvedPaths& paths_;
   const ElfLookup& elf_;
   const Options& options_;
   Budget& budget_;
@@ -280,10 +293,14 @@ bool NameMatches(const LoadedObject& o, std::string_view name) {
 // then costs one pass, not one per name looked up.
 class LinkMap {
  public:
-  LinkMap(const LoadGraph& graph, const Options& options)
-      : graph_(graph), options_(options), budget_(BudgetOf(options)) {}
+  LinkMap(const image::Tree& tree, const LoadGraph& graph, const Options& options)
+      : graph_(graph),
+        options_(options),
+        budget_(BudgetOf(options)),
+        paths_(PathsOf(tree, options)) {}
 
   Budget& budget() { return *budget_; }
+  ResolvedPaths& paths() { return *paths_; }
 
   std::string OriginOf(int i) const {
     const LoadedObject& o = graph_.objects[static_cast<size_t>(i)];
@@ -355,6 +372,7 @@ class LinkMap {
   const LoadGraph& graph_;
   const Options& options_;
   std::shared_ptr<Budget> budget_;
+  std::shared_ptr<ResolvedPaths> paths_;
   std::vector<std::optional<std::vector<SearchDir>>> rpath_, runpath_;
   std::optional<std::vector<SearchDir>> llp_;
   bool indexed_ = false;
@@ -362,9 +380,8 @@ class LinkMap {
   std::unordered_map<std::string, int> by_name_, by_real_path_;
 };
 
-Resolution ResolveIn(const image::Tree& tree, const ElfLookup& elf, const LoadGraph& graph,
-                     LinkMap& map, int consumer, std::string_view name, Kind kind,
-                     const Options& options);
+Resolution ResolveIn(const ElfLookup& elf, const LoadGraph& graph, LinkMap& map, int consumer,
+                     std::string_view name, Kind kind, const Options& options);
 
 }  // namespace
 
@@ -453,15 +470,14 @@ util::Expected<Platform> ImagePlatform(const image::Tree& tree, const catalog::C
 
 Resolution Resolve(const image::Tree& tree, const ElfLookup& elf, const LoadGraph& graph,
                    int consumer, std::string_view name, Kind kind, const Options& options) {
-  LinkMap map(graph, options);
-  return ResolveIn(tree, elf, graph, map, consumer, name, kind, options);
+  LinkMap map(tree, graph, options);
+  return ResolveIn(elf, graph, map, consumer, name, kind, options);
 }
 
 namespace {
 
-Resolution ResolveIn(const image::Tree& tree, const ElfLookup& elf, const LoadGraph& graph,
-                     LinkMap& map, int consumer, std::string_view name, Kind kind,
-                     const Options& options) {
+Resolution ResolveIn(const ElfLookup& elf, const LoadGraph& graph, LinkMap& map, int consumer,
+                     std::string_view name, Kind kind, const Options& options) {
   Resolution r;
   const LoadedObject& self = graph.objects.at(static_cast<size_t>(consumer));
   r.consumer = self.real_path;
@@ -480,7 +496,7 @@ Resolution ResolveIn(const image::Tree& tree, const ElfLookup& elf, const LoadGr
     return r;
   }
 
-  Search s(tree, elf, options, map.budget(), r);
+  Search s(map.paths(), elf, options, map.budget(), r);
   const Platform& p = options.platform;
   if (name.find('/') != std::string_view::npos) {
     s.Try(Reason::kDirectPath, r.name, ExpandDynamicTokens(name, map.OriginOf(consumer), p));
@@ -538,7 +554,7 @@ LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view r
           {interp, resolved->path, interp_elf, {interp}, -1, Kind::kNeeded, {}, {}});
   }
   // A link map past the bound stops the run: a partial one would hide what it did not load.
-  LinkMap map(g, options);
+  LinkMap map(tree, g, options);
   auto room = [&] {
     Spend(map.budget(), options);
     if (g.objects.size() >= options.limits.loader_objects)
@@ -584,8 +600,7 @@ LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view r
     for (const std::string& pattern : call.names) {
       std::optional<std::string> name = ExpandVersion(pattern, version);
       if (!name) continue;
-      Resolution r =
-          ResolveIn(tree, elf, g, map, static_cast<int>(i), *name, Kind::kDlopen, options);
+      Resolution r = ResolveIn(elf, g, map, static_cast<int>(i), *name, Kind::kDlopen, options);
       if (r.found()) return admit(i, std::move(r));
       tried.insert(tried.end(), r.tried.begin(), r.tried.end());
       last = std::move(r);
@@ -597,7 +612,7 @@ LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view r
 
   auto map_needed = [&](size_t i) {
     for (const std::string& name : g.objects[i].elf->needed)
-      admit(i, ResolveIn(tree, elf, g, map, static_cast<int>(i), name, Kind::kNeeded, options));
+      admit(i, ResolveIn(elf, g, map, static_cast<int>(i), name, Kind::kNeeded, options));
   };
   size_t needed_done = 0, dlopen_done = 0;
   if (first_preload < g.objects.size()) {

@@ -110,6 +110,29 @@ TEST_CASE("search order: RPATH, LD_LIBRARY_PATH, RUNPATH, cache, default dirs", 
   CHECK(e.tried.front().outcome == Outcome::kMissing);
 }
 
+TEST_CASE("resolved paths are shared by the link maps of one tree, never another's", "[loader]") {
+  FakeImage a, b;
+  a.Lib("/app/main.so", "main.so", {"libd.so.1"});
+  a.Link("/usr/lib64/libd.so.1", "libd-a.so");
+  a.Lib("/usr/lib64/libd-a.so", "libd.so.1");
+  b.Lib("/app/main.so", "main.so", {"libd.so.1"});
+  b.Link("/usr/lib64/libd.so.1", "libd-b.so");
+  b.Lib("/usr/lib64/libd-b.so", "libd.so.1");
+
+  Options o = Upstream();
+  o.resolved = std::make_shared<ResolvedPaths>(a.tree);
+  // Two link maps of tree a through one memo: the second answers from it, alike.
+  for (int i = 0; i < 2; ++i)
+    CHECK(Res(a.Load("/app/main.so", o), "/app/main.so", "libd.so.1").real_path ==
+          "/usr/lib64/libd-a.so");
+  REQUIRE(o.resolved->Resolve("/usr/lib64/libd.so.1"));
+  CHECK(o.resolved->Resolve("/usr/lib64/libd.so.1")->path == "/usr/lib64/libd-a.so");
+  // Tree b with tree a's memo: b's own files, not what a's memo remembers of the same paths.
+  const Resolution& r = Res(b.Load("/app/main.so", o), "/app/main.so", "libd.so.1");
+  CHECK(r.real_path == "/usr/lib64/libd-b.so");
+  CHECK(r.tried.front().path == "/lib64/libd.so.1");
+}
+
 TEST_CASE("RPATH is inherited from loaders unless the consumer has RUNPATH", "[loader]") {
   FakeImage img;
   img.Lib("/app/main.so", "main.so", {"libmid.so", "libmid2.so"}).rpath = {"/chain"};
