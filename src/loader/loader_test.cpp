@@ -6,6 +6,7 @@
 #include <set>
 
 #include "fake_image.h"
+#include "loader/bind.h"
 #include "loader/why.h"
 #include "support.h"
 #include "util/path.h"
@@ -466,6 +467,35 @@ TEST_CASE("image platform: from the libc's ELF header, else the configuration", 
   REQUIRE_FALSE(bad);
   CHECK(bad.error().message ==
         "architecture s390x is not one the loader models: library resolution skipped");
+}
+
+TEST_CASE("binding: of thousands of references, exactly those no object defines fail",
+          "[loader][bind]") {
+  // Objects export many symbols: each reference is looked up in every object of its scope,
+  // where most lookups miss (the exports' filter answers them) and one finds it.
+  FakeImage img;
+  elf::ElfInfo& main = img.Lib("/app/main", "", {"liba.so", "libb.so"});
+  main.interpreter = "/lib64/ld-linux-x86-64.so.2";
+  elf::ElfInfo& a = img.Lib("/lib64/liba.so", "liba.so");
+  elf::ElfInfo& b = img.Lib("/lib64/libb.so", "libb.so");
+  std::set<std::string> absent;
+  for (int i = 0; i < 6000; ++i) {
+    std::string name = "sym_" + std::to_string(i);
+    if (i % 3 == 0) a.exported.push_back({name, "", false, false, false, 0});
+    if (i % 3 == 1) b.exported.push_back({name, "V1", false, false, false, 0});
+    if (i % 3 == 2 && i % 7 != 0) a.exported.push_back({name, "", false, false, false, 0});
+    if (i % 3 == 2 && i % 7 == 0) absent.insert(name);
+    main.imported.push_back({name, "", false, false, false, 0});
+  }
+  main.imported.push_back({"sym_1", "V1", false, false, false, 0});  // versioned, defined
+  Options o = Upstream();
+  LoadGraph g = img.Load("/app/main", o);
+  REQUIRE(g.objects.size() == 3);
+  SymbolIndex index(img.Lookup());
+  std::set<std::string> failed;
+  for (const Unbound& u : Bind(g, BindScope{}, index)) failed.insert(u.name);
+  CHECK(failed == absent);
+  CHECK(absent.size() == 286);
 }
 
 TEST_CASE("why: every consumer's resolution of a name or path, libtree style", "[loader][why]") {
