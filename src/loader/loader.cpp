@@ -189,35 +189,34 @@ class Search {
       std::string wd = util::NormalizePath(options_.working_dir);
       path = (wd == "/" ? wd : wd + "/") + path;  // relative to the working directory
     }
-    Attempt a{phase, entry, path, Outcome::kMissing};
     const std::optional<image::Tree::Resolved>& resolved = paths_.Resolve(path);
-    const elf::ElfInfo* info = nullptr;
+    Outcome outcome = Outcome::kMissing;
     if (resolved && resolved->node && resolved->node->type == image::NodeType::kRegular) {
-      info = elf_(resolved->path);
+      const elf::ElfInfo* info = elf_(resolved->path);
       const Platform& p = options_.platform;
       if (info == nullptr)
-        a.outcome = Outcome::kNotElf;
+        outcome = Outcome::kNotElf;
       else if (info->is64 != p.is64)
-        a.outcome = Outcome::kWrongClass;
+        outcome = Outcome::kWrongClass;
       else if (info->machine != p.machine)
-        a.outcome = Outcome::kWrongMachine;
+        outcome = Outcome::kWrongMachine;
       else
-        a.outcome = Outcome::kFound;
+        outcome = Outcome::kFound;
     }
-    r_.tried.push_back(a);
-    if (a.outcome == Outcome::kNotElf) {
+    if (outcome == Outcome::kNotElf) {
       // open_verify: a file that is not ELF at all is a hard error, not a skipped candidate.
       r_.status = Status::kError;
       r_.error = path + ": not an ELF file (ld.so: invalid ELF header / file too short)";
-      return true;
+    } else if (outcome == Outcome::kFound) {
+      r_.status = Status::kFound;
+      r_.reason = phase;
+      r_.path = path;
+      r_.real_path = resolved->path;
+      r_.entry = entry;
     }
-    if (a.outcome != Outcome::kFound) return false;
-    r_.status = Status::kFound;
-    r_.reason = phase;
-    r_.path = path;
-    r_.real_path = resolved->path;
-    r_.entry = entry;
-    return true;
+    // A search tries thousands of candidates: each path is built once, and moved here.
+    r_.tried.push_back({phase, entry, std::move(path), outcome});
+    return outcome == Outcome::kNotElf || outcome == Outcome::kFound;
   }
 
   // open_path: every directory of the list, glibc-hwcaps subdirectories first.
