@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <initializer_list>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -176,6 +177,16 @@ std::shared_ptr<ResolvedPaths> PathsOf(const image::Tree& tree, const Options& o
              : std::make_shared<ResolvedPaths>(tree);
 }
 
+// The parts joined, in one allocation.
+std::string Concat(std::initializer_list<std::string_view> parts) {
+  size_t n = 0;
+  for (std::string_view p : parts) n += p.size();
+  std::string out;
+  out.reserve(n);
+  for (std::string_view p : parts) out += p;
+  return out;
+}
+
 class Search {
  public:
   Search(ResolvedPaths& paths, const ElfLookup& elf, const Options& options, Budget& budget,
@@ -223,9 +234,8 @@ class Search {
   bool TryList(Reason phase, const std::vector<SearchDir>& dirs, std::string_view name) {
     for (const SearchDir& d : dirs) {
       for (const std::string& hw : options_.platform.hwcaps)
-        if (Try(phase, d.entry, d.dir + "glibc-hwcaps/" + hw + "/" + std::string(name)))
-          return true;
-      if (Try(phase, d.entry, d.dir + std::string(name))) return true;
+        if (Try(phase, d.entry, Concat({d.dir, "glibc-hwcaps/", hw, "/", name}))) return true;
+      if (Try(phase, d.entry, Concat({d.dir, name}))) return true;
     }
     return false;
   }
