@@ -112,8 +112,10 @@ TEST_CASE("tars that would fill memory stop at the image's limits", "[cli][hosti
   TempDir tmp;
   SECTION("many long PAX names") {
     std::vector<Entry> entries;
+    entries.reserve(200);
     for (int i = 0; i < 200; ++i)
-      entries.push_back(File(std::string(60'000, 'a' + i % 26) + std::to_string(i), "x"));
+      entries.push_back(
+          File(std::string(60'000, static_cast<char>('a' + i % 26)) + std::to_string(i), "x"));
     WriteOciLayout(tmp / "layout", SmallImage(entries));
     ExpectOneLineError(
         Layers(Oci(tmp / "layout"), "--max-names-mb 4"),
@@ -127,6 +129,7 @@ TEST_CASE("tars that would fill memory stop at the image's limits", "[cli][hosti
     ImageRecipe r;
     for (int layer = 0; layer < 3; ++layer) {
       std::vector<Entry> entries;
+      entries.reserve(400);
       for (int i = 0; i < 400; ++i)
         entries.push_back(File("f" + std::to_string(layer) + "_" + std::to_string(i), ""));
       r.layers.push_back(MakeLayer(entries, Compression::kGzip, "RUN touch"));
@@ -141,9 +144,9 @@ TEST_CASE("tars that would fill memory stop at the image's limits", "[cli][hosti
     // Catalogued metadata is captured whole: three 600 KiB dpkg status files in three layers.
     ImageRecipe r;
     for (int layer = 0; layer < 3; ++layer)
-      r.layers.push_back(
-          MakeLayer({File("var/lib/dpkg/status", std::string(600 << 10, 'a' + layer))},
-                    Compression::kGzip, "RUN apt-get install"));
+      r.layers.push_back(MakeLayer(
+          {File("var/lib/dpkg/status", std::string(600 << 10, static_cast<char>('a' + layer)))},
+          Compression::kGzip, "RUN apt-get install"));
     WriteOciLayout(tmp / "layout", r);
     ExpectOneLineError(Layers(Oci(tmp / "layout"), "--max-captured-mb 1"),
                        {"file contents kept", "limit of 1 MiB", "--max-captured-mb"});

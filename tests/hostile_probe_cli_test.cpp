@@ -154,6 +154,7 @@ void Interrupted(const std::string& subcommand, int sig) {
     args.insert(args.end(), {"--probe", "--probe-timeout", "600"});
   }
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::string tmpdir = "TMPDIR=" + tmp.string();

@@ -26,8 +26,6 @@
 #include "image_writer.h"
 #include "support.h"
 
-extern char** environ;
-
 namespace fs = std::filesystem;
 using namespace imgcheck::testing;
 using namespace std::chrono_literals;
@@ -58,6 +56,7 @@ class Process {
           const std::vector<std::string>& env = {})
       : log_(log) {
     std::vector<char*> args;
+    args.reserve(argv.size() + 1);
     for (auto& a : argv) args.push_back(a.data());
     args.push_back(nullptr);
     std::vector<std::string> envs = env;  // `env` replaces what this process has
@@ -68,6 +67,7 @@ class Process {
       if (!replaced) envs.push_back(*e);
     }
     std::vector<char*> envp;
+    envp.reserve(envs.size() + 1);
     for (auto& e : envs) envp.push_back(e.data());
     envp.push_back(nullptr);
     posix_spawn_file_actions_t actions;
@@ -244,7 +244,7 @@ class Server {
     return c;
   }
   json Post(const std::string& path, const json& body) {
-    auto res = Client()->Post(path.c_str(), body.dump(), "application/json");
+    auto res = Client()->Post(path, body.dump(), "application/json");
     INFO(Log());
     REQUIRE(res);
     INFO(res->body);
@@ -613,6 +613,7 @@ TEST_CASE("serve: two servers share verdicts and one scan through real Redis",
   std::string cuda = reg.host() + "/team/cuda:1";
   reg.Push(BrokenImage(), "team/cuda:1");
   std::vector<std::thread> threads;
+  threads.reserve(8);
   std::atomic<int> denied{0};
   for (int i = 0; i < 8; ++i)
     threads.emplace_back([&, i] {
@@ -769,6 +770,7 @@ TEST_CASE("serve: stalled handshakes, slow headers and idle connections cost soc
   // More connections from one address than --max-connections-per-client are closed at once.
   Server capped(work / "capped", certs, {"--max-connections-per-client", "4"});
   std::vector<int> four;
+  four.reserve(4);
   for (int i = 0; i < 4; ++i) four.push_back(ConnectFrom("127.0.0.6", capped.port()));
   int fifth = ConnectFrom("127.0.0.6", capped.port());
   CHECK(ClosedWithin(fifth, 3s));
@@ -878,6 +880,7 @@ TEST_CASE("serve: pipelining, framing and size limits, and an AdmissionReview fo
   CHECK_THAT(deep["response"]["status"]["message"].get<std::string>(),
              Catch::Contains("nests deeper than 64"));
   std::vector<std::string> images;
+  images.reserve(65);
   for (int i = 0; i < 65; ++i) images.push_back("127.0.0.1:2/app:" + std::to_string(i));
   json wide = answer(Review("w", "Deployment", Deployment(images)).dump());
   CHECK_THAT(wide["response"]["status"]["message"].get<std::string>(),

@@ -103,13 +103,42 @@ const SymbolIndex::Exports& SymbolIndex::Get(std::string_view real_path) {
     e.known = info->symbols_unread.empty() && !info->table_limit_reached;
     e.keys = elf::ExportKeys(*info);
   }
+  e.BuildFilter();
   hashes_ += e.keys.size();
   return exports_.emplace(std::string(real_path), std::move(e)).first->second;
 }
 
+namespace {
+
+// The two bit positions of `key` in a filter of 2^(64 - shift) bits: the high bits of two
+// multiplicative hashes (keys are FNV hashes, whose high bits mix poorly on their own).
+std::pair<uint64_t, uint64_t> FilterBits(uint64_t key, unsigned shift) {
+  return {(key * 0x9e3779b97f4a7c15ULL) >> shift, (key * 0xc2b2ae3d27d4eb4fULL) >> shift};
+}
+
+}  // namespace
+
+void SymbolIndex::Exports::BuildFilter() {
+  // 8 bits a key, a power of two: about 5 % of absent keys pass two probes.
+  unsigned log2_bits = 6;
+  while (log2_bits < 40 && (uint64_t{1} << log2_bits) < keys.size() * 8) ++log2_bits;
+  filter.assign((uint64_t{1} << log2_bits) / 64, 0);
+  filter_shift = 64 - log2_bits;
+  for (uint64_t key : keys) {
+    auto [a, b] = FilterBits(key, filter_shift);
+    filter[a / 64] |= uint64_t{1} << (a % 64);
+    filter[b / 64] |= uint64_t{1} << (b % 64);
+  }
+}
+
+bool SymbolIndex::Exports::MayHold(uint64_t key) const {
+  auto [a, b] = FilterBits(key, filter_shift);
+  return (filter[a / 64] >> (a % 64) & 1) != 0 && (filter[b / 64] >> (b % 64) & 1) != 0;
+}
+
 bool SymbolIndex::Exports::Defines(uint64_t key, uint64_t alt) const {
-  return std::binary_search(keys.begin(), keys.end(), key) ||
-         (alt != 0 && std::binary_search(keys.begin(), keys.end(), alt));
+  return (MayHold(key) && std::binary_search(keys.begin(), keys.end(), key)) ||
+         (alt != 0 && MayHold(alt) && std::binary_search(keys.begin(), keys.end(), alt));
 }
 
 bool SymbolIndex::Known(std::string_view real_path) { return Get(real_path).known; }

@@ -38,6 +38,11 @@ class SymbolIndex {
   friend std::vector<Unbound> Bind(const LoadGraph&, const BindScope&, SymbolIndex&);
   struct Exports {
     std::vector<uint64_t> keys;  ///< sorted
+    /// A Bloom filter of `keys` (two bits a key, about 8 bits of filter a key): most lookups
+    /// are of a reference in an object that does not define it (a scope is searched object by
+    /// object), and they end here without a search.
+    std::vector<uint64_t> filter;
+    unsigned filter_shift = 64;  ///< 64 - log2(bits of `filter`)
     bool known = false;
     /// True when the object defines one of the keys (elf::AddExportKeys). An unversioned
     /// reference binds to any definition but a hidden (non-default, "@") version: key
@@ -45,6 +50,8 @@ class SymbolIndex {
     /// or to a definition without version (glibc accepts those for any version),
     /// elf::VersionedKey(h, "").
     bool Defines(uint64_t key, uint64_t alt) const;
+    void BuildFilter();
+    bool MayHold(uint64_t key) const;
   };
   struct Reference {
     uint64_t key = 0, alt = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <initializer_list>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -51,6 +52,12 @@ int LoadGraph::Find(std::string_view real_path) const {
   for (size_t i = 0; i < objects.size(); ++i)
     if (objects[i].real_path == real_path) return static_cast<int>(i);
   return -1;
+}
+
+const std::optional<image::Tree::Resolved>& ResolvedPaths::Resolve(const std::string& path) {
+  auto it = paths_.find(path);
+  if (it == paths_.end()) it = paths_.emplace(path, tree_->Resolve(path)).first;
+  return it->second;
 }
 
 namespace {
@@ -156,11 +163,28 @@ std::shared_ptr<Budget> BudgetOf(const Options& options) {
                         : std::make_shared<Budget>(Budget{options.limits.loader_work});
 }
 
+// Options::resolved when it belongs to `tree`, else a new one.
+std::shared_ptr<ResolvedPaths> PathsOf(const image::Tree& tree, const Options& options) {
+  return options.resolved && &options.resolved->tree() == &tree
+             ? options.resolved
+             : std::make_shared<ResolvedPaths>(tree);
+}
+
+// The parts joined, in one allocation.
+std::string Concat(std::initializer_list<std::string_view> parts) {
+  size_t n = 0;
+  for (std::string_view p : parts) n += p.size();
+  std::string out;
+  out.reserve(n);
+  for (std::string_view p : parts) out += p;
+  return out;
+}
+
 class Search {
  public:
-  Search(const image::Tree& tree, const ElfLookup& elf, const Options& options, Budget& budget,
+  Search(ResolvedPaths& paths, const ElfLookup& elf, const Options& options, Budget& budget,
          Resolution& result)
-      : tree_(tree), elf_(elf), options_(options), budget_(budget), r_(result) {}
+      : paths_(paths), elf_(elf), options_(options), budget_(budget), r_(result) {}
 
   // One candidate file; on kFound fills the resolution.
   bool Try(Reason phase, const std::string& entry, std::string path) {
@@ -169,44 +193,42 @@ class Search {
       std::string wd = util::NormalizePath(options_.working_dir);
       path = (wd == "/" ? wd : wd + "/") + path;  // relative to the working directory
     }
-    Attempt a{phase, entry, path, Outcome::kMissing};
-    auto resolved = tree_.Resolve(path);
-    const elf::ElfInfo* info = nullptr;
+    const std::optional<image::Tree::Resolved>& resolved = paths_.Resolve(path);
+    Outcome outcome = Outcome::kMissing;
     if (resolved && resolved->node && resolved->node->type == image::NodeType::kRegular) {
-      info = elf_(resolved->path);
+      const elf::ElfInfo* info = elf_(resolved->path);
       const Platform& p = options_.platform;
       if (info == nullptr)
-        a.outcome = Outcome::kNotElf;
+        outcome = Outcome::kNotElf;
       else if (info->is64 != p.is64)
-        a.outcome = Outcome::kWrongClass;
+        outcome = Outcome::kWrongClass;
       else if (info->machine != p.machine)
-        a.outcome = Outcome::kWrongMachine;
+        outcome = Outcome::kWrongMachine;
       else
-        a.outcome = Outcome::kFound;
+        outcome = Outcome::kFound;
     }
-    r_.tried.push_back(a);
-    if (a.outcome == Outcome::kNotElf) {
+    if (outcome == Outcome::kNotElf) {
       // open_verify: a file that is not ELF at all is a hard error, not a skipped candidate.
       r_.status = Status::kError;
       r_.error = path + ": not an ELF file (ld.so: invalid ELF header / file too short)";
-      return true;
+    } else if (outcome == Outcome::kFound) {
+      r_.status = Status::kFound;
+      r_.reason = phase;
+      r_.path = path;
+      r_.real_path = resolved->path;
+      r_.entry = entry;
     }
-    if (a.outcome != Outcome::kFound) return false;
-    r_.status = Status::kFound;
-    r_.reason = phase;
-    r_.path = path;
-    r_.real_path = resolved->path;
-    r_.entry = entry;
-    return true;
+    // A search tries thousands of candidates: each path is built once, and moved here.
+    r_.tried.push_back({phase, entry, std::move(path), outcome});
+    return outcome == Outcome::kNotElf || outcome == Outcome::kFound;
   }
 
   // open_path: every directory of the list, glibc-hwcaps subdirectories first.
   bool TryList(Reason phase, const std::vector<SearchDir>& dirs, std::string_view name) {
     for (const SearchDir& d : dirs) {
       for (const std::string& hw : options_.platform.hwcaps)
-        if (Try(phase, d.entry, d.dir + "glibc-hwcaps/" + hw + "/" + std::string(name)))
-          return true;
-      if (Try(phase, d.entry, d.dir + std::string(name))) return true;
+        if (Try(phase, d.entry, Concat({d.dir, "glibc-hwcaps/", hw, "/", name}))) return true;
+      if (Try(phase, d.entry, Concat({d.dir, name}))) return true;
     }
     return false;
   }
@@ -234,7 +256,7 @@ class Search {
   }
 
  private:
-  const image::Tree& tree_;
+  ResolvedPaths& paths_;
   const ElfLookup& elf_;
   const Options& options_;
   Budget& budget_;
@@ -273,10 +295,14 @@ bool NameMatches(const LoadedObject& o, std::string_view name) {
 // then costs one pass, not one per name looked up.
 class LinkMap {
  public:
-  LinkMap(const LoadGraph& graph, const Options& options)
-      : graph_(graph), options_(options), budget_(BudgetOf(options)) {}
+  LinkMap(const image::Tree& tree, const LoadGraph& graph, const Options& options)
+      : graph_(graph),
+        options_(options),
+        budget_(BudgetOf(options)),
+        paths_(PathsOf(tree, options)) {}
 
   Budget& budget() { return *budget_; }
+  ResolvedPaths& paths() { return *paths_; }
 
   const std::vector<SearchDir>& Rpath(int i) {
     return List(rpath_, i, EffectiveRpath(Object(i).elf), "the DT_RPATH of ");
@@ -344,6 +370,7 @@ class LinkMap {
   const LoadGraph& graph_;
   const Options& options_;
   std::shared_ptr<Budget> budget_;
+  std::shared_ptr<ResolvedPaths> paths_;
   std::vector<std::optional<std::vector<SearchDir>>> rpath_, runpath_;
   std::optional<std::vector<SearchDir>> llp_;
   bool indexed_ = false;
@@ -351,9 +378,8 @@ class LinkMap {
   std::unordered_map<std::string, int> by_name_, by_real_path_;
 };
 
-Resolution ResolveIn(const image::Tree& tree, const ElfLookup& elf, const LoadGraph& graph,
-                     LinkMap& map, int consumer, std::string_view name, Kind kind,
-                     const Options& options);
+Resolution ResolveIn(const ElfLookup& elf, const LoadGraph& graph, LinkMap& map, int consumer,
+                     std::string_view name, Kind kind, const Options& options);
 
 }  // namespace
 
@@ -442,15 +468,14 @@ util::Expected<Platform> ImagePlatform(const image::Tree& tree, const catalog::C
 
 Resolution Resolve(const image::Tree& tree, const ElfLookup& elf, const LoadGraph& graph,
                    int consumer, std::string_view name, Kind kind, const Options& options) {
-  LinkMap map(graph, options);
-  return ResolveIn(tree, elf, graph, map, consumer, name, kind, options);
+  LinkMap map(tree, graph, options);
+  return ResolveIn(elf, graph, map, consumer, name, kind, options);
 }
 
 namespace {
 
-Resolution ResolveIn(const image::Tree& tree, const ElfLookup& elf, const LoadGraph& graph,
-                     LinkMap& map, int consumer, std::string_view name, Kind kind,
-                     const Options& options) {
+Resolution ResolveIn(const ElfLookup& elf, const LoadGraph& graph, LinkMap& map, int consumer,
+                     std::string_view name, Kind kind, const Options& options) {
   Resolution r;
   const LoadedObject& self = graph.objects.at(static_cast<size_t>(consumer));
   r.consumer = self.real_path;
@@ -469,7 +494,7 @@ Resolution ResolveIn(const image::Tree& tree, const ElfLookup& elf, const LoadGr
     return r;
   }
 
-  Search s(tree, elf, options, map.budget(), r);
+  Search s(map.paths(), elf, options, map.budget(), r);
   const Platform& p = options.platform;
   if (name.find('/') != std::string_view::npos) {
     s.Try(Reason::kDirectPath, r.name, ExpandDynamicTokens(name, graph.Origin(consumer), p));
@@ -527,7 +552,7 @@ LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view r
           {interp, resolved->path, interp_elf, {interp}, -1, Kind::kNeeded, {}, {}});
   }
   // A link map past the bound stops the run: a partial one would hide what it did not load.
-  LinkMap map(g, options);
+  LinkMap map(tree, g, options);
   auto room = [&] {
     Spend(map.budget(), options);
     if (g.objects.size() >= options.limits.loader_objects)
@@ -573,8 +598,7 @@ LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view r
     for (const std::string& pattern : call.names) {
       std::optional<std::string> name = ExpandVersion(pattern, version);
       if (!name) continue;
-      Resolution r =
-          ResolveIn(tree, elf, g, map, static_cast<int>(i), *name, Kind::kDlopen, options);
+      Resolution r = ResolveIn(elf, g, map, static_cast<int>(i), *name, Kind::kDlopen, options);
       if (r.found()) return admit(i, std::move(r));
       tried.insert(tried.end(), r.tried.begin(), r.tried.end());
       last = std::move(r);
@@ -586,7 +610,7 @@ LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view r
 
   auto map_needed = [&](size_t i) {
     for (const std::string& name : g.objects[i].elf->needed)
-      admit(i, ResolveIn(tree, elf, g, map, static_cast<int>(i), name, Kind::kNeeded, options));
+      admit(i, ResolveIn(elf, g, map, static_cast<int>(i), name, Kind::kNeeded, options));
   };
   size_t needed_done = 0, dlopen_done = 0;
   if (first_preload < g.objects.size()) {

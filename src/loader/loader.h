@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "catalog/catalog.h"
@@ -188,6 +189,22 @@ struct Budget {
   uint64_t left = 0;
 };
 
+/// Tree::Resolve's answers for the candidate files the loader tried, by path, for one tree. The
+/// link maps of an image try the same files over and over (every consumer's search for a name
+/// it lacks walks the same directories and their glibc-hwcaps subdirectories), and resolving a
+/// path walks it component by component.
+class ResolvedPaths {
+ public:
+  explicit ResolvedPaths(const image::Tree& tree) : tree_(&tree) {}
+  const image::Tree& tree() const { return *tree_; }
+  /// tree().Resolve(path); the reference stays valid as long as this object.
+  const std::optional<image::Tree::Resolved>& Resolve(const std::string& path);
+
+ private:
+  const image::Tree* tree_;
+  std::unordered_map<std::string, std::optional<image::Tree::Resolved>> paths_;
+};
+
 struct Options {
   Platform platform;
   /// LD_LIBRARY_PATH from the image Env; nullopt when unset. Split on ':' and ';'; an empty
@@ -205,6 +222,9 @@ struct Options {
   /// Shared by every Load of one scan (Session::Build sets it); null: each Load and
   /// Resolve starts one of limits.loader_work.
   std::shared_ptr<Budget> budget;
+  /// Shared by every Load and Resolve over one tree (Session::Build sets it); null, or one of
+  /// another tree: each Load and Resolve keeps its own.
+  std::shared_ptr<ResolvedPaths> resolved;
 };
 
 /// Resolves one name requested by `consumer` (index into `graph`) with ld.so's rules (a

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "fake_image.h"
+#include "loader/bind.h"
 #include "loader/why.h"
 #include "support.h"
 #include "util/path.h"
@@ -108,6 +109,29 @@ TEST_CASE("search order: RPATH, LD_LIBRARY_PATH, RUNPATH, cache, default dirs", 
   CHECK(e.path == "/usr/lib64/libd.so.1");
   CHECK(e.tried.front().path == "/lib64/libd.so.1");
   CHECK(e.tried.front().outcome == Outcome::kMissing);
+}
+
+TEST_CASE("resolved paths are shared by the link maps of one tree, never another's", "[loader]") {
+  FakeImage a, b;
+  a.Lib("/app/main.so", "main.so", {"libd.so.1"});
+  a.Link("/usr/lib64/libd.so.1", "libd-a.so");
+  a.Lib("/usr/lib64/libd-a.so", "libd.so.1");
+  b.Lib("/app/main.so", "main.so", {"libd.so.1"});
+  b.Link("/usr/lib64/libd.so.1", "libd-b.so");
+  b.Lib("/usr/lib64/libd-b.so", "libd.so.1");
+
+  Options o = Upstream();
+  o.resolved = std::make_shared<ResolvedPaths>(a.tree);
+  // Two link maps of tree a through one memo: the second answers from it, alike.
+  for (int i = 0; i < 2; ++i)
+    CHECK(Res(a.Load("/app/main.so", o), "/app/main.so", "libd.so.1").real_path ==
+          "/usr/lib64/libd-a.so");
+  REQUIRE(o.resolved->Resolve("/usr/lib64/libd.so.1"));
+  CHECK(o.resolved->Resolve("/usr/lib64/libd.so.1")->path == "/usr/lib64/libd-a.so");
+  // Tree b with tree a's memo: b's own files, not what a's memo remembers of the same paths.
+  const Resolution& r = Res(b.Load("/app/main.so", o), "/app/main.so", "libd.so.1");
+  CHECK(r.real_path == "/usr/lib64/libd-b.so");
+  CHECK(r.tried.front().path == "/lib64/libd.so.1");
 }
 
 TEST_CASE("RPATH is inherited from loaders unless the consumer has RUNPATH", "[loader]") {
@@ -443,6 +467,35 @@ TEST_CASE("image platform: from the libc's ELF header, else the configuration", 
   REQUIRE_FALSE(bad);
   CHECK(bad.error().message ==
         "architecture s390x is not one the loader models: library resolution skipped");
+}
+
+TEST_CASE("binding: of thousands of references, exactly those no object defines fail",
+          "[loader][bind]") {
+  // Objects export many symbols: each reference is looked up in every object of its scope,
+  // where most lookups miss (the exports' filter answers them) and one finds it.
+  FakeImage img;
+  elf::ElfInfo& main = img.Lib("/app/main", "", {"liba.so", "libb.so"});
+  main.interpreter = "/lib64/ld-linux-x86-64.so.2";
+  elf::ElfInfo& a = img.Lib("/lib64/liba.so", "liba.so");
+  elf::ElfInfo& b = img.Lib("/lib64/libb.so", "libb.so");
+  std::set<std::string> absent;
+  for (int i = 0; i < 6000; ++i) {
+    std::string name = "sym_" + std::to_string(i);
+    if (i % 3 == 0) a.exported.push_back({name, "", false, false, false, 0});
+    if (i % 3 == 1) b.exported.push_back({name, "V1", false, false, false, 0});
+    if (i % 3 == 2 && i % 7 != 0) a.exported.push_back({name, "", false, false, false, 0});
+    if (i % 3 == 2 && i % 7 == 0) absent.insert(name);
+    main.imported.push_back({name, "", false, false, false, 0});
+  }
+  main.imported.push_back({"sym_1", "V1", false, false, false, 0});  // versioned, defined
+  Options o = Upstream();
+  LoadGraph g = img.Load("/app/main", o);
+  REQUIRE(g.objects.size() == 3);
+  SymbolIndex index(img.Lookup());
+  std::set<std::string> failed;
+  for (const Unbound& u : Bind(g, BindScope{}, index)) failed.insert(u.name);
+  CHECK(failed == absent);
+  CHECK(absent.size() == 286);
 }
 
 TEST_CASE("why: every consumer's resolution of a name or path, libtree style", "[loader][why]") {

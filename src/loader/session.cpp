@@ -283,6 +283,8 @@ Session Session::Build(const image::Image& image, const catalog::Catalog& catalo
   s.tree_ = &image.tree;
   s.catalog_ = &catalog;
   s.options_ = std::move(options);
+  // Every link map of the image, and every later lookup, resolves its candidate paths once.
+  s.options_.resolved = std::make_shared<ResolvedPaths>(image.tree);
   const Options& base = s.options_;
   std::vector<Root> roots = ChooseRoots(catalog, *rules.libraries, limit);
   Options plain = base;
@@ -324,6 +326,7 @@ Session Session::ForRoots(const image::Image& image, const catalog::Catalog& cat
   s.tree_ = &image.tree;
   s.catalog_ = &catalog;
   s.options_ = std::move(options);
+  s.options_.resolved = std::make_shared<ResolvedPaths>(image.tree);
   for (const std::string& root : roots) {
     Consumer c;
     c.path = root;

@@ -31,7 +31,10 @@ Context::Context(const ScanInput& input)
     const Consumer& consumer = *consumer_ptr;
     const auto& objects = consumer.graph.objects;
     for (size_t i = 0; i < objects.size(); ++i) {
-      std::vector<loader::Resolution> rs = objects[i].resolutions;
+      // The object's own resolutions, then those of the sub-libraries a cuDNN shim opens that
+      // the link map did not try. Copied only when first seen: each carries every path tried.
+      const std::vector<loader::Resolution>& own = objects[i].resolutions;
+      std::vector<loader::Resolution> added;
       int major = 0;
       const std::string soname = objects[i].elf ? objects[i].elf->soname : "";
       if (IsCudnnShim(soname, &major)) {
@@ -40,18 +43,23 @@ Context::Context(const ScanInput& input)
           for (const auto& base : set.libraries) {
             std::string name = base + ".so." + std::to_string(major);
             // Under any of the names it was tried by (libcudnn_graph.so.9.1.0, ...).
-            bool listed = std::any_of(rs.begin(), rs.end(), [&](const auto& r) {
+            auto named = [&](const auto& r) {
               return catalog::LibraryBaseName(util::BaseName(r.name)) == base;
-            });
-            if (!listed)
-              rs.push_back(input.session.Resolve(consumer, static_cast<int>(i), name,
-                                                 loader::Kind::kDlopen));
+            };
+            if (std::none_of(own.begin(), own.end(), named) &&
+                std::none_of(added.begin(), added.end(), named))
+              added.push_back(input.session.Resolve(consumer, static_cast<int>(i), name,
+                                                    loader::Kind::kDlopen));
           }
         }
       }
-      for (auto& r : rs)
-        if (seen.emplace(objects[i].real_path, r.name, static_cast<int>(r.kind)).second)
-          resolutions_.push_back({&consumer, static_cast<int>(i), std::move(r)});
+      auto first_seen = [&](const loader::Resolution& r) {
+        return seen.emplace(objects[i].real_path, r.name, static_cast<int>(r.kind)).second;
+      };
+      for (const loader::Resolution& r : own)
+        if (first_seen(r)) resolutions_.push_back({&consumer, static_cast<int>(i), r});
+      for (loader::Resolution& r : added)
+        if (first_seen(r)) resolutions_.push_back({&consumer, static_cast<int>(i), std::move(r)});
     }
   }
 }

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cctype>
-#include <cstring>
 #include <functional>
 #include <set>
 
@@ -88,11 +88,11 @@ bool IsDate(std::string_view s) {
          std::all_of(s.begin(), s.end(), [](char c) { return c == '-' || (c >= '0' && c <= '9'); });
 }
 
-template <class T>
-void AppendRaw(std::string& out, T v) {
-  char b[sizeof(T)];
-  std::memcpy(b, &v, sizeof(T));
-  out.append(b, sizeof(T));
+// Little-endian whatever the host, so that the data version is the same on every machine.
+void AppendRaw(std::string& out, uint64_t v) {
+  char b[8];
+  for (size_t i = 0; i < 8; ++i) b[i] = static_cast<char>(v >> (8 * i));
+  out.append(b, 8);
 }
 
 // `j`'s value in a canonical encoding, for the data's digest: each value is its type and its
@@ -111,7 +111,7 @@ void AppendCanonical(const nlohmann::json& j, std::string& out) {
       break;
     case Type::number_integer:
       out += 'i';
-      AppendRaw(out, j.get<int64_t>());
+      AppendRaw(out, static_cast<uint64_t>(j.get<int64_t>()));
       break;
     case Type::number_unsigned:
       out += 'u';
@@ -119,7 +119,7 @@ void AppendCanonical(const nlohmann::json& j, std::string& out) {
       break;
     case Type::number_float:
       out += 'd';
-      AppendRaw(out, j.get<double>());
+      AppendRaw(out, std::bit_cast<uint64_t>(j.get<double>()));
       break;
     case Type::string: {
       const std::string& s = j.get_ref<const std::string&>();

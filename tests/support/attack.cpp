@@ -79,7 +79,7 @@ namespace {
 // The length of the first whole response in `bytes`, 0 when it is not all there.
 size_t WholeResponse(std::string_view bytes) {
   size_t end = bytes.find("\r\n\r\n");
-  if (end == bytes.npos) return 0;
+  if (end == std::string_view::npos) return 0;
   std::string head(bytes.substr(0, end));
   for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   size_t length = 0;

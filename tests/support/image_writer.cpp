@@ -168,7 +168,7 @@ Entry Hardlink(std::string path, std::string target) {
   return e;
 }
 
-Entry Whiteout(std::string path) {
+Entry Whiteout(const std::string& path) {
   size_t k = path.rfind('/');
   std::string dir = k == std::string::npos ? "" : path.substr(0, k + 1);
   std::string base = k == std::string::npos ? path : path.substr(k + 1);

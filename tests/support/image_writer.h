@@ -49,7 +49,7 @@ Entry Dir(std::string path, uint32_t mode = 0755);
 Entry Symlink(std::string path, std::string target);
 Entry Hardlink(std::string path, std::string target);
 /// `.wh.NAME` beside NAME: deletes "dir/NAME" from the layers below (OCI layer.md "Whiteouts").
-Entry Whiteout(std::string path);
+Entry Whiteout(const std::string& path);
 /// `dir/.wh..wh..opq`: hides everything the layers below had under `dir`.
 Entry Opaque(std::string dir);
 Entry CharDevice(std::string path, uint32_t major, uint32_t minor);
