@@ -41,13 +41,19 @@ constexpr std::optional<E> Parse(const NameTable<E, N>& table, std::string_view 
 namespace names_detail {
 
 /// Whether some enumerator of decltype(V) has the value V. GCC and Clang spell a template
-/// argument that is an enumerator by its name ("V = ns::E::kName") and any other value as a
-/// cast ("V = (ns::E)7"), the same property magic_enum relies on.
+/// argument that is an enumerator by its name ("V = ns::E::kName", "V = (anonymous
+/// namespace)::E::kSm90") and any other value as a cast ("V = (ns::E)7"): digits right after a
+/// ')' mean no name. The same property magic_enum relies on.
 template <auto V>
 constexpr bool IsEnumerator() {
   std::string_view signature = __PRETTY_FUNCTION__;
-  size_t at = signature.rfind("= ");
-  return at != std::string_view::npos && at + 2 < signature.size() && signature[at + 2] != '(';
+  size_t at = signature.find("V = ");
+  if (at == std::string_view::npos) return false;
+  size_t end = signature.find_first_of(";]", at);
+  if (end == std::string_view::npos) return false;
+  size_t digits = end;
+  while (digits > at && signature[digits - 1] >= '0' && signature[digits - 1] <= '9') --digits;
+  return digits == end || signature[digits - 1] != ')';
 }
 
 /// For each value 0, 1, ...: whether it is an enumerator of E.
