@@ -282,5 +282,5 @@ TEST_CASE("every error is one escaped line on stderr", "[hostile]") {
   CheckOneLineError(Imgcheck("scan --no-such-flag x"), "--no-such-flag");
   CheckOneLineError(Imgcheck("scan"), "image is required");
   CheckOneLineError(Imgcheck("catalog --format " + Quote("x" + kClear) + " x"),
-                    "--format: x\\x1B[2J not in");
+                    "--format: unknown format 'x\\x1B[2J'");
 }

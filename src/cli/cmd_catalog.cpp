@@ -21,12 +21,11 @@ struct CatalogArgs {
 };
 
 int RunCatalog(const CatalogArgs& args) {
-  std::optional<report::CatalogFormat> format = report::ParseCatalogFormat(args.format);
-  if (!format) throw util::Fatal("--format: unknown format '" + args.format + "'");
+  report::CatalogFormat format = FormatOf(report::kCatalogFormats, args.format);
   rules::Knowledge knowledge = scan::LoadKnowledge(args.rules_dirs);
   // An SBOM names the libraries' hashes and who loads whom: its reading hashes the libraries
   // (only then, see issue #26's CPU budget) and goes on to the link maps.
-  bool sbom = report::IsSbom(*format);
+  bool sbom = report::IsSbom(format);
   scan::Request request =
       ScanRequest(args.image, knowledge, sbom ? scan::Depth::kLinkMaps : scan::Depth::kCatalog);
   request.sbom_hashes = sbom;
@@ -37,7 +36,7 @@ int RunCatalog(const CatalogArgs& args) {
   const image::Image& img = scanned->image;
   scanned->catalog.diagnostics = scan::Diagnostics(*scanned);
   report::ImageInfo info = report::ImageInfoOf(img, args.image.platform);
-  std::string text = report::RenderCatalog(scanned->catalog, info, *format, scan::BuildVersion(),
+  std::string text = report::RenderCatalog(scanned->catalog, info, format, scan::BuildVersion(),
                                            knowledge.version().str(), sbom_input);
   if (args.output.empty()) {
     std::cout << text << std::flush;
@@ -54,15 +53,7 @@ int RunCatalog(const CatalogArgs& args) {
 Runner DefineCatalog(CLI::App& sub) {
   auto args = std::make_shared<CatalogArgs>();
   AddImageArgs(sub, args->image);
-  std::vector<std::string> names;
-  std::string help = "output format:";
-  for (const report::CatalogFormatInfo& f : report::CatalogFormats()) {
-    names.emplace_back(f.name);
-    help += " " + std::string(f.name) + " (" + std::string(f.summary) + ")";
-  }
-  sub.add_option("-f,--format", args->format, help)
-      ->check(CLI::IsMember(names))
-      ->capture_default_str();
+  AddFormatOption(sub, args->format, report::kCatalogFormats);
   sub.add_option("-o,--output", args->output, "write to FILE instead of stdout");
   sub.add_option("--sbom-scope", args->sbom_scope,
                  "what an SBOM lists: cuda (the CUDA stack, marked incomplete) or all (every "

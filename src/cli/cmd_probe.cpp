@@ -27,8 +27,7 @@ struct ProbeArgs {
 };
 
 int Probe(const ProbeArgs& args) {
-  if (args.format != "text" && args.format != "json")
-    throw util::Fatal("--format: unknown format '" + args.format + "' (text, json)");
+  probe::ReportFormat format = FormatOf(probe::kReportFormats, args.format);
   auto fail_on = rules::ParseFailOn(args.fail_on);
   if (!fail_on)
     throw util::Fatal("--fail-on: '" + args.fail_on + "' is not none, info, warning or error");
@@ -41,8 +40,9 @@ int Probe(const ProbeArgs& args) {
   request.probe = &step;
   scan::Run(request);
   const probe::Session& session = step.session();
-  std::string text = probe::Format(session, args.format);
-  std::cout << (args.format == "json" ? text : report::VisibleLines(text)) << std::flush;
+  std::string text = probe::Format(session, format);
+  std::cout << (format == probe::ReportFormat::kJson ? text : report::VisibleLines(text))
+            << std::flush;
   return probe::ExitCode(session, *fail_on);
 }
 
@@ -51,7 +51,7 @@ int Probe(const ProbeArgs& args) {
 Runner DefineProbe(CLI::App& sub) {
   auto args = std::make_shared<ProbeArgs>();
   AddImageArgs(sub, args->image);
-  sub.add_option("-f,--format", args->format, "text or json")->capture_default_str();
+  AddFormatOption(sub, args->format, probe::kReportFormats);
   sub.add_option("--fail-on", args->fail_on,
                  "exit 1 when a probe finding is at or above: none|info|warning|error")
       ->capture_default_str();

@@ -44,15 +44,12 @@ struct Output {
 
 // --format and --output: FILE takes --format; FORMAT=FILE names its own (syft's spelling).
 std::vector<Output> Outputs(const ScanArgs& args) {
-  auto format = report::ParseFormat(args.format);
-  if (!format)
-    throw util::Fatal("--format: unknown format '" + args.format + "' (" + report::FormatNames() +
-                      ")");
+  report::Format format = FormatOf(report::kFormats, args.format);
   std::vector<Output> out;
   for (const auto& o : args.outputs) {
     size_t eq = o.find('=');
     std::optional<report::Format> named;
-    if (eq != std::string::npos) named = report::ParseFormat(o.substr(0, eq));
+    if (eq != std::string::npos) named = util::ParseFormat(report::kFormats, o.substr(0, eq));
     // FORMAT=FILE with a word that is no format is a typo, never a file named "xml=foo.xml"
     // (a path to such a file still works: ./xml=foo.xml).
     bool word = eq != std::string::npos && eq > 0 &&
@@ -60,11 +57,11 @@ std::vector<Output> Outputs(const ScanArgs& args) {
                     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") == eq;
     if (word && !named)
       throw util::Fatal("--output: unknown format '" + o.substr(0, eq) + "' in " + o +
-                        " (FORMAT=FILE takes " + report::FormatNames() + ")");
+                        " (FORMAT=FILE takes " + util::FormatNames(report::kFormats) + ")");
     if (named && eq + 1 == o.size()) throw util::Fatal("--output: " + o + " names no file");
-    out.push_back(named ? Output{*named, o.substr(eq + 1)} : Output{*format, o});
+    out.push_back(named ? Output{*named, o.substr(eq + 1)} : Output{format, o});
   }
-  if (out.empty()) out.push_back({*format, ""});
+  if (out.empty()) out.push_back({format, ""});
   return out;
 }
 
@@ -112,7 +109,7 @@ int Scan(const ScanArgs& args) {
 Runner DefineScan(CLI::App& sub) {
   auto args = std::make_shared<ScanArgs>();
   AddImageArgs(sub, args->image);
-  sub.add_option("-f,--format", args->format, report::FormatNames())->capture_default_str();
+  AddFormatOption(sub, args->format, report::kFormats);
   sub.add_option("-o,--output", args->outputs,
                  "write the report to FILE instead of stdout; FORMAT=FILE (repeatable) writes "
                  "one report per format from one scan");

@@ -11,6 +11,8 @@
 
 #include "image/image.h"
 #include "scan/scan.h"
+#include "util/error.h"
+#include "util/formats.h"
 
 namespace imgcheck::cli {
 
@@ -64,6 +66,26 @@ void AddLimitArgs(CLI::App& sub, util::Limits& limits);
 /// '0'") where CLI11's own name the range of a double.
 const CLI::Validator& Positive();
 const CLI::Validator& NonNegative();
+
+/// -f/--format into `format`, from the command's one table of formats: the help lists each with
+/// its summary, the value shown is "text|json|..." (what shell completion offers), and a name
+/// the table lacks is refused as the command line is read.
+template <class Table>
+CLI::Option* AddFormatOption(CLI::App& sub, std::string& format, const Table& table) {
+  CLI::Validator known([&table](std::string& name) { return util::UnknownFormat(table, name); },
+                       "");
+  return sub.add_option("-f,--format", format, util::FormatHelp(table))
+      ->type_name(util::FormatNames(table))
+      ->check(known)
+      ->capture_default_str();
+}
+/// The format a value AddFormatOption accepted names.
+template <class Table>
+auto FormatOf(const Table& table, const std::string& name) {
+  auto format = util::ParseFormat(table, name);
+  if (!format) throw util::Fatal("--format: " + util::UnknownFormat(table, name));
+  return *format;
+}
 
 // One function per subcommand, each in its own cmd_*.cpp.
 Runner DefineScan(CLI::App& sub);

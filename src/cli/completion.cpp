@@ -1,8 +1,7 @@
 #include "cli/completion.h"
 
+#include <algorithm>
 #include <sstream>
-
-#include "report/report.h"
 
 namespace imgcheck::cli {
 
@@ -10,12 +9,13 @@ namespace {
 
 bool TakesValue(const CLI::Option& o) { return o.get_type_size() != 0; }
 
-// The values an option takes when they are a fixed list (the report formats).
+// The values an option takes when they are a fixed list: AddFormatOption shows a command's
+// formats as its value, "text|json|...".
 std::string Choices(const CLI::Option& o) {
   for (const auto& l : o.get_lnames())
     if (l == "format") {
-      std::string out;
-      for (const auto& f : report::Formats()) out += (out.empty() ? "" : " ") + std::string(f.name);
+      std::string out = o.get_type_name();
+      std::replace(out.begin(), out.end(), '|', ' ');
       return out;
     }
   return "";

@@ -66,4 +66,23 @@ TEST_CASE("hidden options stay out of the completions", "[cli]") {
   CHECK(ManPage(app, "0.0.0").find("test\\-libcuda") == std::string::npos);
 }
 
+TEST_CASE("each command's --format completes to that command's own formats", "[cli]") {
+  CLI::App app;
+  Runner run;
+  DefineApp(app, run);
+  std::string bash = *CompletionScript(app, "bash");
+  // The bash script has one case per command; each --format line follows its command's case.
+  auto formats_of = [&](const std::string& command) {
+    size_t at = bash.find("    " + command + ")\n");
+    REQUIRE(at != std::string::npos);
+    size_t line = bash.find("-f|--format) COMPREPLY=($(compgen -W '", at);
+    REQUIRE(line != std::string::npos);
+    line = bash.find('\'', line) + 1;
+    return bash.substr(line, bash.find('\'', line) - line);
+  };
+  CHECK(formats_of("scan") == "text json sarif junit codequality");
+  CHECK(formats_of("catalog") == "table json cyclonedx cyclonedx-1.5 spdx-json");
+  CHECK(formats_of("layers") == "text json");
+  CHECK(formats_of("probe") == "text json");
+}
 }  // namespace imgcheck::cli

@@ -218,8 +218,8 @@ std::string FormatText(const Session& s) {
 
 }  // namespace
 
-std::string Format(const Session& s, std::string_view format) {
-  return format == "json" ? FormatJson(s) : FormatText(s);
+std::string Format(const Session& s, ReportFormat format) {
+  return format == ReportFormat::kJson ? FormatJson(s) : FormatText(s);
 }
 
 }  // namespace imgcheck::probe

@@ -2,6 +2,8 @@
 // probe, compare. Shared by `imgcheck probe` and `imgcheck scan --probe`.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +18,7 @@
 #include "rules/knowledge.h"
 #include "rules/scan.h"
 #include "scan/scan.h"
+#include "util/formats.h"
 
 namespace imgcheck::probe {
 
@@ -64,7 +67,14 @@ class ScanStep : public scan::ProbeStep {
 /// `fail_on` (nullopt: never), else 0.
 int ExitCode(const Session& session, std::optional<rules::Severity> fail_on);
 
-/// The report: "text" (a person's) or "json" (documented in the README's probe section).
-std::string Format(const Session& session, std::string_view format);
+enum class ReportFormat : uint8_t { kText, kJson };
+/// The one table of `imgcheck probe` output formats.
+inline constexpr std::array<util::FormatInfo<ReportFormat>, 2> kReportFormats = {{
+    {ReportFormat::kText, "text", "for people"},
+    {ReportFormat::kJson, "json", "documented in the README's probe section"},
+}};
+
+/// The report in `format`.
+std::string Format(const Session& session, ReportFormat format);
 
 }  // namespace imgcheck::probe

@@ -40,7 +40,7 @@ TEST_CASE("the JSON report of a session with names that are not UTF-8 is valid J
   s.observation =
       ParseObservation(R"({"probe":"imgcheck-probe","status":"ran","libraries":[{"role":"cudnn",)"
                        R"("path":"/tmp/imgcheck-probe-\u00ff/libcudnn.so.9","loaded":true}]})");
-  std::string text = Format(s, "json");
+  std::string text = Format(s, ReportFormat::kJson);
   nlohmann::json j = nlohmann::json::parse(text);  // throws on invalid UTF-8 or syntax
   CHECK(j["image"] == "oci:/images/caf\\xE9:latest");
   CHECK(j["libraries"][0]["path"] == "/opt/\\xE9/libcudnn.so.9");

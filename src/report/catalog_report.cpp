@@ -287,24 +287,6 @@ std::map<std::string, std::set<std::string>> DependencyRefs(const catalog::Catal
 
 }  // namespace
 
-const std::vector<CatalogFormatInfo>& CatalogFormats() {
-  static const std::vector<CatalogFormatInfo> kFormats = {
-      {"table", CatalogFormat::kTable, "aligned columns for people"},
-      {"json", CatalogFormat::kJson, "every component with its version sources and layer"},
-      {"cyclonedx", CatalogFormat::kCycloneDx, "CycloneDX 1.6 JSON SBOM"},
-      {"cyclonedx-1.5", CatalogFormat::kCycloneDx15, "CycloneDX 1.5 JSON SBOM"},
-      {"spdx-json", CatalogFormat::kSpdx, "SPDX 2.3 JSON SBOM"},
-  };
-  return kFormats;
-}
-
-std::optional<CatalogFormat> ParseCatalogFormat(std::string_view name) {
-  for (const CatalogFormatInfo& f : CatalogFormats()) {
-    if (f.name == name) return f.format;
-  }
-  return std::nullopt;
-}
-
 std::string RenderCatalogTable(const catalog::Catalog& cat, const ImageInfo& image) {
   std::vector<std::vector<std::string>> rows = {
       {"KIND", "NAME", "VERSION", "SOURCE", "LAYER", "PATH"}};

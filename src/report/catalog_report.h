@@ -2,6 +2,7 @@
 // CycloneDX 1.6 (or 1.5) SBOM. Formats only read the model.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,15 +16,14 @@ namespace imgcheck::report {
 
 enum class CatalogFormat : uint8_t { kTable, kJson, kCycloneDx, kCycloneDx15, kSpdx };
 
-struct CatalogFormatInfo {
-  std::string_view name;
-  CatalogFormat format;
-  std::string_view summary;
-};
-/// The one table of catalog output formats (for --format, its help and "did you mean").
-const std::vector<CatalogFormatInfo>& CatalogFormats();
-/// By name; nullopt when unknown.
-std::optional<CatalogFormat> ParseCatalogFormat(std::string_view name);
+/// The one table of catalog output formats (--format, its help, check and completion).
+inline constexpr std::array<util::FormatInfo<CatalogFormat>, 5> kCatalogFormats = {{
+    {CatalogFormat::kTable, "table", "aligned columns for people"},
+    {CatalogFormat::kJson, "json", "every component with its version sources and layer"},
+    {CatalogFormat::kCycloneDx, "cyclonedx", "CycloneDX 1.6 JSON SBOM"},
+    {CatalogFormat::kCycloneDx15, "cyclonedx-1.5", "CycloneDX 1.5 JSON SBOM"},
+    {CatalogFormat::kSpdx, "spdx-json", "SPDX 2.3 JSON SBOM"},
+}};
 
 /// Columns KIND, NAME, VERSION, SOURCE, LAYER, PATH; then loader configuration and diagnostics.
 std::string RenderCatalogTable(const catalog::Catalog& cat, const ImageInfo& image);

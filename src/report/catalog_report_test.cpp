@@ -75,11 +75,11 @@ ImageInfo Info() {
 }  // namespace
 
 TEST_CASE("catalog formats come from one table", "[report][catalog]") {
-  CHECK(ParseCatalogFormat("cyclonedx") == CatalogFormat::kCycloneDx);
-  CHECK(ParseCatalogFormat("table") == CatalogFormat::kTable);
-  CHECK_FALSE(ParseCatalogFormat("sarif"));
-  CHECK(ParseCatalogFormat("cyclonedx-1.5") == CatalogFormat::kCycloneDx15);
-  CHECK(CatalogFormats().size() == 5);  // table, json, cyclonedx, cyclonedx-1.5, spdx-json
+  CHECK(util::ParseFormat(kCatalogFormats, "cyclonedx") == CatalogFormat::kCycloneDx);
+  CHECK(util::ParseFormat(kCatalogFormats, "table") == CatalogFormat::kTable);
+  CHECK_FALSE(util::ParseFormat(kCatalogFormats, "sarif"));
+  CHECK(util::ParseFormat(kCatalogFormats, "cyclonedx-1.5") == CatalogFormat::kCycloneDx15);
+  CHECK(kCatalogFormats.size() == 5);  // table, json, cyclonedx, cyclonedx-1.5, spdx-json
 }
 
 TEST_CASE("catalog JSON: name, version, sources, path, layer provenance", "[report][catalog]") {
@@ -154,7 +154,7 @@ TEST_CASE("catalog SPDX 2.3: the image contains each present component", "[repor
         "pkg:deb/ubuntu/libcudnn8@8.9.2.26-1%2Bcuda12.1?arch=amd64&distro=ubuntu-22.04");
   CHECK(doc["relationships"][0]["relationshipType"] == "DESCRIBES");
   CHECK(doc["relationships"].size() == 4);
-  CHECK(ParseCatalogFormat("spdx-json") == CatalogFormat::kSpdx);
+  CHECK(util::ParseFormat(kCatalogFormats, "spdx-json") == CatalogFormat::kSpdx);
 }
 
 TEST_CASE("catalog table: one row per component, provenance marks", "[report][catalog]") {

@@ -72,12 +72,8 @@ std::string RenderLayersJson(const image::Image& img) {
   return DumpJson(j, 2) + "\n";
 }
 
-const std::vector<LayersFormatInfo>& LayersFormats() {
-  static const std::vector<LayersFormatInfo> kFormats = {
-      {"text", "a table for people", RenderLayersText},
-      {"json", "one JSON document", RenderLayersJson},
-  };
-  return kFormats;
+std::string RenderLayers(const image::Image& img, LayersFormat format) {
+  return format == LayersFormat::kJson ? RenderLayersJson(img) : RenderLayersText(img);
 }
 
 }  // namespace imgcheck::report

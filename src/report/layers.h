@@ -2,21 +2,27 @@
 // changed, as a table (people) or JSON (tools). Formats only read the image.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "image/image.h"
+#include "util/formats.h"
 
 namespace imgcheck::report {
 
-struct LayersFormatInfo {
-  std::string_view name;
-  std::string_view summary;
-  std::string (*render)(const image::Image&);
-};
-/// The one table of layers output formats (for --format and its help).
-const std::vector<LayersFormatInfo>& LayersFormats();
+enum class LayersFormat : uint8_t { kText, kJson };
+
+/// The one table of layers output formats (--format, its help, check and completion).
+inline constexpr std::array<util::FormatInfo<LayersFormat>, 2> kLayersFormats = {{
+    {LayersFormat::kText, "text", "a table for people"},
+    {LayersFormat::kJson, "json", "one JSON document"},
+}};
+
+/// The image in `format`.
+std::string RenderLayers(const image::Image& img, LayersFormat format);
 
 /// The image header, then one row per layer, then the image's diagnostics.
 std::string RenderLayersText(const image::Image& img);

@@ -6,29 +6,6 @@
 
 namespace imgcheck::report {
 
-const std::vector<FormatInfo>& Formats() {
-  static const std::vector<FormatInfo> kFormats = {
-      {"text", Format::kText, "grouped by severity, for people (colour on a terminal)"},
-      {"json", Format::kJson, "imgcheck-report/1 JSON: image, findings, suppressed, notes"},
-      {"sarif", Format::kSarif, "SARIF 2.1.0, for code-scanning uploads"},
-      {"junit", Format::kJunit, "JUnit XML, one test case per rule"},
-      {"codequality", Format::kCodeQuality, "GitLab Code Quality JSON, for merge requests"},
-  };
-  return kFormats;
-}
-
-std::optional<Format> ParseFormat(std::string_view name) {
-  for (const auto& f : Formats())
-    if (f.name == name) return f.format;
-  return std::nullopt;
-}
-
-std::string FormatNames() {
-  std::string out;
-  for (const auto& f : Formats()) out += (out.empty() ? "" : "|") + std::string(f.name);
-  return out;
-}
-
 std::vector<std::string> Fingerprints(const std::vector<const rules::Finding*>& findings) {
   std::vector<std::string> out;
   std::map<std::string, int> seen;

@@ -2,6 +2,7 @@
 // XML (CI test views) and GitLab Code Quality. Formats only read the model; they never decide.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,22 +13,20 @@
 #include "rules/knowledge.h"
 #include "rules/target.h"
 #include "util/error.h"
+#include "util/formats.h"
 
 namespace imgcheck::report {
 
 enum class Format : uint8_t { kText, kJson, kSarif, kJunit, kCodeQuality };
 
-struct FormatInfo {
-  std::string_view name;
-  Format format;
-  std::string_view summary;
-};
-/// The one table of output formats (for --format, its help and "did you mean").
-const std::vector<FormatInfo>& Formats();
-/// By name; nullopt when unknown.
-std::optional<Format> ParseFormat(std::string_view name);
-/// "text|json|sarif|junit|codequality".
-std::string FormatNames();
+/// The one table of scan output formats (--format, its help, check and completion).
+inline constexpr std::array<util::FormatInfo<Format>, 5> kFormats = {{
+    {Format::kText, "text", "grouped by severity, for people, in colour on a terminal"},
+    {Format::kJson, "json", "imgcheck-report/1 JSON: image, findings, suppressed, notes"},
+    {Format::kSarif, "sarif", "SARIF 2.1.0, for code-scanning uploads"},
+    {Format::kJunit, "junit", "JUnit XML, one test case per rule"},
+    {Format::kCodeQuality, "codequality", "GitLab Code Quality JSON, for merge requests"},
+}};
 
 struct ImageInfo {
   std::string reference;

@@ -346,10 +346,13 @@ TEST_CASE("golden: junit") {
 }
 
 TEST_CASE("the format table") {
-  CHECK(report::ParseFormat("sarif") == report::Format::kSarif);
-  CHECK_FALSE(report::ParseFormat("yaml"));
-  CHECK(report::FormatNames() == "text|json|sarif|junit|codequality");
-  CHECK(report::ParseFormat("codequality") == report::Format::kCodeQuality);
+  CHECK(util::ParseFormat(report::kFormats, "sarif") == report::Format::kSarif);
+  CHECK_FALSE(util::ParseFormat(report::kFormats, "yaml"));
+  CHECK(util::FormatNames(report::kFormats) == "text|json|sarif|junit|codequality");
+  CHECK(util::ParseFormat(report::kFormats, "codequality") == report::Format::kCodeQuality);
+  CHECK(util::UnknownFormat(report::kFormats, "xml") ==
+        "unknown format 'xml' (text|json|sarif|junit|codequality)");
+  CHECK(util::UnknownFormat(report::kFormats, "json").empty());
 }
 
 TEST_CASE("a resolution as evidence: found, not found with the directories tried, an error") {
