@@ -15,8 +15,8 @@ namespace imgcheck::report {
 /// Visible: safe for a terminal.
 std::string DiagnosticLine(const util::Diagnostic& d);
 
-/// The text block closing a report: a blank line, "N diagnostic(s):", then one indented
-/// DiagnosticLine each; "" when there are none.
+/// The text block closing a report: a blank line, "1 diagnostic:" or "N diagnostics:", then one
+/// indented DiagnosticLine each; "" when there are none.
 std::string DiagnosticsText(const std::vector<util::Diagnostic>& diagnostics);
 
 /// {"path", "layer", "message"}, in that order (layer -1: not tied to one layer).
