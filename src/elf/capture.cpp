@@ -70,6 +70,7 @@ class ElfCapturer : public util::Capturer {
     end_ += chunk.size();
     if (base_ < 4 && !CheckMagic(chunk)) return false;
     ScanForFatbin(chunk);
+    const uint64_t hash_starts = hash_starts_;
     if (hash_to_ > hash_from_) HashStrings(chunk);
     // Hooks may append ranges that start inside this chunk, so index (not iterate) the vector.
     for (size_t i = 0; i < ranges_.size(); ++i) {
@@ -81,6 +82,10 @@ class ElfCapturer : public util::Capturer {
       if (r.begin + r.bytes.size() == r.end && r.role != Role::kPlain) Complete(i);
       if (stopped_) return false;
     }
+    // Strings whose hashing started while this chunk was handled (HashMovedStrings) may begin in
+    // it.
+    if (hash_starts_ != hash_starts && hash_to_ > hash_from_ && hash_from_ < end_)
+      HashStrings(chunk);
     Compact();
     return true;
   }
@@ -306,6 +311,45 @@ class ElfCapturer : public util::Capturer {
     const auto& names = sections[header_.shstrndx];
     if (names.offset >= base_)
       Want(names.offset, names.offset + std::min(names.size, kSmallCap), Role::kPlain);
+    HashMovedStrings(sections);
+  }
+
+  /// patchelf moves a .dynstr it grows, with the dynamic section, into a PT_LOAD of its own at
+  /// the end of the file, after the section headers (torch 2.10's libcusparseLt.so.0: 25 MiB of
+  /// strings there). When that segment is too large to keep (kMovedTablesCap), its strings are
+  /// hashed as they pass, as past the prefix: the first and last kRing bytes are kept (the names
+  /// DT_NEEDED, DT_SONAME and DT_RUNPATH use: a linker writes them first, patchelf appends
+  /// them), and from the end of the strings up to the dynamic section as StopHashing keeps.
+  void HashMovedStrings(const std::vector<format::Section>& sections) {
+    const format::Segment* dynamic = nullptr;
+    for (const auto& s : segments_)
+      if (s.type == format::kPtDynamic) dynamic = &s;
+    const format::Segment* load =
+        dynamic ? format::LoadSegmentAt(segments_, dynamic->offset) : nullptr;
+    if (!load || load->offset < prefix_cap_ || load->filesz <= kMovedTablesCap) return;
+    for (const auto& s : sections) {
+      if (s.type != format::kShtDynsym || s.link >= sections.size()) continue;
+      const format::Section& strings = sections[s.link];
+      uint64_t end = util::CheckedAdd(strings.offset, strings.size).value_or(UINT64_MAX);
+      if (strings.offset < base_ || strings.offset < load->offset || end > dynamic->offset) return;
+      moved_ = {strings.offset, end, dynamic->offset};
+      Want(strings.offset, std::min(end, strings.offset + kRing), Role::kPlain);
+      StartMovedStrings(base_);
+      return;
+    }
+  }
+
+  /// Hashes the moved strings once no other strings are being hashed, if they start at or after
+  /// `pos`, which the stream has not hashed past.
+  void StartMovedStrings(uint64_t pos) {
+    if (moved_.to == 0 || hash_to_ > hash_from_) return;
+    if (moved_.from >= pos) {
+      hash_from_ = moved_.from;
+      hash_to_ = moved_.to;
+      keep_to_ = moved_.keep_to;
+      ++hash_starts_;
+    }
+    moved_ = {};
   }
 
   void WantEntry(uint64_t offset, uint64_t container_end) {
@@ -420,13 +464,20 @@ class ElfCapturer : public util::Capturer {
 
   /// Ends the hashed strings at `at` and keeps the bytes from kRing before it on.
   void StopHashing(uint64_t at) {
-    uint64_t goal = hash_to_;
-    hash_from_ = hash_to_ = 0;
+    uint64_t goal = std::max(hash_to_, keep_to_);
+    hash_from_ = hash_to_ = keep_to_ = 0;
+    KeepAfterStrings(at, goal);
+    StartMovedStrings(at);
+  }
+
+  void KeepAfterStrings(uint64_t at, uint64_t goal) {
     // No string passed (the prefix ended in code or data, not in .dynstr): nothing follows it
     // that the dynamic section will ask for, and the budget stays for the tables it points to.
-    if (at >= goal || strings_.empty()) return;
+    if (strings_.empty()) return;
+    // At the table's end the last strings are kept too: the dynamic section's own names may be
+    // there (patchelf appends them).
     uint64_t begin = at - std::min<uint64_t>(ring_.size(), at);
-    Want(begin, std::min(goal, at + kMovedTablesCap), Role::kPlain, 0,
+    Want(begin, at >= goal ? at : std::min(goal, at + kMovedTablesCap), Role::kPlain, 0,
          std::string_view(ring_).substr(ring_.size() - (at - begin)));
     ring_.clear();
     ring_.shrink_to_fit();
@@ -458,10 +509,16 @@ class ElfCapturer : public util::Capturer {
   size_t prefix_index_ = SIZE_MAX;
   uint64_t fatbin_ranges_ = 0;
   const uint64_t prefix_cap_;
-  // The strings hashed past the prefix: [hash_from_, hash_to_) while it lasts (empty: none).
-  uint64_t hash_from_ = 0, hash_to_ = 0;
-  std::string seed_;  // before hash_from_: the bytes since the last NUL
-  std::string ring_;  // the last kRing bytes hashed
+  // The strings hashed past the prefix: [hash_from_, hash_to_) while it lasts (empty: none);
+  // when they end, the bytes up to keep_to_ (or hash_to_) are kept, at most kMovedTablesCap.
+  uint64_t hash_from_ = 0, hash_to_ = 0, keep_to_ = 0;
+  // A .dynstr in a large moved PT_LOAD, hashed when the prefix's strings are done (to: 0: none).
+  struct MovedStrings {
+    uint64_t from = 0, to = 0, keep_to = 0;
+  } moved_;
+  uint64_t hash_starts_ = 0;  // hashings StartMovedStrings began
+  std::string seed_;          // before hash_from_: the bytes since the last NUL
+  std::string ring_;          // the last kRing bytes hashed
   uint64_t string_start_ = 0, string_hash_ = 0;
   bool string_ok_ = false;  // the current string is hashed from its first byte
   std::vector<StringHash> strings_;

@@ -270,6 +270,44 @@ TEST_CASE("Tables in a PT_LOAD of their own past the first 16 MiB are kept") {
   CheckCapturesLikeWhole(dir / "late.so", 3);
 }
 
+TEST_CASE("Strings in a large PT_LOAD of their own are hashed as they stream") {
+  // torch 2.10's libcusparseLt.so.0: patchelf moved a 25 MiB .dynstr, with the dynamic section,
+  // into a segment at the end of the file, too large to keep; the section headers before it
+  // say where the strings start.
+  fixture::ElfSpec spec;
+  spec.soname = "libcusparseLt.so.0";
+  spec.needed = {"libcublas.so.12"};
+  spec.runpath = "$ORIGIN";
+  for (int i = 0; i < 700; ++i)
+    spec.exported.push_back("cusparseLt_" + std::to_string(i) + "_" + std::string(8000, 'x'));
+  spec.imported = {"cublasLtMatmul"};
+  spec.tables_at = 1u << 20;
+  spec.section_headers = true;
+  std::string bytes = fixture::BuildElf(spec);
+  ElfInfo whole = ParseCaptured(util::SparseFile::Whole(bytes));
+  REQUIRE(whole.problems.empty());
+  REQUIRE(whole.exported.size() == 700);
+  for (size_t chunk : {4096, 65536, 1 << 20}) {
+    INFO("chunk " << chunk);
+    util::SparseFile kept = CaptureInSmallChunks(bytes, chunk);
+    CHECK(kept.captured_bytes() < (1u << 20));  // of a 6.6 MB file
+    ElfInfo captured = ParseCaptured(kept);
+    CHECK(captured.problems.empty());
+    CHECK(captured.symbols_unread.empty());
+    CHECK(ExportKeys(captured) == ExportKeys(whole));
+    REQUIRE(captured.imported.size() == 1);
+    CHECK(SymbolNameHash(captured.imported[0]) == NameHash("cublasLtMatmul"));
+    CHECK(captured.soname == whole.soname);
+    CHECK(captured.needed == whole.needed);
+    CHECK(captured.runpath == whole.runpath);
+  }
+  // Without section headers nothing says where they start before the dynamic section: the
+  // symbols are said to be unread, as before.
+  spec.section_headers = false;
+  bytes = fixture::BuildElf(spec);
+  CHECK_FALSE(ParseCaptured(CaptureInSmallChunks(bytes, 65536)).symbols_unread.empty());
+}
+
 TEST_CASE("The capturer keeps little of a large object") {
   // 40 MiB of read-only data in the first PT_LOAD (no separate code segment), so the tables sit
   // before a long stretch the capturer must not keep.

@@ -140,7 +140,8 @@ std::vector<Section> ReadSections(const Header& header, std::string_view bytes) 
     s.addr = ReadWord(r, header.is64).value_or(0);
     s.offset = ReadWord(r, header.is64).value_or(0);
     s.size = ReadWord(r, header.is64).value_or(0);
-    r.Skip(8);                 // sh_link, sh_info
+    s.link = r.Read<uint32_t>().value_or(0);
+    r.Skip(4);                 // sh_info
     ReadWord(r, header.is64);  // sh_addralign
     s.entsize = ReadWord(r, header.is64).value_or(0);
     out.push_back(s);

@@ -49,6 +49,7 @@ struct Segment {
 
 struct Section {
   uint32_t name = 0, type = 0;
+  uint32_t link = 0;  ///< sh_link: the string table of a symbol table
   uint64_t addr = 0, offset = 0, size = 0, entsize = 0;
 };
 

@@ -162,7 +162,11 @@ std::string BuildElf(const ElfSpec& spec) {
   const uint64_t dynamic_size = (dynamic.size() + version_tags + 6) * (w64 ? 16 : 8);
   auto align8 = [](uint64_t v) { return (v + 7) / 8 * 8; };
   const uint64_t note_off = ehsize + phentsize * phnum;
-  uint64_t next = std::max(align8(note_off + note.size()), spec.tables_at), dynamic_off = 0;
+  const std::string shstrtab = std::string("\0.dynstr\0.dynsym\0.shstrtab\0", 27);
+  const uint64_t shentsize = w64 ? 64 : 40, shnum = spec.section_headers ? 4 : 0;
+  const uint64_t shstrtab_off = align8(note_off + note.size());
+  const uint64_t shoff = align8(shstrtab_off + (shnum ? shstrtab.size() : 0));
+  uint64_t next = std::max(align8(shoff + shentsize * shnum), spec.tables_at), dynamic_off = 0;
   if (spec.dynamic_first) {
     dynamic_off = next;
     next = align8(next + dynamic_size);
@@ -208,17 +212,17 @@ std::string BuildElf(const ElfSpec& spec) {
   w.Align(16);
   w.U16(spec.type);
   w.U16(spec.machine);
-  w.U32(1);        // e_version
-  w.Word(0);       // e_entry
-  w.Word(ehsize);  // e_phoff
-  w.Word(0);       // e_shoff
-  w.U32(0);        // e_flags
+  w.U32(1);                   // e_version
+  w.Word(0);                  // e_entry
+  w.Word(ehsize);             // e_phoff
+  w.Word(shnum ? shoff : 0);  // e_shoff
+  w.U32(0);                   // e_flags
   w.U16(ehsize);
   w.U16(phentsize);
   w.U16(phnum);
-  w.U16(w64 ? 64 : 40);  // e_shentsize
-  w.U16(0);              // e_shnum
-  w.U16(0);              // e_shstrndx
+  w.U16(shentsize);
+  w.U16(shnum);
+  w.U16(shnum ? 3 : 0);  // e_shstrndx
 
   auto phdr = [&](uint32_t type, uint64_t off, uint64_t size, uint64_t align) {
     w.U32(type);
@@ -243,6 +247,31 @@ std::string BuildElf(const ElfSpec& spec) {
   phdr(4, note_off, note.size(), 4);      // PT_NOTE
 
   w.Bytes(note.str());
+  if (shnum) {
+    w.PadTo(shstrtab_off);
+    w.Bytes(shstrtab);
+    w.PadTo(shoff);
+    // sh_name, sh_type, sh_flags, sh_addr, sh_offset, sh_size, sh_link, sh_info, sh_addralign,
+    // sh_entsize: the null section, .dynstr, .dynsym (its strings: section 1), .shstrtab.
+    auto shdr = [&](uint32_t name, uint32_t type, uint64_t off, uint64_t size, uint32_t link,
+                    uint64_t entsize) {
+      w.U32(name);
+      w.U32(type);
+      const bool alloc = type != 0 && name != 17;  // SHF_ALLOC but for .shstrtab
+      w.Word(alloc ? 2 : 0);
+      w.Word(alloc ? off : 0);
+      w.Word(off);
+      w.Word(size);
+      w.U32(link);
+      w.U32(type == 11 ? 1 : 0);
+      w.Word(8);
+      w.Word(entsize);
+    };
+    shdr(0, 0, 0, 0, 0, 0);
+    shdr(1, 3, dynstr_off, dynstr.size(), 0, 0);
+    shdr(9, 11, dynsym_off, symsize * nsyms, 1, symsize);
+    shdr(17, 3, shstrtab_off, shstrtab.size(), 0, 0);
+  }
   auto write_dynamic = [&] {
     w.PadTo(dynamic_off);
     for (const auto& [tag, value] : dynamic) {

@@ -36,6 +36,9 @@ struct ElfSpec {
   /// Non-zero: the tables and the dynamic section start at this offset, in a PT_LOAD of their
   /// own after a zero-filled first one (the segment patchelf adds at the end of a large library)
   uint64_t tables_at = 0;
+  /// A section header table (.dynstr, .dynsym linked to it, .shstrtab) after the notes, before
+  /// the tables: where it stays when patchelf moves the tables to the end of the file.
+  bool section_headers = false;
 };
 
 /// One fatbin entry to write: device code for one architecture.
