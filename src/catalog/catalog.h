@@ -102,7 +102,12 @@ struct Requirement {
   std::string name;       ///< normalised (PEP 503: lowercase, runs of -_. -> '-')
   std::string specifier;  ///< "==8.9.2.26", ">=2,<3", empty for any
   std::string marker;     ///< text after ';', trimmed, empty when none
-  std::string raw;        ///< the line's value as written
+  /// The extras it asks of `name` ("cuda-toolkit[cublas,cudart]": cublas, cudart), normalised.
+  std::vector<std::string> extras;
+  /// The extras its marker names (`extra == "cublas"`): it holds only when the distribution
+  /// was installed with one of them (PEP 508). Empty: it always holds.
+  std::vector<std::string> under_extras;
+  std::string raw;  ///< the line's value as written
   /// The pinned version when the specifier is exactly "==V" (or "===V"), else empty.
   std::string Pinned() const;
 };

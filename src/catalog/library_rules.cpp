@@ -45,12 +45,30 @@ Family ParseFamily(const util::Row& row) {
       f.sub_libraries[std::stoi(major)] = list.get<std::vector<std::string>>();
     }
   }
+  if (row.Has("version_lines")) {
+    const nlohmann::json& lines = (*row.value)["version_lines"];
+    if (!lines.is_array()) row.Fail("version_lines", "version_lines must be a list");
+    for (size_t i = 0; i < lines.size(); ++i) {
+      util::Row line{row.file, row.pointer + "/version_lines/" + std::to_string(i), &lines[i]};
+      if (!lines[i].is_object()) line.Fail("", "a version line must be an object");
+      f.version_lines.push_back(
+          {line.String("line"), line.String("version"), line.String("source")});
+      if (f.version_lines.back().source.empty())
+        line.Fail("source", "a version line has no source");
+    }
+  }
   f.source = row.String("source");
   if (f.source.empty()) row.Fail("source", "family " + f.family + " has no source");
   return f;
 }
 
 }  // namespace
+
+std::string_view Family::LineOf(std::string_view version) const {
+  for (const VersionLine& l : version_lines)
+    if (util::GlobMatch(l.version, version)) return l.line;
+  return "";
+}
 
 LibraryRules LibraryRules::FromFiles(const std::vector<util::DataFile>& files) {
   LibraryRules rules;

@@ -13,6 +13,13 @@
 
 namespace imgcheck::catalog {
 
+/// A version line of a family: versions that compare with each other and with no other line's.
+struct VersionLine {
+  std::string line;     ///< "calendar"
+  std::string version;  ///< glob on the version text ("20[0-9][0-9].*")
+  std::string source;
+};
+
 struct Family {
   std::string family;  ///< "cudnn", "cublas", "driver", ...
   ComponentKind kind = ComponentKind::kCudaLibrary;
@@ -23,7 +30,13 @@ struct Family {
   std::vector<std::string> version_json;      ///< version.json component keys
   /// Libraries a major's shim dlopens, by major (cuDNN: {8: [libcudnn_ops_infer, ...]}).
   std::map<int, std::vector<std::string>> sub_libraries;
+  /// The lines besides the family's component line (CUPTI's calendar versions, 2024.1.0).
+  std::vector<VersionLine> version_lines;
   std::string source;
+
+  /// The line `version` belongs to: the first of version_lines whose glob matches it, "" (the
+  /// component line, 12.4.127) when none does.
+  std::string_view LineOf(std::string_view version) const;
 };
 
 /// A framework's build facts file (table framework_files).

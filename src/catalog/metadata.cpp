@@ -298,7 +298,23 @@ Requirement ParseRequirement(std::string_view value) {
   std::string_view spec = Trim(s.substr(i));
   if (!spec.empty() && spec.front() == '[') {  // extras
     size_t close = spec.find(']');
+    if (close != std::string_view::npos)
+      for (const std::string& extra : util::Split(spec.substr(1, close - 1), ','))
+        if (!Trim(extra).empty()) r.extras.push_back(NormalizeDistName(Trim(extra)));
     spec = close == std::string_view::npos ? std::string_view{} : Trim(spec.substr(close + 1));
+  }
+  // `extra == "name"` clauses of the marker (either quote; PEP 508's `"name" == extra` is not
+  // what wheel builders write).
+  std::string_view marker = r.marker;
+  for (size_t at = marker.find("extra"); at != std::string_view::npos;
+       at = marker.find("extra", at + 5)) {
+    std::string_view rest = Trim(marker.substr(at + 5));
+    if (!rest.starts_with("==")) continue;
+    rest = Trim(rest.substr(2));
+    if (rest.empty() || (rest.front() != '"' && rest.front() != '\'')) continue;
+    size_t end = rest.find(rest.front(), 1);
+    if (end != std::string_view::npos)
+      r.under_extras.push_back(NormalizeDistName(rest.substr(1, end - 1)));
   }
   if (!spec.empty() && spec.front() == '(' && spec.back() == ')') {
     spec = Trim(spec.substr(1, spec.size() - 2));

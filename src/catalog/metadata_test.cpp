@@ -72,6 +72,20 @@ TEST_CASE("dist METADATA, Requires-Dist pins and RECORD", "[catalog][metadata]")
   CHECK(m.requires_dist[3].Pinned() == "");
   CHECK(m.requires_dist[4].name == "opt-einsum");
   CHECK(m.requires_dist[4].specifier == ">=3.3");
+  CHECK(m.requires_dist[4].extras == std::vector<std::string>{"extra"});
+  CHECK(m.requires_dist[4].under_extras == std::vector<std::string>{"opt"});
+  CHECK(m.requires_dist[1].extras.empty());
+  CHECK(m.requires_dist[1].under_extras.empty());
+  // torch 2.10's form: the toolkit with extras; the toolkit's components under them.
+  Requirement toolkit =
+      ParseRequirement("cuda-toolkit[cublas,Cuda_Runtime]==13.2.2; platform_system == \"Linux\"");
+  CHECK(toolkit.name == "cuda-toolkit");
+  CHECK(toolkit.extras == std::vector<std::string>{"cublas", "cuda-runtime"});
+  CHECK(toolkit.specifier == "==13.2.2");
+  Requirement cublas = ParseRequirement(
+      "nvidia-cublas==13.0.0.19.*; (sys_platform == 'linux') and extra == 'cublas' or "
+      "extra=='all'");
+  CHECK(cublas.under_extras == std::vector<std::string>{"cublas", "all"});
 
   auto record = ParseRecord(
       "nvidia/cudnn/lib/libcudnn.so.9,sha256=abc,129240\n"
@@ -205,6 +219,12 @@ TEST_CASE("libraries.json classifies every family it names", "[catalog][rules]")
   CHECK(rules.ByPackage(PackageManager::kPip, "torch") == nullptr);
   CHECK(rules.ByHeader("cudnn_version_v9.h")->family == "cudnn");
   for (const Family& f : rules.families) CHECK_FALSE(f.source.empty());
+  // CUPTI's calendar versions are a line of their own; the component versions the default one.
+  const Family* cupti = rules.Find("cupti");
+  REQUIRE(cupti != nullptr);
+  CHECK(cupti->LineOf("2024.1.0") == "calendar");
+  CHECK(cupti->LineOf("12.4.127").empty());
+  CHECK(rules.Find("cublas")->LineOf("2024.1.0").empty());
 }
 
 // Malformed classification data stops the run at its line: it never leaves the catalog (or the
@@ -239,6 +259,9 @@ TEST_CASE("libraries.json errors name the file and line", "[catalog][rules]") {
         "dir/libraries.json:3: format must be \"python\" or \"json\"");
   CHECK(fails("{\"stub_dirs\": \"stubs\",\n \"families\": []}") ==
         "dir/libraries.json:1: field \"stub_dirs\" must be a list of strings");
+  CHECK(fails("{\"families\": [{\"family\": \"x\", \"kind\": \"cuda-library\", \"libraries\": [],"
+              "\n \"source\": \"s\", \"version_lines\": [\n {\"line\": \"calendar\", "
+              "\"version\": \"20*\"}]}]}") == "dir/libraries.json:3: missing field \"source\"");
   CHECK(fails("{\"families\": {}}") ==
         "dir/libraries.json:1: libraries.json must have a \"families\" list");
 }

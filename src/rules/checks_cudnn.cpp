@@ -264,8 +264,10 @@ void CheckSublibrarySkew(Context& ctx) {
     // leads to it; libcudnn then finds its own beside it.
     std::string env = r.reason == loader::Reason::kLdLibraryPath ? EnvWithout(ctx, r.entry) : "";
     f.remediation =
-        (sub && sub->owner ? RemoveCommand(*sub->owner) + " (it installed " + r.real_path + ")"
-                           : "delete " + r.real_path) +
+        (sub && sub->owner
+             ? RemoveOr(ctx, *sub->owner, "it installed " + r.real_path,
+                        "take " + std::string(util::DirName(r.real_path)) + " off the loader path")
+             : "delete " + r.real_path) +
         (env.empty() ? "" : ", or " + env + " (drops " + r.entry + ")") + ", so that " +
         std::string(util::BaseName(shim.real_path)) + " loads the " + r.name +
         " of its own release.";
@@ -315,8 +317,9 @@ void CheckCudnnGpu(Context& ctx) {
 
 void CheckMultipleCudnn(Context& ctx) {
   std::vector<const Component*> shims;
+  // A copy a distribution vendors for itself is its package's, not another installation.
   for (const Component* c : ctx.catalog.Family("cudnn"))
-    if (c->name == "libcudnn") shims.push_back(c);
+    if (c->name == "libcudnn" && !ctx.VendoredOnly(*c)) shims.push_back(c);
   if (shims.size() < 2) return;
   std::set<std::string> versions, managers;
   for (const Component* c : shims) {

@@ -82,11 +82,19 @@ std::string SonameKey(const Component& c) {
          (v ? (v->major() <= 10 ? v->Prefix(2).str() : std::to_string(v->major())) : "");
 }
 
+// Copies compare within one soname and one version line (libraries.json version_lines: CUPTI's
+// 2024.1.0 is no newer than its wheel's 12.4.127); a copy another distribution vendors for its
+// own use compares with none unless something outside that distribution loads it.
 void CheckStale(Context& ctx) {
   std::map<std::string, std::vector<const Component*>> groups;
-  for (const auto& c : ctx.catalog.components)
-    if (c.kind == catalog::ComponentKind::kCudaLibrary && !c.deleted && ctx.VersionOf(&c))
-      groups[SonameKey(c)].push_back(&c);
+  for (const auto& c : ctx.catalog.components) {
+    if (c.kind != catalog::ComponentKind::kCudaLibrary || c.deleted) continue;
+    std::optional<Version> v = ctx.VersionOf(&c);
+    if (!v || ctx.VendoredOnly(c)) continue;
+    const catalog::Family* family = ctx.knowledge.libraries().Find(c.family);
+    std::string line(family ? family->LineOf(v->str()) : "");
+    groups[SonameKey(c) + (line.empty() ? "" : " (" + line + " versions)")].push_back(&c);
+  }
   for (const auto& [key, copies] : groups) {
     const Component* newest =
         *std::max_element(copies.begin(), copies.end(),
@@ -96,6 +104,8 @@ void CheckStale(Context& ctx) {
       auto v = *ctx.VersionOf(c);
       if (v >= newest_version) continue;
       auto users = ctx.Loaded(c->path);
+      // Each CUDA library is a root of its own link map: it does not load itself.
+      std::erase_if(users, [&](const auto& user) { return user.first->path == c->path; });
       std::string state = users.empty() ? "left behind (no consumer loads it)"
                                         : "reachable: " + users[0].first->path + " loads it";
       Finding f = ctx.Make("IC011",
@@ -107,7 +117,8 @@ void CheckStale(Context& ctx) {
       Context::AddComponentEvidence(f, *newest, "newest copy ");
       for (const auto& user : users) f.evidence.push_back({"loaded by", user.first->path});
       f.remediation =
-          (c->owner ? RemoveCommand(*c->owner) + " (it installed the older copy)"
+          (c->owner ? RemoveOr(ctx, *c->owner, "it installed the older copy",
+                               "make sure no loader path reaches " + c->path)
                     : "delete " + c->path + " in the layer that writes it (a later RUN rm " +
                           "hides it but keeps its bytes in the image)") +
           (users.empty() ? "" : ", so that " + users[0].first->path + " loads " + newest->path);

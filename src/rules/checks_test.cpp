@@ -8,6 +8,7 @@
 
 #include "catalog/catalog.h"
 #include "catalog/metadata.h"
+#include "elf/elf.h"
 #include "elf_builder.h"
 #include "fake_image.h"
 #include "rules/scan.h"
@@ -387,6 +388,123 @@ TEST_CASE("IC011: an older copy of a CUDA library", "[checks]") {
                                        "/libcublas.so.12.4.5.8") != std::string::npos);
   FakeImage ok = image("12.4.5.8");  // the same version twice: a copy, not a stale one
   CHECK(Paths(Scan(ok), "IC011").empty());
+}
+
+TEST_CASE("IC011: an older copy loaded in place of the newer one still fires", "[checks]") {
+  // The older copy is on LD_LIBRARY_PATH and an application's library loads it.
+  FakeImage f = WithLibs({{"libcublas.so.12.1.3.1", So("libcublas.so.12")},
+                          {"libapp.so", So("libapp.so", {"libcublas.so.12"})}});
+  f.Link(kLib + "/libcublas.so.12", "libcublas.so.12.1.3.1");
+  f.File("/opt/new/lib/libcublas.so.12.4.5.8", So("libcublas.so.12"));
+  auto found = Scan(f);
+  REQUIRE(Paths(found, "IC011") == std::vector<std::string>{kLib + "/libcublas.so.12.1.3.1"});
+  CHECK(found["IC011"][0].message.find("reachable: " + kLib + "/libapp.so loads it") !=
+        std::string::npos);
+}
+
+TEST_CASE("IC011: versions of two lines do not compare", "[checks]") {
+  // CUPTI's calendar versions (libraries.json version_lines) and its CUDA component versions.
+  FakeImage f = WithLibs({{"libcupti.so.12.4.127", So("libcupti.so.12")}});
+  f.File("/opt/cupti/lib/libcupti.so.2024.1.0", So("libcupti.so.12"));
+  CHECK(Paths(Scan(f), "IC011").empty());
+  // Within the calendar line they do.
+  f.File("/opt/old/lib/libcupti.so.2023.3.1", So("libcupti.so.12"));
+  CHECK(Paths(Scan(f), "IC011") == std::vector<std::string>{"/opt/old/lib/libcupti.so.2023.3.1"});
+}
+
+namespace {
+
+const std::string kTritonCupti = "triton/backends/nvidia/lib/cupti/";
+
+// torch 2.6.0 as pip installs it: libtorch_cuda.so needs libcupti.so.12 through its RUNPATH into
+// the nvidia-cuda-cupti-cu12 wheel (CUPTI 12.4.127, which torch requires), and triton 3.2.0
+// vendors its own CUPTI as libcupti.so.`triton_cupti` for its own use.
+FakeImage TorchWithTriton(const std::string& triton_cupti, const std::string& torch_runpath = "") {
+  FakeImage f = WithLibs({});
+  elf::fixture::ElfSpec torch;
+  torch.soname = "libtorch_cuda.so";
+  torch.needed = {"libcupti.so.12"};
+  torch.runpath = torch_runpath.empty() ? "$ORIGIN/../../nvidia/cuda_cupti/lib" : torch_runpath;
+  f.File(kSite + "torch/lib/libtorch_cuda.so", elf::fixture::BuildElf(torch));
+  Dist(f, "torch", "2.6.0",
+       {"nvidia-cuda-cupti-cu12==12.4.127; platform_system == \"Linux\"", "triton==3.2.0"},
+       {"torch/lib/libtorch_cuda.so"});
+  f.File(kSite + "nvidia/cuda_cupti/lib/libcupti.so.12", So("libcupti.so.12"));
+  Dist(f, "nvidia-cuda-cupti-cu12", "12.4.127", {}, {"nvidia/cuda_cupti/lib/libcupti.so.12"});
+  elf::fixture::ElfSpec proton;
+  proton.needed = {"libcupti.so.12"};
+  proton.runpath = "$ORIGIN/../backends/nvidia/lib/cupti";
+  f.File(kSite + "triton/_C/libproton.so", elf::fixture::BuildElf(proton));
+  f.File(kSite + kTritonCupti + "libcupti.so." + triton_cupti, So("libcupti.so.12"));
+  f.Link(kSite + kTritonCupti + "libcupti.so.12", "libcupti.so." + triton_cupti);
+  Dist(f, "triton", "3.2.0", {},
+       {"triton/_C/libproton.so", kTritonCupti + "libcupti.so." + triton_cupti,
+        kTritonCupti + "libcupti.so.12"});
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("IC011: a copy another distribution vendors for itself is its own", "[checks]") {
+  // triton's CUPTI 2024.1.0 beside the wheel's 12.4.127: another line, and triton's own.
+  FakeImage stock = TorchWithTriton("2024.1.0");
+  auto found = Scan(stock);
+  for (const Finding& f : found["IC011"]) UNSCOPED_INFO(f.message);
+  CHECK(Paths(found, "IC011").empty());
+  CHECK(Paths(found, "IC050").empty());
+  // In the same line and older, vendored for triton alone: still triton's.
+  FakeImage same_line = TorchWithTriton("12.1.105");
+  CHECK(Paths(Scan(same_line), "IC011").empty());
+  // Loaded by torch in place of the wheel's copy, it is a stale copy again.
+  FakeImage loaded = TorchWithTriton("12.1.105", "$ORIGIN/../../" + kTritonCupti);
+  CHECK(Paths(Scan(loaded), "IC011") ==
+        std::vector<std::string>{kSite + kTritonCupti + "libcupti.so.12.1.105"});
+}
+
+TEST_CASE("IC011: the fix never removes a distribution another one requires", "[checks]") {
+  // triton vendors a newer CUPTI of the component line, which torch loads: the wheel's copy is
+  // older, but torch requires its wheel.
+  auto image = [](bool required) {
+    FakeImage f = TorchWithTriton("12.8.90", "$ORIGIN/../../" + kTritonCupti);
+    if (!required)  // the same image without torch's requirement of the wheel
+      Dist(f, "torch", "2.6.0", {"triton==3.2.0"}, {"torch/lib/libtorch_cuda.so"});
+    return f;
+  };
+  FakeImage bad = image(true);
+  auto found = Scan(bad);
+  REQUIRE(Paths(found, "IC011") ==
+          std::vector<std::string>{kSite + "nvidia/cuda_cupti/lib/libcupti.so.12"});
+  const std::string& fix = found["IC011"][0].remediation;
+  INFO(fix);
+  CHECK(fix.find("uninstall") == std::string::npos);
+  CHECK(fix.find("Keep nvidia-cuda-cupti-cu12, which torch 2.6.0 requires "
+                 "(nvidia-cuda-cupti-cu12==12.4.127), and make sure no loader path reaches " +
+                 kSite + "nvidia/cuda_cupti/lib/libcupti.so.12") != std::string::npos);
+  FakeImage free = image(false);
+  auto unrequired = Scan(free);
+  REQUIRE(unrequired["IC011"].size() == 1);
+  CHECK(unrequired["IC011"][0].remediation.find("Pip uninstall nvidia-cuda-cupti-cu12 (it "
+                                                "installed the older copy)") != std::string::npos);
+}
+
+TEST_CASE("IC011: a requirement under an extra protects only when the extra was asked for",
+          "[checks]") {
+  // torch 2.10's form: torch requires cuda-toolkit[extras], which requires the component wheels
+  // under those extras.
+  auto fix = [](const std::string& extras) {
+    FakeImage f = TorchWithTriton("12.8.90", "$ORIGIN/../../" + kTritonCupti);
+    Dist(f, "torch", "2.6.0", {"cuda-toolkit[" + extras + "]==12.4.1", "triton==3.2.0"},
+         {"torch/lib/libtorch_cuda.so"});
+    Dist(f, "cuda-toolkit", "12.4.1",
+         {"nvidia-cuda-cupti-cu12==12.4.127.*; sys_platform == 'linux' and extra == 'cupti'"}, {});
+    auto found = Scan(f);
+    REQUIRE(found["IC011"].size() == 1);
+    return found["IC011"][0].remediation;
+  };
+  CHECK(fix("cublas,cupti")
+            .starts_with("Keep nvidia-cuda-cupti-cu12, which cuda-toolkit 12.4.1 "
+                         "requires (nvidia-cuda-cupti-cu12==12.4.127.*)"));
+  CHECK(fix("cublas").starts_with("Pip uninstall nvidia-cuda-cupti-cu12"));
 }
 
 namespace {
@@ -816,6 +934,51 @@ TEST_CASE("IC013: a library whose string table runs past the capture still binds
   CHECK(cat.Elf(kNccl)->has_export_keys);
   CHECK(cat.Elf(kNccl)->exported.size() < 82);
   CHECK(Paths(Scan(ok), "IC013").empty());
+}
+
+TEST_CASE("IC013: a library of no family, its strings moved by patchelf, binds like any other",
+          "[checks]") {
+  // torch 2.10's libcusparseLt.so.0 (no family of libraries.json): patchelf moved its .dynstr,
+  // with the dynamic section, into a PT_LOAD at the end of the file, too large to keep; the
+  // layer reader's capture hashes those strings as they stream.
+  elf::fixture::ElfSpec lt;
+  lt.soname = "libcusparseLt.so.0";
+  lt.exported = {"cusparseLtInit"};
+  for (int i = 0; i < 700; ++i)
+    lt.exported.push_back("cusparseLt_" + std::to_string(i) + "_" + std::string(8000, 'x'));
+  lt.tables_at = 1u << 20;
+  lt.section_headers = true;
+  const std::string bytes = elf::fixture::BuildElf(lt);
+  auto image = [&](const std::string& import) {
+    elf::fixture::ElfSpec app;
+    app.soname = "libapp.so";
+    app.needed = {"libcusparseLt.so.0", "libcudart.so.12"};
+    app.imported = {import};
+    FakeImage f = WithLibs(
+        {{"libapp.so", elf::fixture::BuildElf(app)}, {"libcudart.so.12", So("libcudart.so.12")}});
+    // The file as a layer's reading keeps it (a 4 KiB prefix, so the small file is not kept
+    // whole), not its whole bytes.
+    auto capturer = elf::MakeCapturer(elf::CaptureLimits{4096});
+    for (size_t pos = 0; pos < bytes.size(); pos += 65536)
+      if (!capturer->Feed(std::string_view(bytes).substr(pos, 65536))) break;
+    image::Node& n = testing::AddFile(f.image().tree, kLib + "/libcusparseLt.so.0");
+    n.size = bytes.size();
+    n.content = std::make_shared<util::SparseFile>(capturer->Finish(bytes.size()));
+    return f;
+  };
+  FakeImage ok = image("cusparseLtInit");
+  auto found = Scan(ok);
+  for (const Finding& f : found["IC013"]) UNSCOPED_INFO(f.message);
+  CHECK(found["IC013"].empty());  // no error, and no "could not be read whole"
+  FakeImage bad = image("cusparseLtMatmulPlanInit");
+  found = Scan(bad);
+  REQUIRE(found["IC013"].size() == 1);
+  const Finding& missing = found["IC013"][0];
+  INFO(missing.message);
+  CHECK(missing.severity == Severity::kError);
+  CHECK(missing.message.find("needs symbol cusparseLtMatmulPlanInit") != std::string::npos);
+  CHECK(missing.message.find("libcusparseLt.so.0 should provide it and resolves to " + kLib +
+                             "/libcusparseLt.so.0") != std::string::npos);
 }
 
 TEST_CASE("IC013: symbols that could not be read whole are said to be unbound (info)", "[checks]") {

@@ -105,6 +105,17 @@ const catalog::Component* Context::Dist(std::string_view name) const {
   return nullptr;
 }
 
+bool Context::VendoredOnly(const catalog::Component& c) const {
+  if (!c.owner || c.owner->manager != catalog::PackageManager::kPip) return false;
+  const catalog::Family* own = knowledge.libraries().ByPackage(c.owner->manager, c.owner->name);
+  if (own && own->family == c.family) return false;  // the family's own wheel
+  for (const auto& [consumer, index] : Loaded(c.path)) {
+    const catalog::PackageRef* by = catalog.Owner(consumer->path);
+    if (!by || by->manager != c.owner->manager || by->name != c.owner->name) return false;
+  }
+  return true;
+}
+
 std::vector<std::pair<const Consumer*, int>> Context::Loaded(std::string_view real_path) const {
   std::vector<std::pair<const Consumer*, int>> out;
   for (const Consumer* c : consumers_) {

@@ -50,6 +50,11 @@ class Context {
   /// (resolved here when rules/dlopen.json does not list them), deduplicated by
   /// (requesting object, name).
   const std::vector<SeenResolution>& Resolutions() const { return resolutions_; }
+  /// True when `c` is a copy a pip distribution vendors for its own use (triton's
+  /// backends/nvidia/lib/cupti/libcupti.so.2024.1.0, an auditwheel `<dist>.libs/` copy, a
+  /// `<pkg>/lib/` copy of a package that does not version the family) and no consumer outside
+  /// that distribution loads it: it is its package's, not a copy of the one others load.
+  bool VendoredOnly(const catalog::Component& c) const;
   /// Loaded objects whose real path is `real_path` (all consumers), as (consumer, index).
   std::vector<std::pair<const Consumer*, int>> Loaded(std::string_view real_path) const;
 

@@ -1,5 +1,8 @@
 #include "rules/fixes.h"
 
+#include <algorithm>
+
+#include "catalog/metadata.h"
 #include "util/path.h"
 
 namespace imgcheck::rules {
@@ -46,14 +49,49 @@ std::string RequiredInstall(const Context& ctx, const std::string& family,
   return "";
 }
 
-std::string RemoveCommand(const catalog::PackageRef& owner) {
+namespace {
+
+// True when some installed distribution asks `dist` for one of `extras` ("cuda-toolkit[cublas]").
+bool ExtraAsked(const Context& ctx, const catalog::Component& dist,
+                const std::vector<std::string>& extras) {
+  for (const catalog::Component* other : ctx.catalog.Find(catalog::ComponentKind::kPythonDist)) {
+    if (other->deleted) continue;
+    for (const catalog::Requirement& req : other->requires_dist)
+      if (req.name == dist.name)
+        for (const std::string& extra : req.extras)
+          if (std::find(extras.begin(), extras.end(), extra) != extras.end()) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<Requirer> RequiredBy(const Context& ctx, const catalog::PackageRef& owner) {
+  if (owner.manager != catalog::PackageManager::kPip) return std::nullopt;
+  const std::string name = catalog::NormalizeDistName(owner.name);
+  for (const catalog::Component* dist : ctx.catalog.Find(catalog::ComponentKind::kPythonDist)) {
+    if (dist->deleted) continue;
+    for (const catalog::Requirement& req : dist->requires_dist)
+      // A requirement under an extra holds only when someone asked for that extra (PEP 508).
+      if (req.name == name &&
+          (req.under_extras.empty() || ExtraAsked(ctx, *dist, req.under_extras)))
+        return Requirer{dist, &req};
+  }
+  return std::nullopt;
+}
+
+std::string RemoveOr(const Context& ctx, const catalog::PackageRef& owner, const std::string& why,
+                     const std::string& instead) {
+  if (std::optional<Requirer> by = RequiredBy(ctx, owner))
+    return "keep " + owner.name + ", which " + by->dist->name + " " + by->dist->version +
+           " requires (" + by->requirement->name + by->requirement->specifier + "), and " + instead;
   switch (owner.manager) {
     case catalog::PackageManager::kDpkg:
-      return "apt-get remove " + owner.name;
+      return "apt-get remove " + owner.name + " (" + why + ")";
     case catalog::PackageManager::kPip:
-      return "pip uninstall " + owner.name;
+      return "pip uninstall " + owner.name + " (" + why + ")";
     case catalog::PackageManager::kConda:
-      return "conda remove " + owner.name;
+      return "conda remove " + owner.name + " (" + why + ")";
   }
   return "";
 }

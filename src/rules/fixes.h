@@ -2,6 +2,7 @@
 // ENV line, pip/apt command or package that realigns the versions or reaches the library.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,8 +22,19 @@ std::string RequiredInstall(const Context& ctx, const std::string& family,
                             const catalog::Component* dist);
 /// The distribution that owns `path` when pip does, else null.
 const catalog::Component* OwningDist(const Context& ctx, const std::string& path);
-/// The command that takes out what `owner` installed ("apt-get remove libcudnn8",
-/// "pip uninstall nvidia-cudnn-cu11", "conda remove cudnn").
-std::string RemoveCommand(const catalog::PackageRef& owner);
+/// An installed distribution's requirement of another.
+struct Requirer {
+  const catalog::Component* dist = nullptr;
+  const catalog::Requirement* requirement = nullptr;
+};
+/// The installed pip distribution whose Requires-Dist names `owner` (a pip distribution), extras
+/// aside: removing `owner` would break it. Nullopt when none does or `owner` is not pip's.
+std::optional<Requirer> RequiredBy(const Context& ctx, const catalog::PackageRef& owner);
+/// The command that takes out what `owner` installed, with `why` in parentheses ("pip uninstall
+/// nvidia-cudnn-cu11 (it installed ...)", "apt-get remove libcudnn8 (...)", "conda remove cudnn
+/// (...)"); when another installed distribution requires `owner`, never that command but "keep
+/// X, which torch 2.6.0 requires (X==12.4.127), and " + `instead`.
+std::string RemoveOr(const Context& ctx, const catalog::PackageRef& owner, const std::string& why,
+                     const std::string& instead);
 
 }  // namespace imgcheck::rules
