@@ -5,6 +5,9 @@ A maintainer tool, run by hand (never by the test suite):
 
     tools/rules_from_artifacts.py [--cache DIR] [--rules DIR] [--only torch,tensorflow,...]
 
+(--only takes torch, tensorflow, jax, onnxruntime, cupy, cudnn, cuda and wheels: the shared
+objects of every nvidia-* wheel family, rules/libraries.json's wheel_libraries table.)
+
 It lists each project's releases with PyPI's JSON API, reads each release's Linux x86-64 wheel
 and rewrites the tables of rules/frameworks.json (and cuDNN's sub-library sets in
 libraries.json) in a stable order, so a refresh is a readable diff. Every generated row names its
@@ -27,6 +30,7 @@ import os
 import re
 import struct
 import sys
+import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
@@ -186,6 +190,30 @@ def cudnn_sublibraries(names):
     return {k: sorted(v) for k, v in out.items()}
 
 
+def wheel_libraries(names):
+    """Shared objects in a wheel's member list, by directory: {dir: [file names]} of members
+    named lib<name>.so or lib<name>.so.<version> (Python extension modules are not libraries a
+    DT_NEEDED names; static archives and headers are not shared objects)."""
+    out = {}
+    for n in names:
+        d, _, f = n.rpartition("/")
+        if re.fullmatch(r"lib[^/.]+\.so(\.\d+)*", f):
+            out.setdefault(d, set()).add(f)
+    return {d: sorted(fs) for d, fs in sorted(out.items())}
+
+
+def version_line(filename):
+    """The version line a library file name's version belongs to: 'calendar' for NVIDIA's
+    year-numbered releases (CUPTI's libcupti.so.2024.1.0), '' for the component line."""
+    m = re.search(r"\.so\.(\d+)(\.\d+)*$", filename)
+    return "calendar" if m and re.fullmatch(r"20\d\d", m.group(1)) else ""
+
+
+def family_base(project):
+    """A wheel family's name without its CUDA major: 'nvidia-cublas-cu12' -> 'nvidia-cublas'."""
+    return re.sub(r"-cu\d+$", "", project)
+
+
 # ---------------------------------------------------------------------------------------------
 # Fetching.
 
@@ -336,8 +364,13 @@ class PyPI:
     def releases(self, project):
         """{version: [file info]} of the project's final releases, from PyPI's JSON API."""
         if project not in self._projects:
-            with urllib.request.urlopen(PYPI.format(project), timeout=120) as r:
-                self._projects[project] = json.load(r)["releases"]
+            try:
+                with urllib.request.urlopen(PYPI.format(project), timeout=120) as r:
+                    self._projects[project] = json.load(r)["releases"]
+            except urllib.error.HTTPError as e:
+                if e.code != 404:
+                    raise
+                self._projects[project] = {}  # no such project
         return {v: f for v, f in self._projects[project].items() if is_final(v) and f}
 
     def wheel(self, project, version, prefer=("cp311", "cp312", "cp310", "cp39", "cp38", "cp37",
@@ -605,6 +638,101 @@ def cudnn_sets(pypi):
     return sets, sources
 
 
+# NVIDIA's library wheels that no cuda-toolkit release or torch release names (exact PyPI
+# project names: the tool asks PyPI for these and for the names it reads in METADATA, no others).
+NVIDIA_LIBRARY_WHEELS = ["nvidia-nvcomp-cu12", "nvidia-cudss-cu12", "nvidia-cusparselt-cu11"]
+# Packages that vendor NVIDIA libraries for their own use, read where torch pins them.
+VENDORING = ["triton"]
+
+
+def wheel_library_rows(pypi, first_torch="2.1"):
+    """wheel_libraries rows: the shared objects of every nvidia-* wheel project that the newest
+    cuda-toolkit release of each CUDA major (11, 12, 13) or a torch release first_torch..newest
+    names in its Requires-Dist (plus NVIDIA_LIBRARY_WHEELS): each project's newest release, and
+    every release torch pins (directly or through its cuda-toolkit pin), with the packages of
+    VENDORING torch pins. One row per wheel directory."""
+    projects = set(NVIDIA_LIBRARY_WHEELS)
+    wanted = set()  # (project, version)
+
+    def toolkit_pins(version):
+        w = pypi.wheel("cuda-toolkit", version, prefer=("py3", "py2.py3"))
+        out = set()
+        for name, spec, _ in parse_requires(w.metadata()) if w else []:
+            if name.startswith("nvidia-"):
+                projects.add(name)
+                if pin_of(spec):
+                    out.add((name, pin_of(spec)))
+        return out
+
+    toolkits = sorted(pypi.releases("cuda-toolkit"), key=version_key, reverse=True)
+    for major in ("11", "12", "13"):
+        newest = next((v for v in toolkits if v.split(".")[0] == major), None)
+        if newest:
+            toolkit_pins(newest)  # the projects it names
+    for v in newest_per_minor(pypi.releases("torch"), first_torch):
+        w = pypi.wheel("torch", v)
+        if not w:
+            continue
+        for name, spec, _ in parse_requires(w.metadata()):
+            pinned = pin_of(spec)
+            if name == "cuda-toolkit" and pinned:
+                wanted |= toolkit_pins(pinned)
+            elif name.startswith("nvidia-"):
+                projects.add(name)
+                if pinned:
+                    wanted.add((name, pinned))
+            elif name in VENDORING:
+                lo, _ = bounds_of(spec.replace("~=", ">="))
+                found = [pinned] if pinned else [
+                    r for r in pypi.releases(name) if lo and version_key(r) >= version_key(lo)]
+                if found:
+                    wanted.add((name, min(found, key=version_key)))
+    for project in sorted(projects):
+        releases = sorted(pypi.releases(project), key=version_key, reverse=True)
+        if releases:
+            wanted.add((project, releases[0]))
+        else:
+            log(f"{project}: no final release on PyPI")
+    rows = []
+    for project, version in sorted(wanted, key=lambda pv: (pv[0], version_key(pv[1]))):
+        w = pypi.wheel(project, version, prefer=("py3", "cp311", "cp312", "cp310"))
+        if not w:
+            log(f"{project} {version}: no Linux x86-64 wheel")
+            continue
+        for d, libs in wheel_libraries(w.names()).items():
+            lines = sorted({version_line(f) for f in libs} - {""})
+            row = {"project": project, "version": version, "dir": d, "libraries": libs}
+            if lines:
+                row["line"] = lines[0]
+            row["source"] = w.source(f"shared objects under {d}/")
+            rows.append(row)
+    return rows
+
+
+def splice_table(text, key, about, rows):
+    """libraries.json's text with its top-level table `key` replaced (or appended) by `rows`,
+    one row per line: the hand-formatted rest of the file stays as it is."""
+    body = (f'  "{key}": {{\n    "about": {json.dumps(about, ensure_ascii=False)},\n    "rows": [\n' +
+            ",\n".join("      " + json.dumps(r, ensure_ascii=False) for r in rows) + "\n    ]\n  }")
+    at = text.find(f'\n  "{key}": {{')
+    if at >= 0:
+        end = text.find("\n  }", at)
+        return text[:at + 1] + body + text[end + 4:]
+    end = text.rstrip().rfind("}")
+    return text[:end].rstrip() + ",\n" + body + "\n}\n"
+
+
+WHEEL_LIBRARIES_ABOUT = (
+    "The shared objects of NVIDIA's library wheels on PyPI, generated by "
+    "tools/rules_from_artifacts.py (--only wheels): for each wheel `project` and `version`, the "
+    "directory `dir` it installs `libraries` to under site-packages (file names, which are the "
+    "sonames the wheels ship), and `line` when a file's version is of another version line than "
+    "the wheel's (calendar: CUPTI's 2024.1.0). Rows: the newest release of every nvidia-* "
+    "project that the newest cuda-toolkit of each CUDA major or torch 2.1 to the newest names "
+    "(each project is one CUDA major: -cu11, -cu12, -cu13, unsuffixed from CUDA 13), and every "
+    "release torch pins, with the triton it pins (which vendors CUPTI).")
+
+
 # ---------------------------------------------------------------------------------------------
 
 
@@ -619,7 +747,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cache", default=os.environ.get("IMGCHECK_WHEEL_CACHE", "/work/cache/wheels"))
     ap.add_argument("--rules", default=os.path.join(os.path.dirname(__file__), "..", "rules"))
-    ap.add_argument("--only", default="torch,tensorflow,jax,onnxruntime,cupy,cudnn,cuda")
+    ap.add_argument("--only",
+                    default="torch,tensorflow,jax,onnxruntime,cupy,cudnn,cuda,wheels")
     args = ap.parse_args()
     only = set(args.only.split(","))
     pypi = PyPI(args.cache)
@@ -690,6 +819,16 @@ def main():
             new = json.dumps(base + "; sub-library sets of cuDNN " + ", ".join(sorted(sets)) +
                              " read from " + "; ".join(sources), ensure_ascii=False)
             text = text.replace('"source": ' + old, '"source": ' + new, 1)
+            with open(lib_path + ".tmp", "w") as f:
+                f.write(text)
+            os.replace(lib_path + ".tmp", lib_path)
+    if "wheels" in only:
+        lib_path = os.path.join(args.rules, "libraries.json")
+        rows = wheel_library_rows(pypi)
+        if rows:
+            text = splice_table(open(lib_path).read(), "wheel_libraries", WHEEL_LIBRARIES_ABOUT,
+                                rows)
+            json.loads(text)
             with open(lib_path + ".tmp", "w") as f:
                 f.write(text)
             os.replace(lib_path + ".tmp", lib_path)

@@ -118,6 +118,21 @@ class ParsingTest(unittest.TestCase):
         self.assertEqual(gen.returned_constants(code, 90000, 109999), [90800])
         self.assertEqual(gen.returned_constants(code, 12000, 13999), [12030])
 
+    def test_shared_objects_and_version_lines(self):
+        names = ["nvidia/cu13/lib/libcublas.so.13", "nvidia/cu13/lib/libcublas_static.a",
+                 "nvidia/cu13/include/cublas.h", "nvidia/cusparselt/lib/libcusparseLt.so.0",
+                 "triton/backends/nvidia/lib/cupti/libcupti.so.2024.1.0",
+                 "triton/_C/libtriton.cpython-311-x86_64-linux-gnu.so", "x/lib/libnvshmem_host.so"]
+        self.assertEqual(gen.wheel_libraries(names), {
+            "nvidia/cu13/lib": ["libcublas.so.13"],
+            "nvidia/cusparselt/lib": ["libcusparseLt.so.0"],
+            "triton/backends/nvidia/lib/cupti": ["libcupti.so.2024.1.0"],
+            "x/lib": ["libnvshmem_host.so"]})
+        self.assertEqual(gen.version_line("libcupti.so.2024.1.0"), "calendar")
+        self.assertEqual(gen.version_line("libcupti.so.12"), "")
+        self.assertEqual(gen.version_line("libcublas.so.12.4.5.8"), "")
+        self.assertEqual(gen.family_base("nvidia-cublas-cu12"), "nvidia-cublas")
+
     def test_cudnn_sublibraries(self):
         names = ["nvidia/cudnn/lib/libcudnn.so.9", "nvidia/cudnn/lib/libcudnn_ops.so.9",
                  "nvidia/cudnn/lib/libcudnn_graph.so.9", "nvidia/cudnn/include/cudnn.h"]
@@ -171,6 +186,65 @@ class TablesTest(unittest.TestCase):
         self.assertEqual((rows["2.2.0"]["cuda"], rows["2.2.0"]["cudnn"]), ("10.1", "7.6"))
         self.assertIn("tested build configurations", rows["2.2.0"]["source"])
 
+    def test_wheel_libraries_of_every_nvidia_family(self):
+        # torch pins a cuda-toolkit (whose components it names under extras), cuSPARSELt
+        # directly, and triton, which vendors CUPTI under its calendar version.
+        self.pypi.add("torch", "2.15.0", "torch-2.15.0-cp311-cp311-manylinux_2_28_x86_64.whl", {
+            "torch-2.15.0.dist-info/METADATA":
+                "Requires-Dist: cuda-toolkit[cublas,cupti]==13.2.2; platform_system == \"Linux\"\n"
+                "Requires-Dist: nvidia-cusparselt-cu13==0.8.1; platform_system == \"Linux\"\n"
+                "Requires-Dist: triton~=3.9.0; platform_system == \"Linux\"\n"})
+        self.pypi.add("torch", "2.0.1", "torch-2.0.1-cp311-cp311-manylinux1_x86_64.whl", {
+            "torch-2.0.1.dist-info/METADATA": "Requires-Dist: nvidia-nccl-cu11==2.14.3\n"})
+        self.pypi.add("cuda-toolkit", "13.2.2", "cuda_toolkit-13.2.2-py2.py3-none-any.whl", {
+            "cuda_toolkit-13.2.2.dist-info/METADATA":
+                "Requires-Dist: nvidia-cublas==13.3.0.5.*; extra == 'cublas'\n"
+                "Requires-Dist: nvidia-cuda-cupti==13.2.51.*; extra == 'cupti'\n"})
+        self.pypi.add("nvidia-cublas", "13.3.0.5", "nvidia_cublas-13.3.0.5-py3-none-manylinux_2_27_x86_64.whl", {
+            "nvidia/cu13/lib/libcublas.so.13": "x", "nvidia/cu13/lib/libcublasLt.so.13": "x",
+            "nvidia/cu13/include/cublas.h": "", "nvidia/cu13/lib/libcublas_static.a": ""})
+        self.pypi.add("nvidia-cuda-cupti", "13.2.51", "nvidia_cuda_cupti-13.2.51-py3-none-manylinux_2_27_x86_64.whl", {
+            "nvidia/cu13/lib/libcupti.so.13": "x"})
+        cusparselt = self.pypi.add(
+            "nvidia-cusparselt-cu13", "0.8.1", "nvidia_cusparselt_cu13-0.8.1-py3-none-manylinux2014_x86_64.whl",
+            {"nvidia/cusparselt/lib/libcusparseLt.so.0": "x"})
+        self.pypi.add("nvidia-cusparselt-cu12", "0.7.1", "nvidia_cusparselt_cu12-0.7.1-py3-none-manylinux2014_x86_64.whl",
+                      {"nvidia/cusparselt/lib/libcusparseLt.so.0": "x"})
+        self.pypi.add("triton", "3.9.0", "triton-3.9.0-cp311-cp311-manylinux_2_27_x86_64.whl", {
+            "triton/backends/nvidia/lib/cupti/libcupti.so.2025.1.1": "x",
+            "triton/backends/nvidia/lib/cupti/libcupti.so.13": "x",
+            "triton/_C/libtriton.cpython-311-x86_64-linux-gnu.so": "x"})
+        self.pypi.add("triton", "3.10.0", "triton-3.10.0-cp311-cp311-manylinux_2_27_x86_64.whl", {})
+        rows = gen.wheel_library_rows(self.pypi)
+        got = {(r["project"], r["version"], r["dir"]): r for r in rows}
+        self.assertEqual(sorted(got), [
+            ("nvidia-cublas", "13.3.0.5", "nvidia/cu13/lib"),
+            ("nvidia-cuda-cupti", "13.2.51", "nvidia/cu13/lib"),
+            ("nvidia-cusparselt-cu13", "0.8.1", "nvidia/cusparselt/lib"),
+            ("triton", "3.9.0", "triton/backends/nvidia/lib/cupti")])
+        # Only projects some artifact names: cu12's cuSPARSELt is no torch 2.1+ pin here, and
+        # torch 2.0's nccl is before 2.1.
+        self.assertEqual(got[("nvidia-cublas", "13.3.0.5", "nvidia/cu13/lib")]["libraries"],
+                         ["libcublas.so.13", "libcublasLt.so.13"])
+        vendored = got[("triton", "3.9.0", "triton/backends/nvidia/lib/cupti")]
+        self.assertEqual(vendored["line"], "calendar")
+        self.assertNotIn("line", got[("nvidia-cuda-cupti", "13.2.51", "nvidia/cu13/lib")])
+        self.assertIn("nvidia_cusparselt_cu13-0.8.1-py3-none-manylinux2014_x86_64.whl (sha256 " +
+                      cusparselt + ")", got[("nvidia-cusparselt-cu13", "0.8.1",
+                                             "nvidia/cusparselt/lib")]["source"])
+
+    def test_wheel_libraries_table_is_spliced_into_the_hand_formatted_file(self):
+        text = '{\n  "families": [\n    {"family": "x"}\n  ]\n}\n'
+        rows = [{"project": "p", "version": "1", "dir": "d", "libraries": ["liba.so.1"],
+                 "source": "s"}]
+        once = gen.splice_table(text, "wheel_libraries", "about", rows)
+        self.assertEqual(json.loads(once)["wheel_libraries"]["rows"], rows)
+        self.assertIn('    {"family": "x"}\n', once)  # the rest keeps its formatting
+        rows[0]["version"] = "2"
+        twice = gen.splice_table(once, "wheel_libraries", "about", rows)
+        self.assertEqual(json.loads(twice)["wheel_libraries"]["rows"][0]["version"], "2")
+        self.assertEqual(twice.count("wheel_libraries"), 1)
+
     def test_local_wheel_must_match_its_digest(self):
         sha = self.pypi.add("x", "1.0", "x-1.0-py3-none-manylinux1_x86_64.whl", {"a": "b"})
         info = dict(self.pypi.files["x"]["1.0"][0])
@@ -179,6 +253,40 @@ class TablesTest(unittest.TestCase):
             gen.Wheel(self.tmp.name, "x", info)
         self.assertEqual(gen.Wheel(self.tmp.name, "x", self.pypi.files["x"]["1.0"][0]).read("a"), b"b")
         self.assertTrue(sha)
+
+
+class DataTest(unittest.TestCase):
+    """The generated rows against the hand-written families of rules/libraries.json."""
+
+    def test_every_versioned_file_of_another_line_is_modelled(self):
+        import fnmatch
+        lib = json.load(open(os.path.join(os.path.dirname(__file__), "..", "rules",
+                                          "libraries.json")))
+        families = lib["families"]
+
+        def family_of(base):
+            for f in families:
+                if any(fnmatch.fnmatchcase(base, g) for g in f["libraries"]) and not any(
+                        fnmatch.fnmatchcase(base, g) for g in f.get("exclude", [])):
+                    return f
+            return None
+
+        seen = 0
+        for row in lib.get("wheel_libraries", {}).get("rows", []):
+            self.assertTrue(row["source"])
+            for name in row["libraries"]:
+                line = gen.version_line(name)
+                if not line:
+                    continue
+                f = family_of(name.split(".so")[0])
+                self.assertIsNotNone(f, name)
+                version = name.split(".so.", 1)[1]
+                globs = [v["version"] for v in f.get("version_lines", []) if v["line"] == line]
+                self.assertTrue(any(fnmatch.fnmatchcase(version, g) for g in globs),
+                                f"{name} ({row['project']} {row['version']}): family "
+                                f"{f['family']} has no {line} version line matching {version}")
+                seen += 1
+        self.assertGreater(seen, 0)
 
 
 if __name__ == "__main__":
