@@ -332,11 +332,55 @@ class ElfCapturer : public util::Capturer {
       const format::Section& strings = sections[s.link];
       uint64_t end = util::CheckedAdd(strings.offset, strings.size).value_or(UINT64_MAX);
       if (strings.offset < base_ || strings.offset < load->offset || end > dynamic->offset) return;
+      // The other tables patchelf moved there before the strings (.gnu.hash), kept whole.
+      for (const auto& t : sections)
+        if (IsDynamicTable(t.type) && t.offset >= base_ && t.offset >= load->offset &&
+            t.offset < strings.offset)
+          Want(t.offset, t.offset + std::min({t.size, kTableCap, strings.offset - t.offset}),
+               Role::kPlain);
       moved_ = {strings.offset, end, dynamic->offset};
       Want(strings.offset, std::min(end, strings.offset + kRing), Role::kPlain);
+      NameRefs(s, strings);
       StartMovedStrings(base_);
       return;
     }
+  }
+
+  /// SHT_HASH, SHT_DYNSYM, SHT_GNU_HASH, SHT_GNU_verdef, SHT_GNU_verneed, SHT_GNU_versym.
+  static bool IsDynamicTable(uint32_t type) {
+    return type == 5 || type == format::kShtDynsym || (type >= 0x6ffffff6 && type <= 0x6fffffff);
+  }
+
+  /// The name offsets of the symbol table `symbols` (when its bytes were kept: GNU ld puts
+  /// .dynsym at the start, where it stays), as file offsets into `strings`: a linker merges a
+  /// name into the tail of a longer one ("time" inside "localtime"), so a name can start inside
+  /// a string, and HashStrings hashes those tails too.
+  void NameRefs(const format::Section& symbols, const format::Section& strings) {
+    moved_refs_.clear();
+    const uint64_t entsize = header_.is64 ? 24 : 16;
+    if (symbols.entsize != entsize) return;
+    std::optional<std::string_view> bytes = Kept(symbols.offset, symbols.size);
+    if (!bytes || symbols.size / entsize > format::kMaxEntries) return;
+    uint64_t n = symbols.size / entsize;
+    if (reserved_ + n * sizeof(uint64_t) > kBudget) return;
+    reserved_ += n * sizeof(uint64_t);
+    for (uint64_t i = 0; i < n; ++i) {
+      util::Reader r(bytes->substr(i * entsize, 4), header_.big_endian);
+      uint32_t name = r.Read<uint32_t>().value_or(0);
+      if (name != 0 && name < strings.size) moved_refs_.push_back(strings.offset + name);
+    }
+    std::sort(moved_refs_.begin(), moved_refs_.end());
+    moved_refs_.erase(std::unique(moved_refs_.begin(), moved_refs_.end()), moved_refs_.end());
+  }
+
+  /// The kept bytes of [begin, begin + len) when one range holds them all.
+  std::optional<std::string_view> Kept(uint64_t begin, uint64_t len) const {
+    for (const auto* list : {&ranges_, &done_})
+      for (const Range& r : *list)
+        if (r.begin <= begin && begin - r.begin <= r.bytes.size() &&
+            len <= r.bytes.size() - (begin - r.begin))
+          return std::string_view(r.bytes).substr(begin - r.begin, len);
+    return std::nullopt;
   }
 
   /// Hashes the moved strings once no other strings are being hashed, if they start at or after
@@ -347,9 +391,12 @@ class ElfCapturer : public util::Capturer {
       hash_from_ = moved_.from;
       hash_to_ = moved_.to;
       keep_to_ = moved_.keep_to;
+      name_refs_ = std::move(moved_refs_);
+      next_ref_ = 0;
       ++hash_starts_;
     }
     moved_ = {};
+    moved_refs_.clear();
   }
 
   void WantEntry(uint64_t offset, uint64_t container_end) {
@@ -435,6 +482,12 @@ class ElfCapturer : public util::Capturer {
     uint64_t at = pos, h = string_hash_;
     for (; at < stop; ++at) {
       unsigned char c = p[at - base_];
+      if (next_ref_ < name_refs_.size() && at >= name_refs_[next_ref_]) {
+        // A name that starts inside this string: its tail is hashed alongside.
+        if (at == name_refs_[next_ref_] && at != string_start_)
+          tails_.push_back({at, 0, NameHash({})});
+        ++next_ref_;
+      }
       if (c == 0) {
         if (at == string_start_ && at > hash_from_) break;  // "\0\0": no string table mid-way
         if (string_ok_ && at > string_start_) {
@@ -442,6 +495,12 @@ class ElfCapturer : public util::Capturer {
           reserved_ += sizeof(StringHash);
           strings_.push_back({string_start_, static_cast<uint32_t>(at - string_start_), h});
         }
+        for (StringHash& tail : tails_) {
+          if (at == tail.offset || reserved_ + sizeof(StringHash) > kBudget) continue;
+          reserved_ += sizeof(StringHash);
+          strings_.push_back({tail.offset, static_cast<uint32_t>(at - tail.offset), tail.hash});
+        }
+        tails_.clear();
         string_start_ = at + 1;
         string_ok_ = true;
         h = NameHash({});
@@ -449,9 +508,11 @@ class ElfCapturer : public util::Capturer {
         break;
       } else {
         h = (h ^ c) * kPrime;
+        for (StringHash& tail : tails_) tail.hash = (tail.hash ^ c) * kPrime;
       }
     }
     string_hash_ = h;
+    hashed_bytes_ += at - pos;
     std::string_view passed = chunk.substr(pos - base_, at - pos);
     if (passed.size() >= kRing) {
       ring_.assign(passed.substr(passed.size() - kRing));
@@ -465,15 +526,22 @@ class ElfCapturer : public util::Capturer {
   /// Ends the hashed strings at `at` and keeps the bytes from kRing before it on.
   void StopHashing(uint64_t at) {
     uint64_t goal = std::max(hash_to_, keep_to_);
+    // A long run of name bytes is a string table even when no string of it could be hashed:
+    // patchelf fills the .dynstr it moved with 'X' (libcusparseLt.so.0: 26 MiB, the version
+    // tables right after it).
+    bool table = hashed_bytes_ >= kRing;
+    hashed_bytes_ = 0;
     hash_from_ = hash_to_ = keep_to_ = 0;
-    KeepAfterStrings(at, goal);
+    name_refs_.clear();
+    tails_.clear();
+    KeepAfterStrings(at, goal, table);
     StartMovedStrings(at);
   }
 
-  void KeepAfterStrings(uint64_t at, uint64_t goal) {
+  void KeepAfterStrings(uint64_t at, uint64_t goal, bool table) {
     // No string passed (the prefix ended in code or data, not in .dynstr): nothing follows it
     // that the dynamic section will ask for, and the budget stays for the tables it points to.
-    if (strings_.empty()) return;
+    if (strings_.empty() && !table) return;
     // At the table's end the last strings are kept too: the dynamic section's own names may be
     // there (patchelf appends them).
     uint64_t begin = at - std::min<uint64_t>(ring_.size(), at);
@@ -516,9 +584,15 @@ class ElfCapturer : public util::Capturer {
   struct MovedStrings {
     uint64_t from = 0, to = 0, keep_to = 0;
   } moved_;
-  uint64_t hash_starts_ = 0;  // hashings StartMovedStrings began
-  std::string seed_;          // before hash_from_: the bytes since the last NUL
-  std::string ring_;          // the last kRing bytes hashed
+  uint64_t hash_starts_ = 0;   // hashings StartMovedStrings began
+  uint64_t hashed_bytes_ = 0;  // bytes the current hashing passed
+  // Name offsets into the strings being hashed, sorted (NameRefs), and the next one not passed;
+  // the tails of the current string that are names, hashed as it passes.
+  std::vector<uint64_t> name_refs_, moved_refs_;
+  size_t next_ref_ = 0;
+  std::vector<StringHash> tails_;
+  std::string seed_;  // before hash_from_: the bytes since the last NUL
+  std::string ring_;  // the last kRing bytes hashed
   uint64_t string_start_ = 0, string_hash_ = 0;
   bool string_ok_ = false;  // the current string is hashed from its first byte
   std::vector<StringHash> strings_;

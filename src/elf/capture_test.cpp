@@ -280,13 +280,16 @@ TEST_CASE("Strings in a large PT_LOAD of their own are hashed as they stream") {
   spec.runpath = "$ORIGIN";
   for (int i = 0; i < 700; ++i)
     spec.exported.push_back("cusparseLt_" + std::to_string(i) + "_" + std::string(8000, 'x'));
-  spec.imported = {"cublasLtMatmul"};
+  spec.imported = {"cublasLtMatmul", "localtime"};
+  spec.exported.push_back("cusparseLt_localtime");
   spec.tables_at = 1u << 20;
   spec.section_headers = true;
+  spec.merge_tails = true;  // the import "localtime" is the tail of an export's name
   std::string bytes = fixture::BuildElf(spec);
   ElfInfo whole = ParseCaptured(util::SparseFile::Whole(bytes));
   REQUIRE(whole.problems.empty());
-  REQUIRE(whole.exported.size() == 700);
+  REQUIRE(whole.exported.size() == 701);
+  REQUIRE(whole.imported.size() == 2);
   for (size_t chunk : {4096, 65536, 1 << 20}) {
     INFO("chunk " << chunk);
     util::SparseFile kept = CaptureInSmallChunks(bytes, chunk);
@@ -295,8 +298,9 @@ TEST_CASE("Strings in a large PT_LOAD of their own are hashed as they stream") {
     CHECK(captured.problems.empty());
     CHECK(captured.symbols_unread.empty());
     CHECK(ExportKeys(captured) == ExportKeys(whole));
-    REQUIRE(captured.imported.size() == 1);
+    REQUIRE(captured.imported.size() == 2);
     CHECK(SymbolNameHash(captured.imported[0]) == NameHash("cublasLtMatmul"));
+    CHECK(SymbolNameHash(captured.imported[1]) == NameHash("localtime"));
     CHECK(captured.soname == whole.soname);
     CHECK(captured.needed == whole.needed);
     CHECK(captured.runpath == whole.runpath);

@@ -74,7 +74,10 @@ std::string BuildElf(const ElfSpec& spec) {
 
   // String table first: offsets are needed by the symbols and the dynamic section.
   std::string dynstr(1, '\0');
-  auto add_string = [&dynstr](const std::string& s) {
+  auto add_string = [&dynstr, &spec](const std::string& s) {
+    if (size_t tail = dynstr.find(s + '\0'); spec.merge_tails && !s.empty() && tail != 0 &&
+                                             tail != std::string::npos && dynstr[tail - 1] != 0)
+      return static_cast<uint64_t>(tail);
     uint64_t off = dynstr.size();
     dynstr += s;
     dynstr += '\0';

@@ -39,6 +39,9 @@ struct ElfSpec {
   /// A section header table (.dynstr, .dynsym linked to it, .shstrtab) after the notes, before
   /// the tables: where it stays when patchelf moves the tables to the end of the file.
   bool section_headers = false;
+  /// A name that ends another already written is not written again but pointed into its tail
+  /// ("time" inside "localtime"), as GNU ld merges .dynstr.
+  bool merge_tails = false;
 };
 
 /// One fatbin entry to write: device code for one architecture.
