@@ -1116,6 +1116,22 @@ TEST_CASE("catalog: an auditwheel-vendored cuDNN is cuDNN, owned by the vendorin
   CHECK(catalog::UnvendoredName("libcudnn-7.so.9") == "libcudnn-7.so.9");
 }
 
+TEST_CASE("IC050: a cuDNN a distribution vendors for itself is no second installation",
+          "[checks]") {
+  FakeImage own = Ctranslate2();  // ctranslate2's cuDNN 9.1.0 beside the wheel's 9.1.0.70
+  auto found = Scan(own);
+  CHECK(Paths(found, "IC050").empty());
+  CHECK(Paths(found, "IC011").empty());
+  // Something outside ctranslate2 loads that copy: it is another installation again.
+  FakeImage shared = Ctranslate2();
+  elf::fixture::ElfSpec app;
+  app.needed = {"libcudnn-74a4c495.so.9.1.0"};
+  app.runpath = kSite + "ctranslate2.libs";
+  shared.File("/app/libapp.so", elf::fixture::BuildElf(app));
+  found = Scan(shared);
+  CHECK(found["IC050"].size() == 1);
+}
+
 TEST_CASE("IC012: a vendored cuDNN's sub-libraries, searched from its own path", "[checks]") {
   FakeImage bad = Ctranslate2();  // torch's RUNPATH reaches nvidia/cudnn/lib, ctranslate2's not
   auto found = Scan(bad);
