@@ -296,7 +296,8 @@ std::vector<Root> ChooseRoots(const catalog::Catalog& catalog, const ConsumerRul
   // (the libraries they bring, vendored ones too, are in their link maps).
   std::set<std::string, std::less<>> dependents;
   if (consumer_rules.imports)
-    for (const auto& [name, dist] : dists) {
+    for (const auto& entry : dists) {
+      const catalog::Component* dist = entry.second;  // clang 14 lambdas cannot name a binding
       std::set<const catalog::Component*> seen;
       std::vector<const catalog::Component*> required;
       Required(dists, *dist, seen, required);
