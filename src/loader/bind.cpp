@@ -187,7 +187,7 @@ std::vector<Unbound> Bind(const LoadGraph& graph, const BindScope& scope, Symbol
       if (int d = graph.Find(r.real_path); d >= 0) deps[static_cast<size_t>(i)].push_back(d);
     }
   }
-  // Loads, in the order they happened: preloads (RTLD_GLOBAL, before the root), the root, then
+  // Loads, in the order they happened: preloads (before the root), the root, then
   // each dlopen. Each object belongs to the first load whose breadth-first closure holds it.
   std::vector<int> heads;
   for (int i = 0; i < n; ++i)
@@ -212,7 +212,9 @@ std::vector<Unbound> Bind(const LoadGraph& graph, const BindScope& scope, Symbol
     for (int o : closure)
       if (owner[static_cast<size_t>(o)] < 0)
         owner[static_cast<size_t>(o)] = static_cast<int>(closures.size());
-    if (head != 0 ? !objects[static_cast<size_t>(head)].preloaded_by.empty() : program)
+    // An RTLD_LOCAL preload (an extension module's import) keeps its objects to itself.
+    const LoadedObject& first = objects[static_cast<size_t>(head)];
+    if (head != 0 ? !first.preloaded_by.empty() && !first.preloaded_local : program)
       global.insert(global.end(), closure.begin(), closure.end());
     closures.push_back(std::move(closure));
   }

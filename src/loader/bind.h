@@ -91,9 +91,9 @@ struct Unbound {
 /// The references of `graph`'s objects that fail to bind. An object is bound in the scope of
 /// the load that first mapped it: the global scope (BindScope::global, the root's own link map
 /// for a program, libraries preloaded RTLD_GLOBAL and what they brought in, ld.so), then the
-/// breadth-first dependencies of the object that load started from (the root, or the library
-/// dlopened). Not reported, because another rule or nothing can judge them: weak references;
-/// references of an object, or into a scope, whose symbol table was not read whole; a
+/// breadth-first dependencies of the object that load started from (the root, a preload, or the
+/// library dlopened). Not reported, because another rule or nothing can judge them: weak
+/// references; references of an object, or into a scope, whose symbol table was not read whole; a
 /// versioned reference to a file that does not resolve, or whose version the file does not
 /// define (glibc stops at the version check first); unversioned references of a scope in
 /// which some DT_NEEDED does not resolve, unless that one is a glibc or GCC runtime library

@@ -539,7 +539,7 @@ LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view r
   const elf::ElfInfo* root_elf = elf(root);
   if (root_elf == nullptr) return g;
   g.objects.push_back(
-      {std::string(root), std::string(root), root_elf, {}, -1, Kind::kNeeded, {}, {}});
+      {std::string(root), std::string(root), root_elf, {}, -1, Kind::kNeeded, {}, {}, false});
   // The interpreter is mapped before any dependency and answers to its path and soname.
   std::string interp =
       root_elf->interpreter.empty() ? options.platform.interpreter : root_elf->interpreter;
@@ -549,7 +549,7 @@ LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view r
         resolved && resolved->node && resolved->path != root ? elf(resolved->path) : nullptr;
     if (interp_elf != nullptr)
       g.objects.push_back(
-          {interp, resolved->path, interp_elf, {interp}, -1, Kind::kNeeded, {}, {}});
+          {interp, resolved->path, interp_elf, {interp}, -1, Kind::kNeeded, {}, {}, false});
   }
   // A link map past the bound stops the run: a partial one would hide what it did not load.
   LinkMap map(tree, g, options);
@@ -566,7 +566,8 @@ LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view r
     const elf::ElfInfo* info = elf(p.real_path);
     if (info == nullptr || map.Find(p.real_path) >= 0) continue;
     room();
-    g.objects.push_back({p.real_path, p.real_path, info, {}, -1, Kind::kDlopen, {}, p.why});
+    g.objects.push_back(
+        {p.real_path, p.real_path, info, {}, -1, Kind::kDlopen, {}, p.why, !p.global});
     map.Index();
   }
 
@@ -582,8 +583,15 @@ LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view r
         }
       } else {
         room();
-        g.objects.push_back(
-            {r.path, r.real_path, elf(r.real_path), {name}, static_cast<int>(i), r.kind, {}, {}});
+        g.objects.push_back({r.path,
+                             r.real_path,
+                             elf(r.real_path),
+                             {name},
+                             static_cast<int>(i),
+                             r.kind,
+                             {},
+                             {},
+                             false});
         map.Index();
       }
     }

@@ -96,6 +96,8 @@ struct LoadedObject {
   Kind loaded_by = Kind::kNeeded;       ///< how that first request was made
   std::vector<Resolution> resolutions;  ///< its DT_NEEDED in order, then its dlopens
   std::string preloaded_by;  ///< Options::preload's reason when it was preloaded, else empty
+  /// Preloaded with RTLD_LOCAL: what its load mapped stays out of the global scope.
+  bool preloaded_local = false;
 };
 
 /// A library in the process before the root loads: a package's own preloading (PyTorch's
@@ -103,7 +105,8 @@ struct LoadedObject {
 /// its soname find it already loaded, as glibc does.
 struct Preload {
   std::string real_path;
-  std::string why;  ///< "preloaded by cupy from /.../nvidia/cu13/lib"
+  std::string why;     ///< "preloaded by cupy from /.../nvidia/cu13/lib"
+  bool global = true;  ///< RTLD_GLOBAL; false: RTLD_LOCAL (an extension module's import)
 };
 
 /// The link map of one root consumer.

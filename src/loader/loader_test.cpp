@@ -498,6 +498,40 @@ TEST_CASE("binding: of thousands of references, exactly those no object defines 
   CHECK(absent.size() == 286);
 }
 
+TEST_CASE("binding: what an RTLD_LOCAL import loaded is found by name, bound only as a dependency",
+          "[loader][bind]") {
+  // torch/_C (imported RTLD_LOCAL) brings libtorch_python.so and libc10.so; an extension that
+  // NEEDS libc10.so alone finds it already loaded and binds to it, but libtorch_python's
+  // symbols are not in its scope unless it NEEDS that library too (or it was RTLD_GLOBAL).
+  FakeImage img;
+  img.Lib("/site/torch/_C.so", "", {"libtorch_python.so"}).runpath = {"$ORIGIN/lib"};
+  img.elves["/site/torch/_C.so"].has_runpath = true;
+  img.Lib("/site/torch/lib/libtorch_python.so", "libtorch_python.so", {"libc10.so"})
+      .exported.push_back({"python_sym", "", false, false, false, 0});
+  img.elves["/site/torch/lib/libtorch_python.so"].runpath = {"$ORIGIN"};
+  img.elves["/site/torch/lib/libtorch_python.so"].has_runpath = true;
+  img.Lib("/site/torch/lib/libc10.so", "libc10.so")
+      .exported.push_back({"c10_sym", "", false, false, false, 0});
+  elf::ElfInfo& ext = img.Lib("/site/vision/_C.so", "", {"libc10.so"});
+  ext.imported.push_back({"c10_sym", "", false, false, false, 0});
+  ext.imported.push_back({"python_sym", "", false, false, false, 0});
+  ext.imported.push_back({"nowhere_sym", "", false, true, false, 0});  // weak: never missing
+  auto unbound = [&](bool global) {
+    Options o = Upstream();
+    o.preload = {{"/site/torch/_C.so", "imported by torch", global}};
+    LoadGraph g = img.Load("/site/vision/_C.so", o);
+    const Resolution& c10 = Res(g, "/site/vision/_C.so", "libc10.so");
+    CHECK(c10.reason == Reason::kAlreadyLoaded);
+    CHECK(c10.real_path == "/site/torch/lib/libc10.so");
+    SymbolIndex index(img.Lookup());
+    std::set<std::string> failed;
+    for (const Unbound& u : Bind(g, BindScope{}, index)) failed.insert(u.name);
+    return failed;
+  };
+  CHECK(unbound(false) == std::set<std::string>{"python_sym"});
+  CHECK(unbound(true).empty());
+}
+
 TEST_CASE("why: every consumer's resolution of a name or path, libtree style", "[loader][why]") {
   FakeImage img;
   img.Lib("/app/a.so", "a.so", {"libcudnn.so.9"}).rpath = {"$ORIGIN/../nv"};

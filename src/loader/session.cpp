@@ -33,6 +33,13 @@ util::Expected<Options> ImageOptions(const image::Image& image, const catalog::C
   return o;
 }
 
+bool FindsLibc(const LoadGraph& graph) {
+  for (const LoadedObject& o : graph.objects)
+    for (const Resolution& r : o.resolutions)
+      if (r.found() && r.name.starts_with("libc.so")) return true;
+  return false;
+}
+
 namespace {
 
 ElfLookup LookupIn(const catalog::Catalog& catalog) {
@@ -49,6 +56,11 @@ LoadGraph PlainLoad(const image::Tree& tree, const catalog::Catalog& catalog, st
   return Load(tree, LookupIn(catalog), root, plain);
 }
 
+bool InPythonDir(std::string_view path) {
+  return path.find("/site-packages/") != std::string_view::npos ||
+         path.find("/dist-packages/") != std::string_view::npos;
+}
+
 // The first non-CUDA DT_NEEDED of the root that does not resolve, when that says the root
 // cannot run: the image has a libc the root finds (so missing means missing), or the name is a
 // file elsewhere in the image its search path does not reach (a test binary in a wheel whose
@@ -56,11 +68,8 @@ LoadGraph PlainLoad(const image::Tree& tree, const catalog::Catalog& catalog, st
 std::string NotRunnable(const LoadGraph& graph, const catalog::LibraryRules& rules,
                         const std::set<std::string, std::less<>>& file_names) {
   if (graph.objects.empty()) return "";
-  const auto& own = graph.objects[0].resolutions;
-  bool has_libc = std::any_of(own.begin(), own.end(), [](const Resolution& r) {
-    return r.found() && r.name.rfind("libc.so", 0) == 0;
-  });
-  for (const auto& r : own) {
+  bool has_libc = FindsLibc(graph);
+  for (const auto& r : graph.objects[0].resolutions) {
     if (r.found() || r.kind != Kind::kNeeded) continue;
     if (rules.Classify(catalog::LibraryBaseName(util::BaseName(r.name)))) continue;
     if (has_libc || file_names.count(util::BaseName(r.name))) return r.name;
@@ -113,23 +122,18 @@ bool FallbackApplies(const image::Tree& tree, const catalog::Catalog& catalog,
   return false;
 }
 
-// What the package owning `root` loads before its extensions (the preload rows): for each file
-// pattern, the first match in the row's directories, in order. `fallbacks` memoises
-// FallbackApplies per site-packages directory and row.
-std::vector<Preload> Preloads(const image::Tree& tree, const catalog::Catalog& catalog,
-                              const std::vector<PreloadRow>& rows, std::string_view root,
-                              const Options& options,
-                              std::map<std::pair<std::string, size_t>, bool>& fallbacks) {
-  std::vector<Preload> out;
-  const catalog::PackageRef* owner = catalog.Owner(root);
-  if (!owner || owner->manager != catalog::PackageManager::kPip) return out;
-  // RECORD lies in <site-packages>/<dist>.dist-info/.
-  std::string site(util::DirName(util::DirName(owner->metadata)));
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const PreloadRow& row = rows[i];
-    if (!util::GlobMatch(row.package, owner->name)) continue;
+// What distribution `package` (installed in `site`) loads by `rows` (preload or imports): for
+// each row's file pattern, the first match in the row's directories, in order. `fallbacks`
+// memoises FallbackApplies per site-packages directory and row.
+void PackageLoads(const image::Tree& tree, const catalog::Catalog& catalog,
+                  const std::vector<PreloadRow>& rows, const std::string& package,
+                  const std::string& site, const Options& options,
+                  std::map<std::pair<std::string, const PreloadRow*>, bool>& fallbacks,
+                  std::vector<Preload>& out) {
+  for (const PreloadRow& row : rows) {
+    if (!util::GlobMatch(row.package, package)) continue;
     if (!row.unless_loads.empty()) {
-      auto [it, fresh] = fallbacks.try_emplace({site, i}, false);
+      auto [it, fresh] = fallbacks.try_emplace({site, &row}, false);
       if (fresh) it->second = FallbackApplies(tree, catalog, row, site, options);
       if (!it->second) continue;
     }
@@ -143,10 +147,12 @@ std::vector<Preload> Preloads(const image::Tree& tree, const catalog::Catalog& c
           if (!util::GlobMatch(file, name)) continue;
           auto r = tree.Resolve(util::JoinPath(dir, name));
           if (!r || !r->node || !catalog.Elf(r->path)) continue;
+          std::string how = row.global ? "preloaded by " : "imported with RTLD_LOCAL by ";
           out.push_back(
               {r->path,
-               "preloaded by " + owner->name + " from " + dir +
-                   (row.unless_loads.empty() ? "" : " (" + row.unless_loads + " did not load)")});
+               how + package + " from " + dir +
+                   (row.unless_loads.empty() ? "" : " (" + row.unless_loads + " did not load)"),
+               row.global});
           loaded = true;
           break;
         }
@@ -154,6 +160,58 @@ std::vector<Preload> Preloads(const image::Tree& tree, const catalog::Catalog& c
       }
     }
   }
+}
+
+// The pip distributions of the image by normalised name (PEP 503), present ones only.
+using Dists = std::map<std::string, const catalog::Component*, std::less<>>;
+Dists PipDists(const catalog::Catalog& catalog) {
+  Dists out;
+  for (const catalog::Component* d : catalog.Find(catalog::ComponentKind::kPythonDist))
+    if (!d->deleted) out.emplace(catalog::NormalizeDistName(d->name), d);
+  return out;
+}
+
+// The distributions `dist` requires (Requires-Dist without an extra, recursively), each once,
+// in the order Python imports them: a distribution after everything it requires. At most
+// kMaxRequired (a hostile METADATA may name thousands).
+constexpr size_t kMaxRequired = 256;
+void Required(const Dists& dists, const catalog::Component& dist,
+              std::set<const catalog::Component*>& seen,
+              std::vector<const catalog::Component*>& out) {
+  if (seen.size() >= kMaxRequired || !seen.insert(&dist).second) return;
+  for (const catalog::Requirement& req : dist.requires_dist) {
+    if (req.marker.find("extra") != std::string::npos) continue;
+    auto it = dists.find(req.name);
+    if (it != dists.end()) Required(dists, *it->second, seen, out);
+  }
+  out.push_back(&dist);
+}
+
+// The site-packages directory of a pip distribution (its *.dist-info directory's parent).
+std::string SiteOf(const catalog::Component& dist) { return std::string(util::DirName(dist.path)); }
+
+// What the process of a module of distribution `owner` holds before the module loads: for each
+// distribution it requires, dependencies first, what that one preloads and its import loads;
+// then what `owner` itself preloads.
+std::vector<Preload> ProcessLoads(
+    const image::Tree& tree, const catalog::Catalog& catalog, const ConsumerRules& rules,
+    const Dists& dists, const catalog::PackageRef& owner, const Options& options,
+    std::map<std::pair<std::string, const PreloadRow*>, bool>& fallbacks) {
+  std::vector<Preload> out;
+  // RECORD lies in <site-packages>/<dist>.dist-info/.
+  std::string site(util::DirName(util::DirName(owner.metadata)));
+  auto self = dists.find(catalog::NormalizeDistName(owner.name));
+  if (self != dists.end() && rules.imports) {
+    std::set<const catalog::Component*> seen;
+    std::vector<const catalog::Component*> required;
+    Required(dists, *self->second, seen, required);
+    for (const catalog::Component* d : required) {
+      if (d == self->second) continue;
+      PackageLoads(tree, catalog, *rules.preload, d->name, SiteOf(*d), options, fallbacks, out);
+      PackageLoads(tree, catalog, *rules.imports, d->name, SiteOf(*d), options, fallbacks, out);
+    }
+  }
+  PackageLoads(tree, catalog, *rules.preload, owner.name, site, options, fallbacks, out);
   return out;
 }
 
@@ -179,8 +237,9 @@ struct Root {
 };
 
 // The consumers worth loading, in order (Session::Build's contract), at most `limit`.
-std::vector<Root> ChooseRoots(const catalog::Catalog& catalog, const catalog::LibraryRules& rules,
-                              size_t limit) {
+std::vector<Root> ChooseRoots(const catalog::Catalog& catalog, const ConsumerRules& consumer_rules,
+                              const Dists& dists, size_t limit) {
+  const catalog::LibraryRules& rules = *consumer_rules.libraries;
   std::vector<Root> roots;
   std::set<std::string> seen;
   auto add = [&](const std::string& path, std::string role, const catalog::Component* fw) {
@@ -232,12 +291,32 @@ std::vector<Root> ChooseRoots(const catalog::Catalog& catalog, const catalog::Li
     if (std::any_of(elf.needed.begin(), elf.needed.end(), links_cuda))
       add(path, program ? "executable" : "library", nullptr);
   }
+  // The extension modules of distributions built against a framework whose import the imports
+  // table models (torchvision's _C.so against torch): they load into that framework's process
+  // (the libraries they bring, vendored ones too, are in their link maps).
+  std::set<std::string, std::less<>> dependents;
+  if (consumer_rules.imports)
+    for (const auto& entry : dists) {
+      const catalog::Component* dist = entry.second;  // clang 14 lambdas cannot name a binding
+      std::set<const catalog::Component*> seen;
+      std::vector<const catalog::Component*> required;
+      Required(dists, *dist, seen, required);
+      bool on_framework = std::any_of(required.begin(), required.end(), [&](const auto* d) {
+        return d != dist && std::any_of(consumer_rules.imports->begin(),
+                                        consumer_rules.imports->end(), [&](const PreloadRow& row) {
+                                          return util::GlobMatch(row.package, d->name);
+                                        });
+      });
+      if (on_framework) dependents.insert(dist->name);
+    }
+  if (!dependents.empty())
+    for (const auto& [path, elf] : catalog.elves()) {
+      if (elf.type != elf::kTypeSharedObject || !ImportsAsModule(path)) continue;
+      const catalog::PackageRef* owner = catalog.Owner(path);
+      if (owner && owner->manager == catalog::PackageManager::kPip && dependents.count(owner->name))
+        add(path, "extension " + owner->name, nullptr);
+    }
   return roots;
-}
-
-bool InPythonDir(std::string_view path) {
-  return path.find("/site-packages/") != std::string_view::npos ||
-         path.find("/dist-packages/") != std::string_view::npos;
 }
 
 // "python3.11" for a module under .../python3.11/site-packages or tagged cpython-311; "" when
@@ -286,16 +365,25 @@ Session Session::Build(const image::Image& image, const catalog::Catalog& catalo
   // Every link map of the image, and every later lookup, resolves its candidate paths once.
   s.options_.resolved = std::make_shared<ResolvedPaths>(image.tree);
   const Options& base = s.options_;
-  std::vector<Root> roots = ChooseRoots(catalog, *rules.libraries, limit);
+  const Dists dists = PipDists(catalog);
+  std::vector<Root> roots = ChooseRoots(catalog, rules, dists, limit);
   Options plain = base;
   plain.dlopen = rules.dlopen(nullptr);
   // One budget for every consumer's link map: together they are bounded, not each alone.
   if (!plain.budget) plain.budget = std::make_shared<Budget>(Budget{base.limits.loader_work});
-  std::map<std::pair<std::string, size_t>, bool> fallbacks;
+  std::map<std::pair<std::string, const PreloadRow*>, bool> fallbacks;
+  // The process of each pip distribution's modules, once per distribution.
+  std::map<std::string, std::vector<Preload>, std::less<>> processes;
   for (Root& root : roots) {
     Options own = plain;
     if (root.framework) own.dlopen = rules.dlopen(&root.framework->build);
-    own.preload = Preloads(image.tree, catalog, *rules.preload, root.path, base, fallbacks);
+    if (const catalog::PackageRef* owner = catalog.Owner(root.path);
+        owner && owner->manager == catalog::PackageManager::kPip) {
+      auto [it, fresh] = processes.try_emplace(owner->metadata);
+      if (fresh)
+        it->second = ProcessLoads(image.tree, catalog, rules, dists, *owner, base, fallbacks);
+      own.preload = it->second;
+    }
     Consumer c;
     c.path = std::move(root.path);
     c.role = std::move(root.role);
@@ -307,8 +395,12 @@ Session Session::Build(const image::Image& image, const catalog::Catalog& catalo
   }
   std::set<std::string, std::less<>> file_names;
   for (const auto& [path, elf] : catalog.elves()) file_names.emplace(util::BaseName(path));
-  for (Consumer& c : s.consumers_)
-    c.not_runnable = NotRunnable(c.graph, *rules.libraries, file_names);
+  for (Consumer& c : s.consumers_) {
+    c.imported = ImportsAsModule(c.path) && FindsLibc(c.graph);
+    // An import that fails is a failure of its own (every DT_NEEDED it misses), not a module
+    // that cannot run anyway.
+    if (!c.imported) c.not_runnable = NotRunnable(c.graph, *rules.libraries, file_names);
+  }
   // The processes the runnable Python extension modules run in.
   s.interpreters_ = Interpreters(catalog);
   for (const Consumer& c : s.consumers_) {
@@ -335,6 +427,11 @@ Session Session::ForRoots(const image::Image& image, const catalog::Catalog& cat
     s.consumers_.push_back(std::move(c));
   }
   return s;
+}
+
+bool ImportsAsModule(std::string_view path) {
+  std::string_view name = util::BaseName(path);
+  return InPythonDir(path) && name.ends_with(".so") && !name.starts_with("lib") && name.size() > 3;
 }
 
 Session::Process Session::InterpreterOf(const Consumer& consumer) const {

@@ -30,10 +30,24 @@ struct Consumer {
   /// Non-empty when its package loads it only on request (dlopen.json optional): "onnxruntime-gpu
   /// loads it when the TensorrtExecutionProvider is requested". Its CUDA gaps are info.
   std::string optional;
+  /// True when its root is a Python extension module (ImportsAsModule) and the link map finds
+  /// a libc (FindsLibc): importing it fails on any DT_NEEDED of its link map that does not
+  /// resolve, whatever library that names (info only where `optional` says when it loads).
+  bool imported = false;
 };
 
+/// Whether `path` is a Python extension module that an import loads: under site-packages or
+/// dist-packages, a `.so` whose name is a module name (CPython's EXTENSION_SUFFIXES:
+/// `<name>.cpython-3XY-<platform>.so`, `<name>.abi3.so`, `<name>.so`), not a `lib*.so*` library.
+bool ImportsAsModule(std::string_view path);
+
+/// Whether some object of `graph` found libc.so: then a name that does not resolve is missing
+/// from the image, not provided by a runtime the scan was not given (a directory of wheels).
+bool FindsLibc(const LoadGraph& graph);
+
 /// Libraries a Python package loads itself before its extension modules import (dlopen.json's
-/// preload table): the first file matching each of `files`, searched in `dirs` in order.
+/// preload table), or that `import <package>` loads (its imports table): the first file
+/// matching each of `files`, searched in `dirs` in order.
 struct PreloadRow {
   std::string package;             ///< glob on the owning pip distribution ("cupy-cuda1*x")
   std::vector<std::string> files;  ///< globs on file names, in the order they are loaded
@@ -42,6 +56,10 @@ struct PreloadRow {
   /// fails on a library of `files` (PyTorch's libtorch_global_deps.so); empty: always.
   std::string unless_loads;
   std::string source;
+  /// RTLD_GLOBAL (ctypes.CDLL with mode=RTLD_GLOBAL): what it loads joins the global scope.
+  /// False: RTLD_LOCAL (an extension module's import, ctypes.CDLL's default): later loads find
+  /// its objects by name, but bind to them only through their own dependencies.
+  bool global = true;
 };
 
 /// Files a package loads only on request (dlopen.json's optional table).
@@ -58,6 +76,10 @@ struct ConsumerRules {
   const catalog::LibraryRules* libraries = nullptr;
   const std::vector<PreloadRow>* preload = nullptr;
   const std::vector<OptionalRow>* optional = nullptr;
+  /// What `import <package>` loads after the package's preloads (dlopen.json's imports table):
+  /// in the process of every distribution whose Requires-Dist names the package, recursively,
+  /// before that distribution's own modules.
+  const std::vector<PreloadRow>* imports = nullptr;
   /// The dlopen rules for the objects of a framework with these build facts (null: outside a
   /// framework).
   std::function<std::vector<DlopenRule>(const catalog::BuildFacts* build)> dlopen;
@@ -78,10 +100,12 @@ class Session {
   /// The consumers worth loading (at most `limit`): every ELF under a framework's package
   /// directory, every CUDA library of the catalog, then every other executable or shared object
   /// whose DT_NEEDED names a library that `rules.libraries` classifies (a CUDA family or the
-  /// driver). A consumer owned by a package of the preload table is loaded with what that
-  /// package preloads already in the process. Every consumer's link map draws on one budget
-  /// of options.limits.loader_work. Also the link map of each Python interpreter a consumer
-  /// runs in (InterpreterOf).
+  /// driver), then every Python extension module of a distribution that requires (Requires-Dist,
+  /// recursively) a package of the imports table. A consumer owned by a pip distribution runs in
+  /// the process its import implies: for each distribution it requires, dependencies first,
+  /// what that one preloads and its import loads; then what its own package preloads. Every
+  /// consumer's link map draws on one budget of options.limits.loader_work. Also the link map of
+  /// each Python interpreter a consumer runs in (InterpreterOf).
   static Session Build(const image::Image& image, const catalog::Catalog& catalog,
                        const ConsumerRules& rules, Options options, size_t limit = 2000);
   /// The link maps of exactly `roots` (real paths of ELF files), in order, with `options` as

@@ -258,6 +258,16 @@ std::string UnresolvedFix(const Context& ctx, const std::vector<std::string>& na
   return out.empty() ? out : out + ".";
 }
 
+// The objects on an import path: those of the link maps of Python extension modules
+// (Consumer::imported), by real path.
+std::set<std::string_view> ImportPath(const Context& ctx) {
+  std::set<std::string_view> out;
+  for (const Consumer* c : ctx.AllConsumers())
+    if (c->imported)
+      for (const loader::LoadedObject& o : c->graph.objects) out.insert(o.real_path);
+  return out;
+}
+
 void CheckUnresolved(Context& ctx) {
   // Where each soname lies in the image, for dependencies a library's own search misses.
   std::map<std::string, std::string, std::less<>> file_of;
@@ -265,10 +275,19 @@ void CheckUnresolved(Context& ctx) {
     file_of.emplace(util::BaseName(path), path);
     if (!elf.soname.empty()) file_of.emplace(elf.soname, path);
   }
+  // A CUDA library, or any DT_NEEDED of an object an import loads: the import fails on it
+  // (ImportError: <name>: cannot open shared object file), whatever library it names.
+  const std::set<std::string_view> import_path = ImportPath(ctx);
+  auto required = [&](const SeenResolution& seen) {
+    const auto& r = seen.resolution;
+    return IsCudaFamily(ctx, r.name) ||
+           (r.kind == loader::Kind::kNeeded &&
+            import_path.count(
+                seen.consumer->graph.objects[static_cast<size_t>(seen.object)].real_path));
+  };
   std::map<std::string, std::vector<const SeenResolution*>> by_name;
   for (const auto& seen : ctx.Resolutions())
-    if (!seen.resolution.found() && IsCudaFamily(ctx, seen.resolution.name))
-      by_name[seen.resolution.name].push_back(&seen);
+    if (!seen.resolution.found() && required(seen)) by_name[seen.resolution.name].push_back(&seen);
   // One problem per cause: the names the same requesters miss through the same search path.
   struct Cause {
     std::vector<std::string> names, paths, dirs;
@@ -350,9 +369,10 @@ void CheckUnresolved(Context& ctx) {
     ctx.findings.push_back(std::move(f));
   }
   // Consumers that cannot run whatever their CUDA libraries do: once per package, as info.
+  // Those an import loads are not: their failure is the import's, reported above.
   std::map<std::string, std::vector<const Consumer*>> stranded;
   for (const Consumer& c : ctx.input.session.consumers())
-    if (!c.not_runnable.empty()) stranded[c.package].push_back(&c);
+    if (!c.not_runnable.empty() && !import_path.count(c.path)) stranded[c.package].push_back(&c);
   for (const auto& [package, list] : stranded) {
     std::vector<std::string> paths;
     for (const Consumer* c : list) paths.push_back(c->path);

@@ -695,6 +695,181 @@ TEST_CASE("preload: torch loads its global deps, and the nvidia wheels only when
   CHECK(torch_unresolved(none) == std::vector<std::string>{cuda});
 }
 
+namespace {
+
+// torch as `import torch` loads it: torch/_C (RUNPATH $ORIGIN/lib) NEEDS libtorch_python.so,
+// which NEEDS libtorch_cpu.so and libc10.so (each defining a few C++ symbols); `python_needs`
+// adds to libtorch_python's DT_NEEDED. torchvision (Requires-Dist: torch) ships _C.so, which
+// NEEDS libc10.so and libtorch_cpu.so with no RPATH and references `vision_imports` (and
+// `vision_weak`, weak). The image's libc is in kLib, on LD_LIBRARY_PATH.
+const std::string kCpu = "_ZN2at4_ops3mul4callEv";   // at::_ops::mul::call(), in libtorch_cpu
+const std::string kGone = "_ZN2at4_ops3add4callEv";  // at::_ops::add::call(), in no library
+const std::string kC10 = "_ZN3c106detail14torchCheckFailEv";  // in libc10
+
+struct TorchProcess {
+  std::vector<std::string> python_needs = {};
+  std::vector<std::string> vision_imports = {kC10, kCpu};
+  std::vector<std::string> vision_weak = {};
+};
+
+FakeImage TorchImport(const TorchProcess& p) {
+  FakeImage f = WithLibs({{"libc.so.6", So("libc.so.6")}});
+  f.File(kSite + "torch/version.py",
+         "__version__ = '2.3.0+cu121'\ndebug = False\ncuda = '12.1'\ngit_version = '0'\n");
+  auto lib = [](const std::string& soname, std::vector<std::string> needed,
+                std::vector<std::string> exported) {
+    elf::fixture::ElfSpec spec;
+    spec.soname = soname;
+    spec.needed = std::move(needed);
+    spec.needed.push_back("libc.so.6");
+    spec.runpath = "$ORIGIN";
+    spec.exported = std::move(exported);
+    return spec;
+  };
+  elf::fixture::ElfSpec c = lib("", {"libtorch_python.so"}, {"PyInit__C"});
+  c.runpath = "$ORIGIN/lib";
+  f.File(kSite + "torch/_C.cpython-310-x86_64-linux-gnu.so", elf::fixture::BuildElf(c));
+  std::vector<std::string> python_needs = {"libtorch_cpu.so", "libc10.so"};
+  python_needs.insert(python_needs.end(), p.python_needs.begin(), p.python_needs.end());
+  f.File(kSite + "torch/lib/libtorch_python.so",
+         elf::fixture::BuildElf(lib("libtorch_python.so", python_needs, {"THPVariable_Wrap"})));
+  f.File(kSite + "torch/lib/libtorch_cpu.so",
+         elf::fixture::BuildElf(lib("libtorch_cpu.so", {"libc10.so"}, {kCpu})));
+  f.File(kSite + "torch/lib/libc10.so",
+         elf::fixture::BuildElf(lib("libc10.so", {}, {kC10, "_ZN3c104impl3tlsEv"})));
+  Dist(f, "torch", "2.3.0", {},
+       {"torch/version.py", "torch/_C.cpython-310-x86_64-linux-gnu.so",
+        "torch/lib/libtorch_python.so", "torch/lib/libtorch_cpu.so", "torch/lib/libc10.so"});
+  elf::fixture::ElfSpec vision;
+  vision.needed = {"libc10.so", "libtorch_cpu.so", "libc.so.6"};
+  vision.imported = p.vision_imports;
+  vision.weak_imported = p.vision_weak;
+  vision.exported = {"PyInit__C"};
+  f.File(kSite + "torchvision/_C.so", elf::fixture::BuildElf(vision));
+  Dist(f, "torchvision", "0.18.0", {"torch (==2.3.0)"}, {"torchvision/_C.so"});
+  return f;
+}
+
+const std::string kVision = kSite + "torchvision/_C.so";
+
+// How torchvision/_C.so's DT_NEEDED `name` resolved in its consumer's link map: "reason path",
+// "" when it is no consumer.
+std::string VisionNeeds(FakeImage& f, const std::string& name) {
+  static const Knowledge k = Knowledge::Load({IMGCHECK_RULES_DIR});
+  catalog::Catalog cat = catalog::Build(f.image(), k.libraries());
+  util::Expected<loader::Options> options = loader::ImageOptions(f.image(), cat, k.dlopen());
+  REQUIRE(options);
+  loader::Session s =
+      loader::Session::Build(f.image(), cat, ConsumerRulesOf(k), std::move(*options));
+  for (const loader::Consumer& c : s.consumers())
+    if (c.path == kVision)
+      for (const loader::Resolution& r : c.graph.objects[0].resolutions)
+        if (r.name == name)
+          return std::string(loader::ReasonName(r.reason)) + " " + r.real_path +
+                 (r.found() ? "" : " (not found)");
+  return "";
+}
+
+// The findings of `rule` whose paths name `path`.
+std::vector<Finding> Naming(const std::map<std::string, std::vector<Finding>>& found,
+                            const std::string& rule, const std::string& path) {
+  std::vector<Finding> out;
+  if (auto it = found.find(rule); it != found.end())
+    for (const Finding& f : it->second)
+      if (std::find(f.paths.begin(), f.paths.end(), path) != f.paths.end()) out.push_back(f);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("process: an extension built against torch loads into torch's process and binds",
+          "[checks]") {
+  // torchvision/_C.so finds libc10.so and libtorch_cpu.so already loaded by `import torch`
+  // (glibc matches a loaded object's name before any search), and binds to them: silent. Today's
+  // main never loaded it (no consumer), so nothing in it was checked.
+  FakeImage f = TorchImport({});
+  CHECK(VisionNeeds(f, "libc10.so") == "already-loaded " + kSite + "torch/lib/libc10.so");
+  CHECK(VisionNeeds(f, "libtorch_cpu.so") ==
+        "already-loaded " + kSite + "torch/lib/libtorch_cpu.so");
+  auto found = Scan(f);
+  CHECK(Naming(found, "IC012", kVision).empty());
+  CHECK(Naming(found, "IC013", kVision).empty());
+}
+
+TEST_CASE("IC013: an extension misses a C++ symbol of the framework it was built against",
+          "[checks]") {
+  // pip moved torch under torchvision: at::_ops::add::call() is gone from libtorch_cpu.so
+  // ("undefined symbol: _ZN2at4_ops3add4callEv" at import).
+  FakeImage f = TorchImport({.vision_imports = {kC10, kGone}});
+  auto found = Scan(f);
+  std::vector<Finding> missing = Naming(found, "IC013", kVision);
+  REQUIRE(missing.size() == 1);
+  const Finding& m = missing[0];
+  INFO(m.message);
+  CHECK(m.severity == Severity::kError);
+  CHECK(m.message.rfind(kVision + " (torchvision 0.18.0) needs symbol at::_ops::add::call(),", 0) ==
+        0);
+  CHECK(m.message.find("libtorch_cpu.so should provide it and resolves to " + kSite +
+                       "torch/lib/libtorch_cpu.so (torch 2.3.0)") != std::string::npos);
+  CHECK(m.message.find("pins torch==2.3.0") == std::string::npos);  // the pin holds
+  // Defined: silent.
+  FakeImage ok = TorchImport({});
+  CHECK(Naming(Scan(ok), "IC013", kVision).empty());
+}
+
+TEST_CASE("IC013: a weak reference nothing defines is never missing", "[checks]") {
+  FakeImage f = TorchImport({.vision_weak = {kGone}});
+  CHECK(VisionNeeds(f, "libtorch_cpu.so") ==
+        "already-loaded " + kSite + "torch/lib/libtorch_cpu.so");
+  auto found = Scan(f);
+  CHECK(Naming(found, "IC013", kVision).empty());
+  CHECK(Naming(found, "IC012", kVision).empty());
+}
+
+TEST_CASE("IC012: a library an import needs does not resolve, whatever its name", "[checks]") {
+  // libtorch_python.so (on torch._C's import path) NEEDS libcusparseLt.so.0; the wheel's copy
+  // sits in a directory no search reaches: `import torch` fails with ImportError.
+  const std::string unknown = "libcusparseLt.so.0";
+  const std::string python = kSite + "torch/lib/libtorch_python.so";
+  FakeImage f = TorchImport({.python_needs = {unknown}});
+  f.File(kSite + "nvidia/cusparselt/lib/" + unknown, So(unknown));
+  auto found = Scan(f);
+  std::vector<Finding> unresolved = Naming(found, "IC012", python);
+  REQUIRE(unresolved.size() == 1);
+  INFO(unresolved[0].message);
+  CHECK(unresolved[0].severity == Severity::kError);
+  CHECK(unresolved[0].message.rfind(unknown + " (DT_NEEDED of " + python, 0) == 0);
+  CHECK(unresolved[0].remediation.find(unknown + " is at " + kSite + "nvidia/cusparselt/lib/" +
+                                       unknown) != std::string::npos);
+  // Not also "not runnable as shipped" (info) for the library the import loads.
+  for (const Finding& i : found["IC012"])
+    CHECK(i.message.find("not runnable") == std::string::npos);
+  // Reached: no finding.
+  FakeImage ok = TorchImport({.python_needs = {unknown}});
+  ok.File(kSite + "torch/lib/" + unknown, So(unknown));
+  CHECK(Naming(Scan(ok), "IC012", python).empty());
+}
+
+TEST_CASE("IC012: a library only an optional module needs is info, with the citation", "[checks]") {
+  // torchvision/image.so NEEDS the same unreachable library; torchvision/io/image.py loads it
+  // inside try/except and warns (dlopen.json optional): `import torchvision` succeeds.
+  const std::string unknown = "libcusparseLt.so.0";
+  FakeImage f = TorchImport({});
+  f.File(kSite + "nvidia/cusparselt/lib/" + unknown, So(unknown));
+  elf::fixture::ElfSpec image;
+  image.needed = {"libc10.so", unknown, "libc.so.6"};
+  f.File(kSite + "torchvision/image.so", elf::fixture::BuildElf(image));
+  Dist(f, "torchvision", "0.18.0", {"torch (==2.3.0)"},
+       {"torchvision/_C.so", "torchvision/image.so"});
+  auto found = Scan(f);
+  std::vector<Finding> unresolved = Naming(found, "IC012", kSite + "torchvision/image.so");
+  REQUIRE(unresolved.size() == 1);
+  INFO(unresolved[0].message);
+  CHECK(unresolved[0].severity == Severity::kInfo);
+  CHECK(unresolved[0].message.find("(optional: torchvision loads it when torchvision.io decodes "
+                                   "or encodes an image") != std::string::npos);
+}
+
 TEST_CASE("IC001: a framework loads a cuDNN its run-time check rejects", "[checks]") {
   auto image = [&](const std::string& found_version) {
     FakeImage f = Torch();  // compiled with cuDNN 8.9.2.26

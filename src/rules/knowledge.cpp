@@ -242,7 +242,14 @@ Knowledge Knowledge::FromFiles(std::vector<DataFile> files) {
         {r.String("caller"), DlopenCalls(r), r.String("source"), r.Int("cuda_major", false)});
   for (const Row& r : TableRows(f, "preload"))
     k.preload_.push_back({r.String("package"), r.Strings("files"), r.Strings("dirs"),
-                          r.String("unless_loads", false), r.String("source")});
+                          r.String("unless_loads", false), r.String("source"), true});
+  for (const Row& r : TableRows(f, "imports")) {
+    std::string mode = r.String("mode");
+    if (mode != "RTLD_GLOBAL" && mode != "RTLD_LOCAL")
+      r.Fail("mode", "must be RTLD_GLOBAL or RTLD_LOCAL");
+    k.imports_.push_back({r.String("package"), r.Strings("files"), r.Strings("dirs"), "",
+                          r.String("source"), mode == "RTLD_GLOBAL"});
+  }
   for (const Row& r : TableRows(f, "preload_calls"))
     k.preload_calls_.push_back({r.String("package"), VersionField(r, "from"), r.String("call"),
                                 r.String("before"), r.String("source")});

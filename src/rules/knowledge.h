@@ -155,6 +155,8 @@ class Knowledge {
   /// The preload rows of dlopen.json.
   const std::vector<PreloadRow>& preload() const { return preload_; }
   const std::vector<PreloadCallRow>& preload_calls() const { return preload_calls_; }
+  /// The imports rows of dlopen.json: what `import <package>` loads, with its dlopen flags.
+  const std::vector<PreloadRow>& imports() const { return imports_; }
   /// The optional table of dlopen.json.
   const std::vector<OptionalRow>& optional() const { return optional_; }
   const std::vector<RuleInfo>& rules() const { return rules_; }
@@ -209,6 +211,7 @@ class Knowledge {
   catalog::LibraryRules libraries_;
   std::vector<loader::DlopenRule> dlopen_;
   std::vector<PreloadRow> preload_;
+  std::vector<PreloadRow> imports_;
   std::vector<PreloadCallRow> preload_calls_;
   std::vector<OptionalRow> optional_;
   std::vector<RuleInfo> rules_;

@@ -56,6 +56,7 @@ loader::ConsumerRules ConsumerRulesOf(const Knowledge& knowledge) {
   rules.libraries = &knowledge.libraries();
   rules.preload = &knowledge.preload();
   rules.optional = &knowledge.optional();
+  rules.imports = &knowledge.imports();
   rules.dlopen = [&knowledge](const catalog::BuildFacts* build) {
     return ForBuild(knowledge.dlopen(), build);
   };
