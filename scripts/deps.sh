@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs imgcheck's Debian packages; does nothing for those already present.
 #   scripts/deps.sh          what the build, the tests and the benchmark need
-#   scripts/deps.sh build    only what building needs (docker/Dockerfile)
+#   scripts/deps.sh build    only what building imgcheck needs (docker/Dockerfile)
+#   scripts/deps.sh demo     building imgcheck and the demo image (scripts/dev demo): build's, and
+#                            what configuring the tests' targets needs
 set -euo pipefail
 pkgs=(cmake g++ make ninja-build pkg-config
       libarchive-dev nlohmann-json3-dev libssl-dev libcli11-dev catch2 libisal-dev libzstd-dev
@@ -12,7 +14,11 @@ pkgs=(cmake g++ make ninja-build pkg-config
       libboost-dev libhiredis-dev
       # registries over TLS at run time: the CA bundle
       ca-certificates)
-[ "${1:-}" = build ] || pkgs+=(
+case "${1:-}" in
+  build) ;;
+  # the tests' CMake needs cpp-httplib's pkg-config file (the demo image is a test fixture)
+  demo) pkgs+=(libcpp-httplib-dev) ;;
+  *) pkgs+=(
       # the style gate (scripts/lint)
       clang-format clang-tidy
       # peers and oracles used by the tests and the benchmark
@@ -33,7 +39,8 @@ pkgs=(cmake g++ make ninja-build pkg-config
       # the validators' virtual environment (scripts/validate-release)
       dpkg-dev lintian patchelf python3-venv
       # the fuzz targets (scripts/fuzz): clang with libFuzzer and the sanitizer runtimes
-      clang libclang-rt-14-dev)
+      clang libclang-rt-14-dev) ;;
+esac
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -210,5 +210,57 @@ TEST_CASE("imgcheck scan --probe without a GPU: a note, and the static result st
   CHECK_THAT(notes, Catch::Contains("--probe: no GPU: probe skipped"));
 }
 
+// Issue #35: IMGCHECK_PROBE was both the helper's path and, once scan's flags read variables,
+// --probe's; a path there made every scan fail ("Could not convert"). The helper's variable is
+// IMGCHECK_PROBE_HELPER now, and a path in the old name still means the helper.
+TEST_CASE("IMGCHECK_PROBE_HELPER names the helper; IMGCHECK_PROBE=/path is its old name") {
+  Image img;
+  Write(FakeStack{}, img);
+  const fs::path marker = img.dir / "helper-ran";
+  const fs::path helper = img.dir / "helper.sh";
+  WriteFile(helper, "#!/bin/sh\necho ran >> '" + marker.string() + "'\nexec '" +
+                        (BinaryDir() / "imgcheck-probe").string() + "' \"$@\"\n");
+  fs::permissions(helper, fs::perms::owner_all);
+  const std::string driver = " --test-libcuda '" + img.libcuda.string() + "'";
+  const std::string bin = "'" + (BinaryDir() / "imgcheck").string() + "' ";
+  auto ran = [&] {
+    bool r = fs::exists(marker);
+    fs::remove(marker);
+    return r;
+  };
+
+  auto probe = Run("IMGCHECK_PROBE_HELPER='" + helper.string() + "' " + bin + "probe '" +
+                   img.reference + "'" + driver + " 2>&1");
+  INFO(probe.output);
+  CHECK(probe.status == 0);
+  CHECK(ran());
+
+  // The old name with a path: a plain scan (no probe, no "Could not convert"), as before.
+  const std::string scan = bin + "scan '" + img.reference + "' --format json --ignore IC012,IC051";
+  auto old_name = Run("IMGCHECK_PROBE='" + helper.string() + "' " + scan + " 2>&1");
+  INFO(old_name.output);
+  CHECK(old_name.status == 0);
+  CHECK_THAT(old_name.output, !Catch::Contains("Could not convert"));
+  CHECK_FALSE(ran());
+  // ... and the helper, when --probe is given.
+  auto old_helper =
+      Run("IMGCHECK_PROBE='" + helper.string() + "' " + scan + " --probe" + driver + " 2>&1");
+  INFO(old_helper.output);
+  CHECK(old_helper.status == 0);
+  CHECK(ran());
+
+  // --probe's own variable still turns the probe on; the new name wins over the old one.
+  auto flag = Run("IMGCHECK_PROBE=true IMGCHECK_PROBE_HELPER='" + helper.string() + "' " + scan +
+                  driver + " 2>&1");
+  INFO(flag.output);
+  CHECK(flag.status == 0);
+  CHECK(ran());
+  auto missing = Run("IMGCHECK_PROBE_HELPER=" + (img.dir / "none").string() + " IMGCHECK_PROBE='" +
+                     helper.string() + "' " + scan + " --probe" + driver + " 2>&1");
+  INFO(missing.output);
+  CHECK_FALSE(ran());
+  CHECK_THAT(missing.output, Catch::Contains((img.dir / "none").string()));
+}
+
 }  // namespace
 }  // namespace imgcheck::probe

@@ -2,7 +2,6 @@
 // report, and the CI exit code: 0 nothing at or above --fail-on, 1 findings, 2 scan failed.
 #include <unistd.h>
 
-#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -127,16 +126,6 @@ Runner DefineScan(CLI::App& sub) {
   sub.add_flag("--probe", args->probe,
                "also run the image's cuDNN stack on this host's GPU (runs image code; see probe)");
   AddProbeRunArgs(sub, args->probe_run, "--probe-timeout");
-  // Every flag also from IMGCHECK_<FLAG> (--fail-on: IMGCHECK_FAIL_ON), as CI systems pass
-  // settings. CLI11 reads the variable only when the flag is absent, and the config file's
-  // values apply only where neither set one: flag > environment > config file.
-  for (CLI::Option* o : sub.get_options()) {
-    if (!o->nonpositional() || o->get_lnames().empty() || o->get_lnames()[0] == "help") continue;
-    std::string env = "IMGCHECK_";
-    for (char c : o->get_lnames()[0])
-      env += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    o->envname(env);
-  }
   return [args]() -> int { return Scan(*args); };
 }
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 
 #include "report/escape.h"
 #include "scan/build_info.h"
+#include "util/environment.h"
 #include "util/error.h"
 #include "util/profile.h"
 #include "util/text.h"
@@ -37,6 +39,42 @@ const std::vector<Command>& Commands() {
   };
   return kCommands;
 }
+
+bool FlagsFromEnvironment(std::string_view command) {
+  return command == "scan" || command == "serve";
+}
+
+std::string FlagVariable(const CLI::Option& flag) {
+  std::string name = "IMGCHECK_";
+  for (char c : flag.get_lnames().at(0))
+    name += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return name;
+}
+
+void MoveRenamedVariables() {
+  for (const util::RenamedVariable& v : util::kRenamedVariables) {
+    const std::string old_name(v.old_name);
+    const char* value = std::getenv(old_name.c_str());
+    if (value == nullptr || value[0] != '/') continue;
+    const std::string name(v.name);
+    setenv(name.c_str(), value, 0);  // the new name, when also set, wins
+    unsetenv(old_name.c_str());
+  }
+}
+
+namespace {
+
+// Each visible flag of `sub` (not --help, not a hidden test-only one) reads FlagVariable's name.
+void SetFlagVariables(CLI::App& sub) {
+  for (CLI::Option* o : sub.get_options()) {
+    if (!o->nonpositional() || o->get_lnames().empty() || o->get_lnames()[0] == "help" ||
+        o->get_group().empty())
+      continue;
+    o->envname(FlagVariable(*o));
+  }
+}
+
+}  // namespace
 
 void AddImageArgs(CLI::App& sub, ImageArgs& args) {
   sub.add_option("image", args.reference,
@@ -256,6 +294,7 @@ void DefineApp(CLI::App& app, Runner& run) {
   for (const auto& c : Commands()) {
     CLI::App* sub = app.add_subcommand(std::string(c.name), std::string(c.summary));
     Runner r = c.define(*sub);
+    if (FlagsFromEnvironment(c.name)) SetFlagVariables(*sub);
     sub->callback([&run, r] { run = r; });
   }
 }
@@ -272,6 +311,7 @@ int Main(int argc, char** argv) {
     return isatty(STDOUT_FILENO) ? 0 : 2;
   }
   if (std::optional<int> refused = Rewrite(args)) return *refused;
+  MoveRenamedVariables();
   std::reverse(args.begin(), args.end());  // CLI11 takes them in reverse order
   try {
     app.parse(args);

@@ -28,6 +28,17 @@ struct Command {
 
 const std::vector<Command>& Commands();
 
+/// Whether every flag of the subcommand `command` also reads its variable (FlagVariable) when not
+/// given: flag > variable > config file. scan and serve: what CI systems and Deployments set.
+bool FlagsFromEnvironment(std::string_view command);
+/// The variable of a flag: IMGCHECK_ and its first long name in capitals, '-' as '_' (--fail-on:
+/// IMGCHECK_FAIL_ON). The one rule: --help and the man page show what it gives, per flag.
+std::string FlagVariable(const CLI::Option& flag);
+/// Old names of renamed variables (util::kRenamedVariables) whose value is an absolute path are
+/// moved to the new name before the command line is read, so that the flag whose variable the
+/// old name now is never sees a path. Call before parsing, while only one thread runs.
+void MoveRenamedVariables();
+
 /// Options every subcommand that reads an image shares.
 struct ImageArgs {
   std::string reference;

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <sstream>
 
+#include "cli/commands.h"
+#include "util/environment.h"
+
 namespace imgcheck::cli {
 
 namespace {
@@ -221,18 +224,28 @@ std::string ManPage(const CLI::App& app, std::string_view version) {
       for (const auto& sp : Spellings(*o))
         names += (names.empty() ? "" : ", ") + ("\\fB" + Roff(sp) + "\\fR");
       if (TakesValue(*o)) names += " \\fI" + Roff(o->get_type_name()) + "\\fR";
-      out << ".TP\n" << names << "\n" << Roff(o->get_description()) << "\n";
+      out << ".TP\n" << names << "\n" << Roff(o->get_description());
+      if (!o->get_envname().empty()) out << " (variable \\fB" << Roff(o->get_envname()) << "\\fR)";
+      out << "\n";
     }
   }
+  std::string read_flags;  // the commands whose flags read variables
+  for (const CLI::App* s : VisibleCommands(app))
+    if (FlagsFromEnvironment(s->get_name()))
+      read_flags += (read_flags.empty() ? "" : ", ") + ("\\fB" + Roff(s->get_name()) + "\\fR");
   out << ".SH EXIT STATUS\n"
       << Roff(app.get_footer()) << "\n"
       << ".SH ENVIRONMENT\n"
-      << ".TP\n\\fBNO_COLOR\\fR\nno colour in the text report\n"
-      << ".TP\n\\fBIMGCHECK_RULES_DIR\\fR\nthe rule data directory\n"
-      << ".TP\n\\fBIMGCHECK_\\fR\\fIFLAG\\fR\n"
-      << "any flag of \\fBscan\\fR (\\fB\\-\\-fail\\-on\\fR: \\fBIMGCHECK_FAIL_ON\\fR); a flag "
-         "given wins over the variable, the variable over the config file\n"
-      << ".SH SEE ALSO\n"
+      << "Each flag of " << read_flags
+      << " is also read from the variable named beside it (\\fB\\-\\-fail\\-on\\fR: "
+         "\\fBIMGCHECK_FAIL_ON\\fR); a flag given wins over the variable, the variable over the "
+         "config file. Besides those:\n";
+  for (const util::EnvironmentVariable& v : util::kEnvironment)
+    out << ".TP\n\\fB" << Roff(v.name) << "\\fR\n" << Roff(v.meaning) << "\n";
+  for (const util::RenamedVariable& v : util::kRenamedVariables)
+    out << ".TP\n\\fB" << Roff(v.old_name) << "\\fR=\\fI/PATH\\fR\nthe old name of \\fB"
+        << Roff(v.name) << "\\fR, taken as it when its value is an absolute path\n";
+  out << ".SH SEE ALSO\n"
       << "\\fBimgcheck help\\fR \\fICOMMAND\\fR, \\fBimgcheck rules\\fR\n";
   return out.str();
 }

@@ -28,22 +28,21 @@ constexpr size_t kMaxAuthFile = 4 << 20;
 constexpr size_t kMaxHelperOutput = 1 << 20;
 constexpr int kHelperTimeoutMs = 30000;
 
-std::string Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr ? "" : v;
-}
+// A variable's value, "" when unset (getenv's name stays a literal: cli's environment test reads
+// each one).
+std::string OrEmpty(const char* value) { return value == nullptr ? "" : value; }
 
 // The auth files in the order containers/image and docker consult them.
 std::vector<std::string> AuthFiles() {
   std::vector<std::string> files;
-  if (std::string f = Env("REGISTRY_AUTH_FILE"); !f.empty()) {
+  if (std::string f = OrEmpty(std::getenv("REGISTRY_AUTH_FILE")); !f.empty()) {
     files.push_back(f);
-  } else if (std::string run = Env("XDG_RUNTIME_DIR"); !run.empty()) {
+  } else if (std::string run = OrEmpty(std::getenv("XDG_RUNTIME_DIR")); !run.empty()) {
     files.push_back(run + "/containers/auth.json");
   }
-  std::string home = Env("HOME");
+  std::string home = OrEmpty(std::getenv("HOME"));
   if (!home.empty()) files.push_back(home + "/.config/containers/auth.json");
-  if (std::string d = Env("DOCKER_CONFIG"); !d.empty()) {
+  if (std::string d = OrEmpty(std::getenv("DOCKER_CONFIG")); !d.empty()) {
     files.push_back(d + "/config.json");
   } else if (!home.empty()) {
     files.push_back(home + "/.docker/config.json");

@@ -93,7 +93,7 @@ struct RunOptions {
   int cpu_seconds = 60;              ///< RLIMIT_CPU inside the child
 };
 
-/// imgcheck-probe next to the running executable (or $IMGCHECK_PROBE when set).
+/// imgcheck-probe next to the running executable (or $IMGCHECK_PROBE_HELPER when set).
 std::filesystem::path ProbeExecutable();
 
 /// Runs imgcheck-probe on `libraries` ({role, absolute path}, loaded in that order) with a clean

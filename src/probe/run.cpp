@@ -54,7 +54,7 @@ struct Pipe {
 }  // namespace
 
 std::filesystem::path ProbeExecutable() {
-  if (const char* env = std::getenv("IMGCHECK_PROBE"); env && *env) return env;
+  if (const char* env = std::getenv("IMGCHECK_PROBE_HELPER"); env && *env) return env;
   std::error_code ec;
   std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
   return ec ? std::filesystem::path("imgcheck-probe") : self.parent_path() / "imgcheck-probe";

@@ -225,18 +225,6 @@ struct SbomItem {
   std::string ref;
 };
 
-/// The present components, then with sbom.all_packages every other package of the image.
-std::vector<SbomItem> SbomItems(const catalog::Catalog& cat, const SbomInput& sbom) {
-  std::vector<SbomItem> items;
-  for (size_t i = 0; i < cat.components.size(); ++i)
-    if (!cat.components[i].deleted)  // not in the image
-      items.push_back({&cat.components[i], "component-" + std::to_string(i + 1)});
-  if (sbom.all_packages)
-    for (size_t i = 0; i < cat.packages.size(); ++i)
-      items.push_back({&cat.packages[i], "package-" + std::to_string(i + 1)});
-  return items;
-}
-
 /// The package manager whose database names a package component; nullopt for the rest.
 std::optional<catalog::PackageManager> ManagerOf(ComponentKind kind) {
   switch (kind) {
@@ -251,30 +239,91 @@ std::optional<catalog::PackageManager> ManagerOf(ComponentKind kind) {
   }
 }
 
+/// A package as its component is keyed: pip's by the normalised distribution name, as the
+/// catalog names python-dist components; an owner's name as the database wrote it.
+using PackageKey = std::pair<catalog::PackageManager, std::string>;
+PackageKey KeyOf(const catalog::PackageRef& owner) {
+  return {owner.manager, owner.manager == catalog::PackageManager::kPip
+                             ? catalog::NormalizeDistName(owner.name)
+                             : owner.name};
+}
+
+/// The present components, then every other package of the image with sbom.all_packages, else
+/// only those that installed a present component (the CUDA stack's own packages).
+std::vector<SbomItem> SbomItems(const catalog::Catalog& cat, const SbomInput& sbom) {
+  std::vector<SbomItem> items;
+  std::set<PackageKey> owners;
+  for (size_t i = 0; i < cat.components.size(); ++i) {
+    const Component& c = cat.components[i];
+    if (c.deleted) continue;  // not in the image
+    items.push_back({&c, "component-" + std::to_string(i + 1)});
+    if (c.owner) owners.insert(KeyOf(*c.owner));
+  }
+  for (size_t i = 0; i < cat.packages.size(); ++i) {
+    const Component& p = cat.packages[i];
+    std::optional<catalog::PackageManager> m = ManagerOf(p.kind);
+    if (sbom.all_packages || (m && owners.count({*m, p.name})))
+      items.push_back({&p, "package-" + std::to_string(i + 1)});
+  }
+  return items;
+}
+
+/// Where each item sits in the SBOM. A file a package installed (its component's owner) is
+/// nested in that package's component (CycloneDX) or CONTAINed by it (SPDX); a framework whose
+/// distribution is listed is that one component, its build facts folded into it.
+struct SbomTree {
+  std::map<PackageKey, std::string> package_ref;  ///< each package item's reference
+  std::map<std::string, std::string> parent;      ///< item ref -> its package's ref
+  std::map<std::string, std::vector<const Component*>> frameworks;  ///< package ref -> folded
+  std::set<std::string> folded;  ///< refs of the frameworks folded away
+};
+
+SbomTree TreeOf(const std::vector<SbomItem>& items) {
+  SbomTree tree;
+  for (const SbomItem& item : items)
+    if (std::optional<catalog::PackageManager> m = ManagerOf(item.component->kind))
+      tree.package_ref.emplace(PackageKey{*m, item.component->name}, item.ref);
+  for (const SbomItem& item : items) {
+    const Component& c = *item.component;
+    if (!c.owner || ManagerOf(c.kind)) continue;
+    auto it = tree.package_ref.find(KeyOf(*c.owner));
+    if (it == tree.package_ref.end()) continue;  // its package is not listed: stays on its own
+    if (c.kind == ComponentKind::kFramework) {
+      tree.frameworks[it->second].push_back(&c);
+      tree.folded.insert(item.ref);
+    } else {
+      tree.parent.emplace(item.ref, it->second);
+    }
+  }
+  return tree;
+}
+
+/// The framework's facts as name/value pairs: its name, version and where its build facts
+/// file is, then each build fact ("build:cuda_version").
+std::vector<std::pair<std::string, std::string>> FrameworkFacts(const Component& fw) {
+  std::vector<std::pair<std::string, std::string>> out = {
+      {"framework", fw.name}, {"framework_version", fw.version}, {"framework_path", fw.path}};
+  for (const auto& [k, v] : fw.build) out.emplace_back("build:" + k, v);
+  return out;
+}
+
 /// The dependency graph of `items` by reference: each load's consumer and library mapped to
 /// the library component at that path, else to the package component that owns the file. A
 /// load inside one component (a package's own libraries) is no edge.
 std::map<std::string, std::set<std::string>> DependencyRefs(const catalog::Catalog& cat,
                                                             const std::vector<SbomItem>& items,
+                                                            const SbomTree& tree,
                                                             const SbomInput& sbom) {
   std::map<std::string, std::string, std::less<>> by_path;
-  std::map<std::pair<catalog::PackageManager, std::string>, std::string> by_package;
   for (const SbomItem& item : items) {
     const Component& c = *item.component;
-    if (std::optional<catalog::PackageManager> m = ManagerOf(c.kind)) {
-      by_package.emplace(std::pair{*m, c.name}, item.ref);
-    } else if (catalog::IsLibraryKind(c.kind)) {
-      by_path.emplace(c.path, item.ref);
-    }
+    if (!ManagerOf(c.kind) && catalog::IsLibraryKind(c.kind)) by_path.emplace(c.path, item.ref);
   }
   auto ref_of = [&](const std::string& path) -> std::string {
     if (auto it = by_path.find(path); it != by_path.end()) return it->second;
-    if (const catalog::PackageRef* owner = cat.Owner(path)) {
-      std::string name = owner->name;
-      if (owner->manager == catalog::PackageManager::kPip) name = catalog::NormalizeDistName(name);
-      if (auto it = by_package.find({owner->manager, name}); it != by_package.end())
+    if (const catalog::PackageRef* owner = cat.Owner(path))
+      if (auto it = tree.package_ref.find(KeyOf(*owner)); it != tree.package_ref.end())
         return it->second;
-    }
     return "";
   };
   std::map<std::string, std::set<std::string>> graph;
@@ -366,10 +415,12 @@ std::string RenderCatalogCycloneDx(const catalog::Catalog& cat, const ImageInfo&
   if (!image.manifest_digest.empty()) subject["version"] = image.manifest_digest;
   metadata["component"] = std::move(subject);
   bom["metadata"] = std::move(metadata);
-  ordered_json components = ordered_json::array();
   std::vector<SbomItem> items = SbomItems(cat, sbom);
+  SbomTree tree = TreeOf(items);
+  std::map<std::string, ordered_json> by_ref;
   for (const SbomItem& item : items) {
     const Component& c = *item.component;
+    if (tree.folded.count(item.ref)) continue;
     ordered_json j;
     j["bom-ref"] = item.ref;
     j["type"] = CycloneDxType(c.kind);
@@ -393,13 +444,29 @@ std::string RenderCatalogCycloneDx(const catalog::Catalog& cat, const ImageInfo&
       prop("imgcheck:version_source_path", e->path);
     }
     if (c.owner) prop("imgcheck:owner", c.owner->name + "@" + c.owner->version);
+    for (const Component* fw : tree.frameworks[item.ref])
+      for (const auto& [name, value] : FrameworkFacts(*fw)) prop("imgcheck:" + name, value);
     j["properties"] = std::move(props);
-    components.push_back(std::move(j));
+    // Where the file is in the image (CycloneDX 1.5+ evidence.occurrences).
+    if (!ManagerOf(c.kind) && !c.path.empty())
+      j["evidence"] = {{"occurrences", {{{"location", c.path}}}}};
+    by_ref.emplace(item.ref, std::move(j));
   }
+  // A package's files nested in its component, in catalog order; the rest at the top.
+  for (const SbomItem& item : items)
+    if (auto p = tree.parent.find(item.ref); p != tree.parent.end()) {
+      ordered_json& package = by_ref.at(p->second);
+      if (!package.contains("components")) package["components"] = ordered_json::array();
+      package["components"].push_back(std::move(by_ref.at(item.ref)));
+    }
+  ordered_json components = ordered_json::array();
+  for (const SbomItem& item : items)
+    if (!tree.folded.count(item.ref) && !tree.parent.count(item.ref))
+      components.push_back(std::move(by_ref.at(item.ref)));
   bom["components"] = std::move(components);
   // Who loads whom, as the loader resolved it (CycloneDX: a component's dependsOn).
   ordered_json dependencies = ordered_json::array();
-  for (const auto& [from, to] : DependencyRefs(cat, items, sbom))
+  for (const auto& [from, to] : DependencyRefs(cat, items, tree, sbom))
     dependencies.push_back({{"ref", from}, {"dependsOn", ordered_json(to)}});
   if (!dependencies.empty()) bom["dependencies"] = std::move(dependencies);
   // By default the catalog lists the CUDA stack (libraries, driver files, frameworks and the
@@ -446,8 +513,10 @@ std::string RenderCatalogSpdx(const catalog::Catalog& cat, const ImageInfo& imag
   // SPDX identifiers from the CycloneDX references: "component-3" -> "SPDXRef-component-3".
   auto id_of = [](const std::string& ref) { return "SPDXRef-" + ref; };
   std::vector<SbomItem> items = SbomItems(cat, sbom);
+  SbomTree tree = TreeOf(items);
   for (const SbomItem& item : items) {
     const Component& c = *item.component;
+    if (tree.folded.count(item.ref)) continue;
     std::string id = id_of(item.ref);
     ordered_json p{{"SPDXID", id},
                    {"name", c.name},
@@ -460,14 +529,21 @@ std::string RenderCatalogSpdx(const catalog::Catalog& cat, const ImageInfo& imag
       p["externalRefs"] = {{{"referenceCategory", "PACKAGE-MANAGER"},
                             {"referenceType", "purl"},
                             {"referenceLocator", purl}}};
-    p["comment"] = std::string(catalog::KindName(c.kind)) + " at " + c.path + " (layer " +
-                   std::to_string(c.layer) + ")";
+    std::string comment = std::string(catalog::KindName(c.kind)) + " at " + c.path + " (layer " +
+                          std::to_string(c.layer) + ")";
+    for (const Component* fw : tree.frameworks[item.ref])  // SPDX 2.3 packages have no properties
+      for (const auto& [name, value] : FrameworkFacts(*fw))
+        if (!value.empty()) comment += "; " + name + "=" + value;
+    p["comment"] = std::move(comment);
     packages.push_back(std::move(p));
-    relationships.push_back({{"spdxElementId", "SPDXRef-Image"},
-                             {"relationshipType", "CONTAINS"},
-                             {"relatedSpdxElement", id}});
+    // The package that installed the file contains it; the image contains the rest.
+    auto parent = tree.parent.find(item.ref);
+    relationships.push_back(
+        {{"spdxElementId", parent != tree.parent.end() ? id_of(parent->second) : "SPDXRef-Image"},
+         {"relationshipType", "CONTAINS"},
+         {"relatedSpdxElement", id}});
   }
-  for (const auto& [from, to] : DependencyRefs(cat, items, sbom))
+  for (const auto& [from, to] : DependencyRefs(cat, items, tree, sbom))
     for (const std::string& library : to)
       relationships.push_back({{"spdxElementId", id_of(from)},
                                {"relationshipType", "DEPENDS_ON"},

@@ -44,7 +44,10 @@ struct SbomInput {
 /// CycloneDX JSON (`spec` "1.6", or "1.5" on request): present components with type, name,
 /// version, a purl per the purl spec (pkg:pypi, pkg:conda, pkg:deb with the full version, arch
 /// and distro; pkg:generic/nvidia for a CUDA library no package owns), imgcheck:* properties for
-/// path, layer and version source, a SHA-256 hash where the reading took one, `dependencies`
+/// path, layer and version source, a SHA-256 hash where the reading took one, each file's path as
+/// evidence.occurrences; a file a listed package installed is nested in that package's component,
+/// and a framework whose distribution is listed is that component (its build facts as
+/// imgcheck:build:* properties), never a second one; `dependencies`
 /// from `sbom.loads`, and a composition that says the list is the CUDA stack only (aggregate
 /// "incomplete") or, with sbom.all_packages, every package ("complete"); the metadata names the
 /// tool and (property imgcheck:rules-version) the rule data's version.
@@ -55,7 +58,9 @@ std::string RenderCatalogCycloneDx(const catalog::Catalog& cat, const ImageInfo&
 
 /// SPDX 2.3 JSON: the image as the described package, which CONTAINS each present component
 /// (name, versionInfo, the purl as a PACKAGE-MANAGER external reference, a SHA256 checksum where
-/// the reading took one), DEPENDS_ON relationships from `sbom.loads`; `created` is `timestamp`
+/// the reading took one) but the files a listed package installed, which that package CONTAINS;
+/// a framework folded into its distribution as in CycloneDX (its build facts in the comment);
+/// DEPENDS_ON relationships from `sbom.loads`; `created` is `timestamp`
 /// ("YYYY-MM-DDTHH:MM:SSZ"; empty: now).
 std::string RenderCatalogSpdx(const catalog::Catalog& cat, const ImageInfo& image,
                               std::string_view tool_version, std::string timestamp = "",

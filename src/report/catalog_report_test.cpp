@@ -119,9 +119,14 @@ TEST_CASE("catalog CycloneDX 1.6: present components, purls, properties", "[repo
   CHECK(nlohmann::json::parse(RenderCatalog(SmallCatalog(), Info(), CatalogFormat::kCycloneDx15,
                                             "0.1.0"))["specVersion"] == "1.5");
   CHECK(bom["metadata"]["component"]["type"] == "container");
-  REQUIRE(bom["components"].size() == 3);  // the deleted library is not in the image
-  const auto& lib = bom["components"][0];
+  // The deleted library is not in the image; the live one is in the package that installed it.
+  REQUIRE(bom["components"].size() == 2);
+  const auto& deb = bom["components"][1];
+  REQUIRE(deb["components"].size() == 1);
+  const auto& lib = deb["components"][0];
   CHECK(lib["type"] == "library");
+  CHECK(lib["evidence"]["occurrences"][0]["location"] ==
+        "/usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.2");
   CHECK(lib["name"] == "libcudnn");
   CHECK_FALSE(lib.contains("purl"));
   bool has_path = false;
@@ -130,7 +135,7 @@ TEST_CASE("catalog CycloneDX 1.6: present components, purls, properties", "[repo
       has_path = p["value"] == "/usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.2";
   }
   CHECK(has_path);
-  CHECK(bom["components"][1]["purl"] == "pkg:pypi/torch@2.3.0%2Bcu121");
+  CHECK(bom["components"][0]["purl"] == "pkg:pypi/torch@2.3.0%2Bcu121");
   // A CUDA library no package owns is NVIDIA's, by name and version.
   catalog::Catalog unowned = SmallCatalog();
   unowned.components[0].owner.reset();
@@ -138,7 +143,7 @@ TEST_CASE("catalog CycloneDX 1.6: present components, purls, properties", "[repo
   CHECK(generic["components"][0]["purl"].get<std::string>().rfind("pkg:generic/nvidia/libcudnn@",
                                                                   0) == 0);
   // The full Debian version, the platform's arch and os-release's ID-VERSION_ID.
-  CHECK(bom["components"][2]["purl"] ==
+  CHECK(deb["purl"] ==
         "pkg:deb/ubuntu/libcudnn8@8.9.2.26-1%2Bcuda12.1?arch=amd64&distro=ubuntu-22.04");
 }
 
@@ -153,7 +158,13 @@ TEST_CASE("catalog SPDX 2.3: the image contains each present component", "[repor
   CHECK(doc["packages"][3]["externalRefs"][0]["referenceLocator"] ==
         "pkg:deb/ubuntu/libcudnn8@8.9.2.26-1%2Bcuda12.1?arch=amd64&distro=ubuntu-22.04");
   CHECK(doc["relationships"][0]["relationshipType"] == "DESCRIBES");
-  CHECK(doc["relationships"].size() == 4);
+  REQUIRE(doc["relationships"].size() == 4);
+  // The library is the deb's, which the image contains.
+  CHECK(doc["relationships"][1] ==
+        nlohmann::json{{"spdxElementId", doc["packages"][3]["SPDXID"]},
+                       {"relationshipType", "CONTAINS"},
+                       {"relatedSpdxElement", doc["packages"][1]["SPDXID"]}});
+  CHECK(doc["relationships"][3]["spdxElementId"] == "SPDXRef-Image");
   CHECK(util::ParseFormat(kCatalogFormats, "spdx-json") == CatalogFormat::kSpdx);
 }
 
