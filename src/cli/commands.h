@@ -103,6 +103,7 @@ Runner DefineMan(CLI::App& sub);
 std::string SuggestCommand(std::string_view word);
 Runner DefineServe(CLI::App& sub);
 Runner DefineKey(CLI::App& sub);
+Runner DefineVerify(CLI::App& sub);
 
 /// Adds --rules DIR (repeatable) and --rules-cache DIR (scan::SetRulesCache) to `sub`.
 void AddRulesArg(CLI::App& sub, std::vector<std::string>& rules_dirs);
