@@ -10,7 +10,6 @@
 #include "attest/dsse.h"
 #include "attest/statement.h"
 #include "image/registry_auth.h"
-#include "image_writer.h"
 #include "registry_server.h"
 #include "support.h"
 #include "util/sha256.h"
@@ -28,14 +27,7 @@ AttachOptions NoSettle() {
 
 // A registry holding two small images, app:1 and app:2, and a key pair.
 struct Fixture {
-  Fixture() : reg({}) {
-    for (std::string tag : {"1", "2"}) {
-      ImageRecipe r;
-      r.layers = {MakeLayer({File("etc/marker", tag)}, Compression::kGzip, "COPY marker")};
-      WrittenImage img = WriteOciLayout(work / tag, r);
-      reg.Push("oci:" + (work / tag).string() + ":latest", "app:" + tag);
-      digests.push_back(img.manifest_digest);
-    }
+  Fixture() : reg({}), digests(PushMarkerImages(reg, work.path(), {"1", "2"})) {
     KeyPair pair = GenerateKeyPair();
     WriteFile(work / "key.pub", pair.public_pem);
     signer = *Signer::FromPem(pair.private_pem, "key");

@@ -29,14 +29,14 @@ void WriteNew(const std::string& path, const std::string& text, mode_t mode) {
 Runner DefineKey(CLI::App& sub) {
   auto prefix = std::make_shared<std::string>("imgcheck");
   sub.require_subcommand(1);
-  CLI::App* generate =
-      sub.add_subcommand("generate",
-                         "write a new ECDSA P-256 key pair: PREFIX.key (PKCS#8 PEM, mode 0600) and "
-                         "PREFIX.pub (SubjectPublicKeyInfo PEM, what cosign.pub is)");
-  generate
-      ->add_option("--output-key-prefix", *prefix,
-                   "the files' path without .key/.pub (existing files are never replaced)")
+  // `key generate --output-key-prefix P` as well as `key --output-key-prefix P generate`.
+  sub.fallthrough();
+  sub.add_option("--output-key-prefix", *prefix,
+                 "the files' path without .key/.pub (existing files are never replaced)")
       ->capture_default_str();
+  sub.add_subcommand("generate",
+                     "write a new ECDSA P-256 key pair: PREFIX.key (PKCS#8 PEM, mode 0600) and "
+                     "PREFIX.pub (SubjectPublicKeyInfo PEM, what cosign.pub is)");
   return [prefix]() -> int {
     attest::KeyPair pair = attest::GenerateKeyPair();
     std::string key = *prefix + ".key", pub = *prefix + ".pub";

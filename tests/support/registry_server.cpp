@@ -13,6 +13,8 @@
 #include <chrono>
 #include <thread>
 
+#include "image_writer.h"
+
 namespace imgcheck::testing {
 
 namespace fs = std::filesystem;
@@ -142,6 +144,18 @@ void Registry::MakeCertificates() {
   CommandResult r = Run("(" + cmd + ")");  // all of it captured, not only the last command
   INFO(r.output);
   REQUIRE(r.status == 0);
+}
+
+std::vector<std::string> PushMarkerImages(Registry& reg, const fs::path& work,
+                                          const std::vector<std::string>& tags) {
+  std::vector<std::string> digests;
+  for (const std::string& tag : tags) {
+    ImageRecipe r;
+    r.layers = {MakeLayer({File("etc/marker", tag)}, Compression::kGzip, "COPY marker")};
+    digests.push_back(WriteOciLayout(work / tag, r).manifest_digest);
+    reg.Push("oci:" + (work / tag).string() + ":latest", "app:" + tag);
+  }
+  return digests;
 }
 
 }  // namespace imgcheck::testing

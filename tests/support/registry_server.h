@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "image/registry.h"
 #include "support.h"
@@ -59,5 +60,10 @@ class Registry {
   int port_;
   pid_t pid_ = -1;
 };
+
+/// Pushes one small image per tag to `reg` as "app:TAG" (a gzip layer of /etc/marker holding
+/// TAG), written under `work`; returns their manifest digests in order.
+std::vector<std::string> PushMarkerImages(Registry& reg, const std::filesystem::path& work,
+                                          const std::vector<std::string>& tags);
 
 }  // namespace imgcheck::testing
