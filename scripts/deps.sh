@@ -30,6 +30,8 @@ case "${1:-}" in
       libcpp-httplib-dev zlib1g-dev libbrotli-dev
       # the CI gate's tests: real builds, podman's Docker API, the SARIF schema
       buildah podman python3-jsonschema
+      # an independent verifier of the attestations imgcheck writes (testdata/attest/verify.py)
+      python3-cryptography
       # the JUnit report against the Jenkins and Ant/JUnit 5 XSDs (testdata/junit)
       libxml2-utils
       # scripts/build-image.sh: a Debian 12 base where no registry serves one; scripts/release.sh

@@ -4,8 +4,8 @@
     tests/structure_check.py SOURCE_DIR            (ctest runs it: structure)
 
 1. Every `#include "STAGE/..."` in src/ names the file's own stage or an earlier one, in the order
-   of STYLE.md's "Shape" (util, image, elf, catalog, loader, rules, report, scan, probe, serve,
-   cli).
+   of STYLE.md's "Shape" (util, image, elf, catalog, loader, rules, report, scan, attest, probe,
+   serve, cli).
 2. src/cli holds argument parsing and output selection only: it names nothing of `loader::` or
    `catalog::` (scan:: is its door to them), and no function body in it runs past 60 lines.
 
@@ -18,7 +18,7 @@ import os
 import re
 import sys
 
-STAGES = ["util", "image", "elf", "catalog", "loader", "rules", "report", "scan", "probe",
+STAGES = ["util", "image", "elf", "catalog", "loader", "rules", "report", "scan", "attest", "probe",
           "serve", "cli"]
 MAX_BODY_LINES = 60
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 
+#include "attest/attest.h"
 #include "cli/commands.h"
 #include "cli/rule_args.h"
 #include "image/transports.h"
@@ -34,6 +35,8 @@ struct ScanArgs {
   bool probe = false;          ///< --probe: also run the GPU probe (src/probe)
   bool verbose = false;        ///< --verbose: the text report's evidence and quiet findings
   ProbeRunArgs probe_run;
+  bool attest = false;  ///< --attest: sign the verdict and attach it to the image (src/attest)
+  std::string key;      ///< --key: the private key that signs it
 };
 
 struct Output {
@@ -64,8 +67,21 @@ std::vector<Output> Outputs(const ScanArgs& args) {
   return out;
 }
 
+// --attest: the signed verdict appended to the image's attestations (cosign's .att layout).
+void Attest(const ScanArgs& args, const report::Report& rep, const scan::Policy& policy,
+            const attest::Signer& signer) {
+  attest::Attested a = attest::AttestScan(args.image.reference, rep, policy, signer,
+                                          ToLoadOptions(args.image).registry);
+  std::cerr << "imgcheck: attested " << a.repository << "@" << a.digest << " as " << a.repository
+            << ":" << attest::AttestationTag(a.digest) << "\n";
+}
+
 int Scan(const ScanArgs& args) {
   std::vector<Output> outputs = Outputs(args);
+  if (args.attest && args.key.empty()) throw util::Fatal("--attest needs --key FILE");
+  // The key is read before the scan, so a bad one fails at once.
+  std::optional<attest::Signer> signer;
+  if (args.attest) signer = attest::LoadSigner(args.key);
   // The policy and the scan's model live to the process's end (KeepToExit).
   scan::Policy& policy = KeepToExit(std::make_unique<scan::Policy>(scan::LoadPolicy(args.rules)));
   scan::Request request = ScanRequest(args.image, policy.knowledge, scan::Depth::kFindings);
@@ -98,6 +114,7 @@ int Scan(const ScanArgs& args) {
       if (!out.flush()) throw util::Fatal("--output: cannot write " + o.file);
     }
   }
+  if (signer) Attest(args, rep, policy, *signer);
   for (const auto& f : rep.findings)
     if (rules::Fails(policy.fail_on, f.severity)) return 1;
   return args.fail_on_empty && !rep.cuda_stack ? 1 : 0;
@@ -126,6 +143,11 @@ Runner DefineScan(CLI::App& sub) {
   sub.add_flag("--probe", args->probe,
                "also run the image's cuDNN stack on this host's GPU (runs image code; see probe)");
   AddProbeRunArgs(sub, args->probe_run, "--probe-timeout");
+  sub.add_flag("--attest", args->attest,
+               "sign the verdict (in-toto statement, DSSE) and attach it to the registry image "
+               "where cosign and Kyverno look (tag sha256-HEX.att); needs --key");
+  sub.add_option("--key", args->key,
+                 "the private key (PKCS#8 PEM, from `imgcheck key generate`) that signs --attest");
   return [args]() -> int { return Scan(*args); };
 }
 

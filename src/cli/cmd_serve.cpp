@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "attest/keys.h"
 #include "cli/commands.h"
 #include "cli/rule_args.h"
 #include "image/registry_auth.h"
@@ -36,6 +37,8 @@ struct ServeArgs {
   int workers = 2;
   int resolve_ttl = 60;
   size_t cache_entries = 10000;
+  std::vector<std::string> trust_keys;       ///< --trust-key (h-attest)
+  bool verify_attestations_by_scan = false;  ///< --verify-attestations-by-scan (h-attest)
 };
 
 serve::Fallback ParseFallback(const std::string& flag, const std::string& value) {
@@ -83,8 +86,9 @@ class PolicyHolder {
 // sigtimedwait, so no other thread sees it.
 class Reloader {
  public:
-  Reloader(const scan::PolicyArgs& args, PolicyHolder& policy, serve::Verdicts& verdicts)
-      : thread_([this, &args, &policy, &verdicts] {
+  Reloader(const scan::PolicyArgs& args, PolicyHolder& policy, serve::Verdicts& verdicts,
+           serve::Attestations& attestations)
+      : thread_([this, &args, &policy, &verdicts, &attestations] {
           sigset_t hup;
           sigemptyset(&hup);
           sigaddset(&hup, SIGHUP);
@@ -96,6 +100,7 @@ class Reloader {
               std::string id = next->ShortIdentity();
               policy.Set(next);
               verdicts.SetIdentity(id);
+              attestations.SetIdentity(next->identity);
               serve::Log("SIGHUP: policy reloaded (rules data " + next->knowledge.version().str() +
                          ", identity " + id + ")");
             } catch (const std::exception& e) {
@@ -163,6 +168,17 @@ std::unique_ptr<serve::SharedStore> OpenSharedStore(const ServeArgs& args,
   return shared;
 }
 
+// --trust-key and --verify-attestations-by-scan (h-attest): the keys, and the scans' registry
+// options (credentials bound to their hosts as the scans' are).
+serve::AttestationOptions AttestationOptionsOf(const ServeArgs& args, const scan::Policy& policy) {
+  serve::AttestationOptions a;
+  for (const auto& k : args.trust_keys) a.keys.push_back(attest::LoadPublicKey(k));
+  a.registry = ToLoadOptions(args.image).registry;
+  a.fail_on = policy.fail_on;
+  a.verify_by_scan = args.verify_attestations_by_scan;
+  return a;
+}
+
 std::chrono::milliseconds Millis(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
@@ -207,8 +223,21 @@ int Serve(ServeArgs& args) {
     return serve::VerdictOf(scan::Run(request)->report);
   };
   serve::Verdicts verdicts(scanner, vo, std::move(shared), metrics);
-  Reloader reloader(args.rules, holder, verdicts);
+  serve::Attestations attestations(AttestationOptionsOf(args, policy), metrics);
+  attestations.SetIdentity(policy.identity);
+  o.attestations = &attestations;
+  Reloader reloader(args.rules, holder, verdicts, attestations);
   return serve::Serve(o, verdicts, resolver, metrics);
+}
+
+// --trust-key and --verify-attestations-by-scan (h-attest).
+void AddAttestationArgs(CLI::App& sub, ServeArgs& args) {
+  sub.add_option("--trust-key", args.trust_keys,
+                 "a public key (PEM, as cosign.pub) whose signed attestation of the current "
+                 "policy decides an image without a scan (repeatable; docs/admission.md)")
+      ->check(CLI::ExistingFile);
+  sub.add_flag("--verify-attestations-by-scan", args.verify_attestations_by_scan,
+               "scan an image decided by its attestation anyway, in the background");
 }
 
 // The HTTP server's bounds: body size, threads, connections, images per request.
@@ -298,6 +327,7 @@ Runner DefineServe(CLI::App& sub) {
       ->check(NonNegative());
   sub.add_option("--verdict-cache", args->cache_entries, "verdicts kept in memory")
       ->capture_default_str();
+  AddAttestationArgs(sub, *args);
   sub.add_option("--ready-file", s.ready_file)->group("");  // tests: the port, once listening
   return [args]() -> int { return Serve(*args); };
 }

@@ -36,6 +36,9 @@ const std::vector<Command>& Commands() {
       {"man", "print the man page imgcheck(1), in roff", DefineMan},
       {"serve", "answer Kubernetes admission, registry pushes and Gatekeeper over HTTPS",
        DefineServe},
+      {"verify", "the verdict of a registry image from its signed attestations (no scan)",
+       DefineVerify},
+      {"key", "generate a key pair for signing attestations: key generate", DefineKey},
   };
   return kCommands;
 }

@@ -113,6 +113,8 @@ Runner DefineMan(CLI::App& sub);
 /// The subcommand nearest to a mistyped word ("sacn" -> "scan"), "" when none is close.
 std::string SuggestCommand(std::string_view word);
 Runner DefineServe(CLI::App& sub);
+Runner DefineKey(CLI::App& sub);
+Runner DefineVerify(CLI::App& sub);
 
 /// Adds --rules DIR (repeatable) and --rules-cache DIR (scan::SetRulesCache) to `sub`.
 void AddRulesArg(CLI::App& sub, std::vector<std::string>& rules_dirs);

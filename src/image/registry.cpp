@@ -718,33 +718,98 @@ class RegistrySource : public Source {
 
 }  // namespace
 
+struct Repository::Impl {
+  std::shared_ptr<Client> client;
+};
+
+Repository::Repository(const std::string& reference, const RegistryOptions& options) {
+  util::Expected<Reference> ref = ParseReference(reference);
+  if (!ref) throw util::Fatal(ref.error().message);
+  impl_ = std::make_unique<Impl>(Impl{std::make_shared<Client>(std::move(ref.value()), options)});
+}
+
+Repository::~Repository() = default;
+
+std::string Repository::Name() const {
+  const Reference& r = impl_->client->ref();
+  return r.domain + "/" + r.path;
+}
+
+std::optional<Repository::Manifest> Repository::GetManifest(const std::string& tag_or_digest,
+                                                            uint64_t limit) {
+  Client& client = *impl_->client;
+  bool by_digest = tag_or_digest.starts_with("sha256:");
+  if (by_digest) RequireSha256Digest(tag_or_digest, Name());
+  std::string what = "the manifest " + Name() + (by_digest ? "@" : ":") + tag_or_digest;
+  auto ex = client.Send("GET", client.RepoUrl("manifests/" + tag_or_digest), {kAcceptManifests});
+  if (ex->status() == 404) return std::nullopt;
+  if (ex->status() != 200) client.Fail(what, *ex);
+  Manifest m;
+  if (!ex->ReadAll(m.body, limit))
+    throw util::Fatal(what + " is larger than " + std::to_string(limit) + " bytes");
+  client.CheckDeadline(*ex);
+  if (ex->error() != TransportError::kNone)
+    throw util::Fatal("reading " + what + " broke: " + ex->error_message());
+  m.digest = util::Sha256Digest(m.body);
+  if (by_digest && m.digest != tag_or_digest)
+    throw util::Fatal(what + ": the registry served other bytes (digest " + m.digest + ")");
+  m.media_type = ex->Header("content-type");
+  m.media_type = m.media_type.substr(0, m.media_type.find(';'));
+  nlohmann::json j = nlohmann::json::parse(m.body, nullptr, false);
+  if (!IsManifestType(m.media_type) && j.is_object() && j.contains("mediaType") &&
+      j["mediaType"].is_string()) {
+    m.media_type = j["mediaType"];
+  }
+  return m;
+}
+
+std::string Repository::GetBlob(const std::string& digest, uint64_t limit) {
+  RequireSha256Digest(digest, Name());
+  std::string what = "blob " + digest + " of " + Name();
+  RegistryBlobReader reader(impl_->client, impl_->client->RepoUrl("blobs/" + digest), {}, what, -1,
+                            Fetch::kBlob);
+  std::string bytes = reader.ReadAll(limit);
+  if (util::Sha256Digest(bytes) != digest)
+    throw util::Fatal(what + ": the registry served bytes of another digest");
+  return bytes;
+}
+
+std::string Repository::PutBlob(const std::string& bytes) {
+  Client& client = *impl_->client;
+  std::string digest = util::Sha256Digest(bytes);
+  auto head = client.Send("HEAD", client.RepoUrl("blobs/" + digest), {});
+  if (head->status() == 200) return digest;  // already there (content-addressed)
+  // A monolithic upload: POST opens the session, PUT with ?digest= closes it with the bytes.
+  auto post = client.Send("POST", client.RepoUrl("blobs/uploads/"), {}, Fetch::kApi, "", "");
+  if (post->status() != 202) client.Fail("a blob upload", *post);
+  std::string location = ResolveUrl(post->url(), post->Header("location"));
+  if (location.empty()) throw util::Fatal(client.ref().domain + " gave no upload location");
+  location += std::string(location.find('?') == std::string::npos ? "?" : "&") +
+              "digest=" + UrlEscape(digest);
+  auto put = client.Send("PUT", location, {"Content-Type: application/octet-stream"}, Fetch::kApi,
+                         "", bytes);
+  if (put->status() != 201) client.Fail("the upload of blob " + digest, *put);
+  return digest;
+}
+
+std::string Repository::PutManifest(const std::string& tag, const std::string& body,
+                                    std::string_view media_type) {
+  Client& client = *impl_->client;
+  auto put = client.Send("PUT", client.RepoUrl("manifests/" + tag),
+                         {"Content-Type: " + std::string(media_type)}, Fetch::kApi, "", body);
+  if (put->status() != 201) client.Fail("the manifest " + Name() + ":" + tag, *put);
+  return util::Sha256Digest(body);
+}
+
 std::string PushToRegistry(const std::string& reference, const std::vector<std::string>& blobs,
                            const std::string& manifest, std::string_view media_type,
                            const RegistryOptions& options) {
   util::Expected<Reference> ref = ParseReference(reference);
   if (!ref) throw util::Fatal(ref.error().message);
   if (!ref->digest.empty()) throw util::Fatal("push to a tag, not a digest: " + reference);
-  Client client(std::move(ref.value()), options);
-  for (const std::string& blob : blobs) {
-    std::string digest = util::Sha256Digest(blob);
-    auto head = client.Send("HEAD", client.RepoUrl("blobs/" + digest), {});
-    if (head->status() == 200) continue;  // already there (content-addressed)
-    // A monolithic upload: POST opens the session, PUT with ?digest= closes it with the bytes.
-    auto post = client.Send("POST", client.RepoUrl("blobs/uploads/"), {}, Fetch::kApi, "", "");
-    if (post->status() != 202) client.Fail("a blob upload", *post);
-    std::string location = ResolveUrl(post->url(), post->Header("location"));
-    if (location.empty()) throw util::Fatal(client.ref().domain + " gave no upload location");
-    location += std::string(location.find('?') == std::string::npos ? "?" : "&") +
-                "digest=" + UrlEscape(digest);
-    auto put = client.Send("PUT", location, {"Content-Type: application/octet-stream"}, Fetch::kApi,
-                           "", blob);
-    if (put->status() != 201) client.Fail("the upload of blob " + digest, *put);
-  }
-  std::string tag = client.ref().ManifestRef();
-  auto put = client.Send("PUT", client.RepoUrl("manifests/" + tag),
-                         {"Content-Type: " + std::string(media_type)}, Fetch::kApi, "", manifest);
-  if (put->status() != 201) client.Fail("the manifest " + client.ref().String(), *put);
-  return util::Sha256Digest(manifest);
+  Repository repo(reference, options);
+  for (const std::string& blob : blobs) repo.PutBlob(blob);
+  return repo.PutManifest(ref->ManifestRef(), manifest, media_type);
 }
 
 std::unique_ptr<Source> OpenRegistry(const std::string& reference, const RegistryOptions& options) {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,45 @@ struct RegistryOptions {
 /// A source for `reference` ("nvidia/cuda:12.1.1-runtime-ubuntu22.04", "host:5000/x@sha256:...").
 /// Throws util::Fatal with a message the user can act on.
 std::unique_ptr<Source> OpenRegistry(const std::string& reference, const RegistryOptions& options);
+
+/// One repository of a registry, for callers that read and write small objects by name (attest:
+/// cosign's attestation tags): manifests by tag or digest, blobs by digest, uploads. One API
+/// check for all of them; credentials, redirects, retries and deadlines as OpenRegistry's.
+class Repository {
+ public:
+  /// `reference` names the repository ("host:5000/app:tag"; the tag or digest is not used).
+  Repository(const std::string& reference, const RegistryOptions& options);
+  ~Repository();
+  Repository(const Repository&) = delete;
+  Repository& operator=(const Repository&) = delete;
+
+  /// The repository as references name it, without tag or digest: "127.0.0.1:5000/app".
+  std::string Name() const;
+
+  struct Manifest {
+    std::string media_type;  ///< the Content-Type, else the body's mediaType
+    std::string digest;      ///< "sha256:..." of the body, computed here
+    std::string body;
+  };
+  /// The manifest `tag_or_digest` names; nullopt when the registry has none (HTTP 404).
+  /// util::Fatal when it is larger than `limit` or, asked by digest, its bytes do not match.
+  std::optional<Manifest> GetManifest(const std::string& tag_or_digest, uint64_t limit);
+  /// Blob `digest`, of at most `limit` bytes. util::Fatal when it is missing, larger, or the
+  /// registry serves bytes whose digest is not `digest`.
+  std::string GetBlob(const std::string& digest, uint64_t limit);
+  /// Uploads `bytes` unless the registry has a blob of their digest (distribution-spec "Pushing
+  /// blobs": POST, then a monolithic PUT). Returns the digest.
+  std::string PutBlob(const std::string& bytes);
+  /// Puts manifest `body` of `media_type` under `tag`; returns its digest. The distribution
+  /// API has no conditional manifest PUT: a writer that must not lose another's update reads
+  /// again afterwards (attest::Attach).
+  std::string PutManifest(const std::string& tag, const std::string& body,
+                          std::string_view media_type);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 /// Pushes to a registry (image::PushArtifact's registry half): uploads each of `blobs` the registry
 /// does not have yet, then `manifest` (of `media_type`) under the reference's tag. Returns the

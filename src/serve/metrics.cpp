@@ -99,6 +99,7 @@ std::string Metrics::Render() const {
        "# TYPE imgcheck_http_events_total counter\n";
   for (const auto& [k, n] : http_events_)
     o << "imgcheck_http_events_total{event=\"" << k << "\"} " << n << "\n";
+  RenderAttestations(o);
   if (int up = shared_store_up_; up >= 0)
     o << "# HELP imgcheck_shared_store_up Whether Redis answered the last check (0: degraded, "
          "verdicts from memory only).\n"
@@ -106,6 +107,34 @@ std::string Metrics::Render() const {
          "imgcheck_shared_store_up "
       << up << "\n";
   return o.str();
+}
+
+// serve --trust-key (h-attest).
+void Metrics::AttestationVerdict(const std::string& verdict) {
+  std::lock_guard lock(mu_);
+  ++attestation_verdicts_[verdict];
+}
+
+void Metrics::AttestationRejected(std::string_view reason) {
+  std::lock_guard lock(mu_);
+  auto it = attestation_rejected_.find(reason);
+  if (it == attestation_rejected_.end()) it = attestation_rejected_.emplace(reason, 0).first;
+  ++it->second;
+}
+
+void Metrics::RenderAttestations(std::ostream& o) const {
+  o << "# HELP imgcheck_attestation_verdicts_total Verdicts taken from a signed attestation "
+       "(--trust-key) instead of a scan, by verdict.\n"
+       "# TYPE imgcheck_attestation_verdicts_total counter\n";
+  for (const char* v : {"pass", "fail"}) {
+    auto it = attestation_verdicts_.find(v);
+    o << "imgcheck_attestation_verdicts_total{verdict=\"" << v << "\"} "
+      << (it == attestation_verdicts_.end() ? 0 : it->second) << "\n";
+  }
+  o << "# HELP imgcheck_attestations_rejected_total Attestations refused, by reason.\n"
+       "# TYPE imgcheck_attestations_rejected_total counter\n";
+  for (const auto& [k, n] : attestation_rejected_)
+    o << "imgcheck_attestations_rejected_total{reason=\"" << k << "\"} " << n << "\n";
 }
 
 }  // namespace imgcheck::serve

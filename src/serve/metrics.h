@@ -5,6 +5,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <ostream>
 #include <string>
 #include <string_view>
 
@@ -33,6 +34,11 @@ class Metrics {
   int64_t scans_in_flight() const { return scans_in_flight_; }
   std::string Render() const;
 
+  // serve --trust-key (h-attest): verdicts taken from signed attestations, and attestations
+  // refused, by reason (attest::RejectionName: "bad-signature", "other-key", ...).
+  void AttestationVerdict(const std::string& verdict);
+  void AttestationRejected(std::string_view reason);
+
  private:
   /// Upper bounds of the scan seconds histogram: a warm cached scan is well under a second, a
   /// cold framework image can take minutes.
@@ -48,6 +54,10 @@ class Metrics {
   std::atomic<int64_t> scans_in_flight_{0};
   std::map<std::string, uint64_t, std::less<>> http_events_;
   std::atomic<int> shared_store_up_{-1};  ///< -1: no store
+  // h-attest: attestation verdicts by verdict, refusals by reason (under mu_).
+  std::map<std::string, uint64_t> attestation_verdicts_;
+  std::map<std::string, uint64_t, std::less<>> attestation_rejected_;
+  void RenderAttestations(std::ostream& o) const;
 };
 
 }  // namespace imgcheck::serve

@@ -82,7 +82,8 @@ class Handlers {
         r.outcome.error = res.error().message;
       } else {
         r.digest = res->digest;
-        r.outcome = verdicts_.Get(r.digest, res->pinned, milliseconds(0));
+        if (!FromAttestation(r, res->pinned))
+          r.outcome = verdicts_.Get(r.digest, res->pinned, milliseconds(0));
       }
     }
     for (ImageResult& r : distinct) {
@@ -104,6 +105,23 @@ class Handlers {
       out.back().use = use;
     }
     return out;
+  }
+
+  /// --trust-key: for a digest without a known verdict, the verdict of a valid attestation
+  /// (remembered like a scan's); true when one was found. With --verify-attestations-by-scan a
+  /// scan still starts in the background.
+  bool FromAttestation(ImageResult& r, const std::string& pinned) {
+    Attestations* a = options_.attestations;
+    if (a == nullptr || !a->enabled() || verdicts_.Lookup(r.digest) != nullptr) return false;
+    std::shared_ptr<const Verdict> v = a->Find(r.digest, pinned);
+    if (!v) return false;
+    // Prefetch first: it starts no scan for a digest whose verdict is known.
+    if (a->verify_by_scan()) verdicts_.Prefetch(r.digest, pinned);
+    verdicts_.Put(r.digest, v);
+    r.outcome.state = Outcome::State::kReady;
+    r.outcome.verdict = std::move(v);
+    r.outcome.cached = "attestation";
+    return true;
   }
 
   /// An error when `uses` name more distinct images than --max-images.

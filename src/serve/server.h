@@ -6,6 +6,7 @@
 #include <string>
 
 #include "serve/admission.h"
+#include "serve/attested.h"
 #include "serve/http.h"
 #include "serve/metrics.h"
 #include "serve/resolver.h"
@@ -30,6 +31,9 @@ struct ServerOptions {
   std::chrono::milliseconds shutdown_grace{10000};
   std::chrono::milliseconds cert_check{1000};
   std::string ready_file;  ///< test hook: "PORT\n" written here once listening
+  /// --trust-key (h-attest): consulted for a digest with no known verdict before a scan is
+  /// started; null or not enabled: never.
+  Attestations* attestations = nullptr;
 };
 
 /// Serves until SIGTERM or SIGINT; returns the exit code (or ends the process itself, with 0,

@@ -46,6 +46,7 @@ util::Expected<Verdict> ParseVerdict(std::string_view report) {
   } catch (const nlohmann::json::exception& e) {
     return util::MakeError(std::string("malformed report: ") + e.what());
   }
+  v.source = j.value("verdict_source", "scan");
   v.report = std::string(report);
   return v;
 }

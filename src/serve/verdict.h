@@ -26,6 +26,8 @@ struct Verdict {
   std::string reference;  ///< what was scanned
   std::vector<VerdictFinding> findings;
   std::string report;  ///< the imgcheck-report/1 JSON, as stored and shared
+  /// How it was reached: "scan" (default), "attestation" (a signed statement, --trust-key).
+  std::string source = "scan";
   /// True when a finding is at or above `gate` (the `--fail-on` of scan).
   bool Fails(rules::FailOn gate) const;
 };

@@ -416,6 +416,18 @@ Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) 
   return out;
 }
 
+void Verdicts::Put(const std::string& digest, std::shared_ptr<const Verdict> verdict) {
+  std::string key = Key(digest);
+  std::string report = verdict->report;
+  Remember(digest, std::move(verdict));
+  if (!shared_) return;
+  try {
+    shared_->Put(key, seal_.Seal(key, report), options_.store_ttl);
+  } catch (const util::Fatal& e) {
+    Log(e.what());
+  }
+}
+
 bool Verdicts::SharedStoreUp() { return !shared_ || shared_->Ping(); }
 
 }  // namespace imgcheck::serve

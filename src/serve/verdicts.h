@@ -80,6 +80,9 @@ class Verdicts {
   /// The verdict when one is known here or in the store, without scanning; `tier` says where
   /// it was found ("memory", "redis").
   std::shared_ptr<const Verdict> Lookup(const std::string& digest, std::string* tier = nullptr);
+  /// Remembers `verdict`, obtained without a scan (a signed attestation), for `digest`, here and
+  /// in the shared store, as a scan's would be.
+  void Put(const std::string& digest, std::shared_ptr<const Verdict> verdict);
   /// Stops the workers; queued scans are dropped, running ones finish.
   void Stop() { Stop(std::chrono::steady_clock::time_point::max()); }
   /// The same, waiting for running scans until `by` only: false when some still run then (their
