@@ -192,7 +192,8 @@ constexpr const char* kResweepScript =
     "return n";
 
 bool IsEntryId(std::string_view id) {
-  return !id.empty() && id.size() <= 41 && id.find_first_not_of("0123456789-") == id.npos;
+  return !id.empty() && id.size() <= 41 &&
+         id.find_first_not_of("0123456789-") == std::string_view::npos;
 }
 
 // An entry of a stream reply: [id, [field, value, ...]], its fields nil when deleted. `id` is
