@@ -1090,18 +1090,11 @@ TEST_CASE("serve: Redis down is degraded, not unready, and a dead replica's lock
   CHECK(Clock::now() - killed < 5s);
 }
 
-TEST_CASE("serve: SIGHUP reloads the rule data `rules update` installed, as a new policy",
-          "[serve]") {
-  if (!Need({"openssl"})) return;
-  TempDir work;
-  Certificates certs(work / "certs");
-  fs::path cache = work / "rules-cache";
-  Server s(work / "s", certs, {"--rules-cache", cache.string()});
-  s.Signal(SIGHUP);  // the same data: reloaded all the same, under the same identity
-  REQUIRE(Eventually([&] { return s.Log().find("SIGHUP: policy reloaded") != std::string::npos; }));
-  std::string first = s.Log();
+namespace {
 
-  // Newer data, published into a layout and installed into the server's cache.
+// The rule data of the tree dated 2999-01-01, published into a layout under `work` and installed
+// with `rules update` into `cache` (a server's --rules-cache): what a SIGHUP then loads.
+void InstallNewerRules(const TempDir& work, const fs::path& cache) {
   fs::path newer = work / "newer";
   fs::create_directories(newer);
   for (const auto& e : fs::directory_iterator(SourceDir() / "rules"))
@@ -1114,6 +1107,23 @@ TEST_CASE("serve: SIGHUP reloads the rule data `rules update` installed, as a ne
   REQUIRE(
       Run(ImgcheckCommand("rules update " + layout + " --rules-cache " + Quote(cache))).status ==
       0);
+}
+
+}  // namespace
+
+TEST_CASE("serve: SIGHUP reloads the rule data `rules update` installed, as a new policy",
+          "[serve]") {
+  if (!Need({"openssl"})) return;
+  TempDir work;
+  Certificates certs(work / "certs");
+  fs::path cache = work / "rules-cache";
+  Server s(work / "s", certs, {"--rules-cache", cache.string()});
+  s.Signal(SIGHUP);  // the same data: reloaded all the same, under the same identity
+  REQUIRE(Eventually([&] { return s.Log().find("SIGHUP: policy reloaded") != std::string::npos; }));
+  std::string first = s.Log();
+
+  // Newer data, published into a layout and installed into the server's cache.
+  InstallNewerRules(work, cache);
   s.Signal(SIGHUP);
   REQUIRE(Eventually([&] {
     return s.Log().find("policy reloaded (rules data 2999-01-01+") != std::string::npos;
@@ -1129,4 +1139,243 @@ TEST_CASE("serve: SIGHUP reloads the rule data `rules update` installed, as a ne
   CHECK(after.size() == 16);
   CHECK(before != after);
   CHECK(s.Stop() == 0);
+}
+
+namespace {
+
+// A proxy in front of a docker-registry (plain HTTP on loopback) that counts the blob requests
+// it forwards and can hold them: a registry that stalls mid-scan, then recovers.
+class HoldingProxy {
+ public:
+  explicit HoldingProxy(int upstream) : port_(FreeLoopbackPort()), upstream_(upstream) {
+    server_.Get(".*", [this](const httplib::Request& req, httplib::Response& res) {
+      if (req.path.find("/blobs/") != std::string::npos) {
+        ++blobs_;
+        auto until = Clock::now() + 120s;
+        while (hold_ && !stop_ && Clock::now() < until) std::this_thread::sleep_for(20ms);
+      }
+      httplib::Client c("127.0.0.1", upstream_);
+      c.set_read_timeout(60, 0);
+      httplib::Headers headers;
+      for (const auto& [name, value] : req.headers)
+        if (name == "Accept" || name == "Range") headers.emplace(name, value);
+      auto r = c.Get(req.target, headers);
+      if (!r) {
+        res.status = 502;
+        return;
+      }
+      res.status = r->status;
+      std::string type = "application/octet-stream";
+      for (const auto& [name, value] : r->headers) {
+        if (name == "Content-Type")
+          type = value;
+        else if (name != "Content-Length" && name != "Transfer-Encoding" && name != "Connection")
+          res.set_header(name, value);
+      }
+      res.set_content(r->body, type);
+    });
+    REQUIRE(server_.bind_to_port("127.0.0.1", port_));
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~HoldingProxy() {
+    stop_ = true;
+    server_.stop();
+    thread_.join();
+  }
+  HoldingProxy(const HoldingProxy&) = delete;
+  HoldingProxy& operator=(const HoldingProxy&) = delete;
+  std::string host() const { return "127.0.0.1:" + std::to_string(port_); }
+  void Hold(bool on) { hold_ = on; }
+  int blobs() const { return blobs_; }
+
+ private:
+  int port_, upstream_;
+  std::atomic<bool> hold_{false}, stop_{false};
+  std::atomic<int> blobs_{0};
+  httplib::Server server_;
+  std::thread thread_;
+};
+
+// What the fleet's replicas share, on loopback: redis-server (no password, no persistence), a
+// verdict key, and a docker-registry; the test's certificates.
+struct Fleet {
+  explicit Fleet(const TempDir& work)
+      : certs(work / "certs"),
+        port(FreeLoopbackPort()),
+        redis({"redis-server", "--port", std::to_string(port), "--bind", "127.0.0.1", "--save", "",
+               "--appendonly", "no", "--dir", work.path().string()},
+              work / "redis.log"),
+        reg_port(FreeLoopbackPort()),
+        reg(work / "reg", reg_port, "", certs / "ca.crt") {
+    REQUIRE(Eventually([&] { return Cli("ping") == "PONG"; }, 10s));
+    WriteFile(work / "verdict-key", "0123456789abcdef0123456789abcdef\n");
+    key_file = (work / "verdict-key").string();
+  }
+  /// What redis-cli prints for `command`, less the last newline.
+  std::string Cli(const std::string& command) const {
+    std::string out = Run("redis-cli -p " + std::to_string(port) + " " + command).output;
+    if (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+  }
+  /// The replicas' flags, and `more`.
+  std::vector<std::string> Flags(std::vector<std::string> more) const {
+    std::vector<std::string> f = {"--redis", "redis://127.0.0.1:" + std::to_string(port),
+                                  "--verdict-key-file", key_file};
+    f.insert(f.end(), more.begin(), more.end());
+    return f;
+  }
+  /// Verdicts stored, of any policy.
+  size_t Verdicts() const {
+    std::istringstream keys(Cli("--scan --pattern 'imgcheck:verdict:*'"));
+    size_t n = 0;
+    for (std::string k; std::getline(keys, k);) n += k.find(":lock") == std::string::npos;
+    return n;
+  }
+  Certificates certs;
+  int port;
+  Process redis;
+  int reg_port;
+  Registry reg;
+  std::string key_file;
+};
+
+}  // namespace
+
+TEST_CASE(
+    "serve: a replica SIGKILLed with queued and running scans: the other judges every "
+    "digest within a lease plus the scans",
+    "[serve][redis][docker-registry][fleet]") {
+  if (!Need({"openssl", "docker-registry", "skopeo", "redis-server", "redis-cli"})) return;
+  TempDir work;
+  Fleet fleet(work);
+  HoldingProxy proxy(fleet.reg_port);
+  std::vector<std::string> images;
+  for (const char* name : {"k1", "k2", "k3", "k4"}) {
+    fleet.reg.Push(CleanImage(work / "img", name), std::string("team/") + name + ":1");
+    images.push_back(proxy.host() + "/team/" + name + ":1");
+  }
+  // The default --deadline: a lease of 10 s.
+  auto flags = fleet.Flags({"--allow-registry", proxy.host(), "--scan-budget", "0"});
+  std::vector<std::string> one_worker = flags;
+  one_worker.insert(one_worker.end(), {"--workers", "1"});
+  Server a(work / "a", fleet.certs, one_worker);
+  Server b(work / "b", fleet.certs, flags);
+
+  // a accepts four admission misses: one scan runs (its registry stalls), three wait behind it.
+  proxy.Hold(true);
+  json answer = a.Post("/v1/admission", Review("u1", "Deployment", Deployment(images)));
+  CHECK(answer["response"]["allowed"] == true);  // --on-unknown allow, the scans go on
+  REQUIRE(Eventually([&] { return a.Metric("imgcheck_scans_in_flight") == 1; }, 20s));
+  CHECK(fleet.Cli("xlen imgcheck:work:now") == "4");
+  CHECK(b.Metric("imgcheck_work_deliveries_total{priority=\"now\"}") == 0);  // all a's
+  CHECK(fleet.Verdicts() == 0);
+
+  a.Kill();
+  auto killed = Clock::now();
+  proxy.Hold(false);
+  INFO(b.Log());
+  REQUIRE(Eventually([&] { return fleet.Verdicts() == 4; }, 60s));
+  auto took = Clock::now() - killed;
+  std::printf("fleet: 4 digests judged by the survivor %.1f s after the SIGKILL (lease 10 s)\n",
+              std::chrono::duration<double>(took).count());
+  CHECK(took < 10s + 15s);  // the lease, then four small scans on a loaded machine
+  CHECK(b.Metric("imgcheck_work_reclaimed_total{priority=\"now\"}") == 4);
+  CHECK(b.Metric("imgcheck_scans_total{result=\"ok\"}") == 4);
+  CHECK(Eventually([&] { return fleet.Cli("xlen imgcheck:work:now") == "0"; }, 10s));
+  CHECK(b.Stop() == 0);
+}
+
+TEST_CASE("serve: sweeps never delay an admission miss: one admitted while 200 sweeps wait",
+          "[serve][redis][docker-registry][fleet]") {
+  if (!Need({"openssl", "docker-registry", "skopeo", "redis-server", "redis-cli"})) return;
+  TempDir work;
+  Fleet fleet(work);
+  HoldingProxy proxy(fleet.reg_port);  // the sweeps' registry, which stalls
+  std::vector<std::string> digests = {fleet.reg.Push(CleanImage(work / "img", "s1"), "team/s1:1"),
+                                      fleet.reg.Push(CleanImage(work / "img", "s2"), "team/s2:1")};
+  fleet.reg.Push(CleanImage(work / "img", "new"), "team/new:1");
+  Server s(work / "s", fleet.certs,
+           fleet.Flags({"--allow-registry", proxy.host(), "--allow-registry", fleet.reg.host(),
+                        "--scan-budget", "30"}));
+  proxy.Hold(true);
+  // 200 sweep entries (what a rules reload enqueues) for the two images, as redis-cli sends
+  // them.
+  std::string commands;
+  for (int i = 0; i < 200; ++i) {
+    const std::string& d = digests[i % 2];
+    commands += "XADD imgcheck:work:sweep * d " + d + " r docker://" + proxy.host() + "/team/s" +
+                std::to_string(i % 2 + 1) + "@" + d + "\n";
+  }
+  WriteFile(work / "sweeps", commands);
+  REQUIRE(
+      Run("redis-cli -p " + std::to_string(fleet.port) + " < " + Quote(work / "sweeps")).status ==
+      0);
+  REQUIRE(Eventually([&] { return s.Metric("imgcheck_scans_in_flight") == 1; }, 20s));
+  CHECK(s.Metric("imgcheck_registry_scans_in_flight{registry=\"" + proxy.host() + "\"}") == 1);
+
+  auto start = Clock::now();
+  json answer = s.Post("/v1/admission?timeout=30s",
+                       Review("u", "Deployment", Deployment({fleet.reg.host() + "/team/new:1"})));
+  auto took = Clock::now() - start;
+  CHECK(answer["response"]["allowed"] == true);
+  CHECK(s.Metric("imgcheck_admission_decisions_total{outcome=\"allow\"}") == 1);  // judged
+  CHECK(took < 15s);
+  CHECK(std::stoi(fleet.Cli("xlen imgcheck:work:sweep")) >= 199);  // the sweeps still wait
+  CHECK(Eventually(                                                // measured every 2 s
+      [&] { return s.Metric("imgcheck_work_queue_depth{priority=\"sweep\"}") >= 199; }, 10s));
+  CHECK(s.Metric("imgcheck_work_queue_oldest_seconds{priority=\"sweep\"}") > 0);
+
+  // Once the registry answers, every sweep entry is done: the two digests scanned once each,
+  // the other 198 entries acknowledged without work.
+  proxy.Hold(false);
+  CHECK(Eventually([&] { return fleet.Cli("xlen imgcheck:work:sweep") == "0"; }, 60s));
+  CHECK(s.Metric("imgcheck_scans_total{result=\"ok\"}") == 3);
+  CHECK(fleet.Verdicts() == 3);
+  CHECK(s.Stop() == 0);
+}
+
+TEST_CASE(
+    "serve: a rules reload re-judges every digest the fleet judged, by two replicas "
+    "together, none twice",
+    "[serve][redis][docker-registry][fleet]") {
+  if (!Need({"openssl", "docker-registry", "skopeo", "redis-server", "redis-cli"})) return;
+  TempDir work;
+  Fleet fleet(work);
+  std::vector<std::string> images;
+  for (int i = 0; i < 6; ++i) {
+    std::string name = "r" + std::to_string(i);
+    fleet.reg.Push(CleanImage(work / "img", name), "team/" + name + ":1");
+    images.push_back(fleet.reg.host() + "/team/" + name + ":1");
+  }
+  fs::path cache = work / "rules-cache";  // both replicas read the rule data `rules update` puts
+  auto flags = fleet.Flags({"--allow-registry", fleet.reg.host(), "--scan-budget", "60",
+                            "--rules-cache", cache.string()});
+  Server a(work / "a", fleet.certs, flags);
+  Server b(work / "b", fleet.certs, flags);
+  for (const std::string& image : images)
+    CHECK(a.Post("/v1/admission",
+                 Review("u", "Deployment", Deployment({image})))["response"]["allowed"] == true);
+  CHECK(a.Metric("imgcheck_scans_total{result=\"ok\"}") == 6);
+  CHECK(fleet.Cli("zcard imgcheck:known") == "6");
+
+  // Newer rule data, installed once into the cache both read, then both reload.
+  InstallNewerRules(work, cache);
+  a.Signal(SIGHUP);
+  b.Signal(SIGHUP);
+  for (Server* s : {&a, &b})
+    REQUIRE(
+        Eventually([&] { return s->Log().find("rules data 2999-01-01+") != std::string::npos; }));
+  INFO(a.Log() << b.Log());
+  // One of them queued the six; the other found the fleet had done it.
+  CHECK_THAT(a.Log() + b.Log(), Catch::Contains("; 6 digests judged before queued") &&
+                                    Catch::Contains("; 0 digests judged before queued"));
+  REQUIRE(Eventually([&] { return fleet.Verdicts() == 12; }, 60s));  // six per policy
+  CHECK(Eventually([&] { return fleet.Cli("xlen imgcheck:work:sweep") == "0"; }, 10s));
+  double scans = a.Metric("imgcheck_scans_total{result=\"ok\"}") +
+                 b.Metric("imgcheck_scans_total{result=\"ok\"}");
+  CHECK(scans == 12);         // six before, six after: none judged twice
+  for (Server* s : {&a, &b})  // together: each took some of the sweep
+    CHECK(s->Metric("imgcheck_work_deliveries_total{priority=\"sweep\"}") >= 1);
+  CHECK(a.Stop() == 0);
+  CHECK(b.Stop() == 0);
 }

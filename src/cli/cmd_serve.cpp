@@ -39,6 +39,8 @@ struct ServeArgs {
   size_t cache_entries = 10000;
   std::vector<std::string> trust_keys;       ///< --trust-key (h-attest)
   bool verify_attestations_by_scan = false;  ///< --verify-attestations-by-scan (h-attest)
+  // The fleet (issue 33).
+  int max_deliveries = 5;
 };
 
 serve::Fallback ParseFallback(const std::string& flag, const std::string& value) {
@@ -99,10 +101,11 @@ class Reloader {
               auto next = std::make_shared<const scan::Policy>(scan::LoadPolicy(args));
               std::string id = next->ShortIdentity();
               policy.Set(next);
-              verdicts.SetIdentity(id);
+              size_t queued = verdicts.SetIdentity(id);
               attestations.SetIdentity(next->identity);
               serve::Log("SIGHUP: policy reloaded (rules data " + next->knowledge.version().str() +
-                         ", identity " + id + ")");
+                         ", identity " + id + "); " + std::to_string(queued) +
+                         " digests judged before queued to be judged again");
             } catch (const std::exception& e) {
               serve::Log(std::string("SIGHUP: reload failed, the policy stays: ") + e.what());
             }
@@ -128,9 +131,11 @@ class Reloader {
   std::thread thread_;
 };
 
-// The verdict store shared by the replicas (--redis), or null; its sealing key into `vo`.
+// The verdict store shared by the replicas (--redis), or null; its sealing key into `vo`, and
+// the Redis client under it (for the work queue) into `client`.
 std::unique_ptr<serve::SharedStore> OpenSharedStore(const ServeArgs& args,
-                                                    serve::VerdictOptions& vo) {
+                                                    serve::VerdictOptions& vo,
+                                                    std::shared_ptr<serve::RedisClient>& client) {
   if (!args.verdict_key_file.empty()) {
     auto key = serve::VerdictSeal::ReadKeyFile(args.verdict_key_file);
     if (!key) throw util::Fatal(key.error().message);
@@ -156,9 +161,10 @@ std::unique_ptr<serve::SharedStore> OpenSharedStore(const ServeArgs& args,
       password.pop_back();
     if (password.empty()) throw util::Fatal("--redis-password-file is empty");
   }
-  auto store = serve::OpenRedis(args.redis, password);
-  if (!store) throw util::Fatal(store.error().message);
-  std::unique_ptr<serve::SharedStore> shared = std::move(*store);
+  auto opened = serve::RedisClient::Open(args.redis, password);
+  if (!opened) throw util::Fatal(opened.error().message);
+  client = *opened;
+  std::unique_ptr<serve::SharedStore> shared = serve::OpenRedisStore(client);
   if (!shared->Ping()) {
     std::string where = args.redis;  // without a password the URL may hold
     if (size_t at = where.rfind('@'); at != std::string::npos)
@@ -177,6 +183,29 @@ serve::AttestationOptions AttestationOptionsOf(const ServeArgs& args, const scan
   a.fail_on = policy.fail_on;
   a.verify_by_scan = args.verify_attestations_by_scan;
   return a;
+}
+
+// The fleet (issue 33): with --redis the digests to scan wait on Redis Streams that every
+// replica reads, so that work outlives the replica that accepted it; without, in memory.
+std::unique_ptr<serve::WorkQueue> WorkQueue(const ServeArgs& args,
+                                            const std::shared_ptr<serve::RedisClient>& redis,
+                                            const serve::VerdictOptions& vo,
+                                            serve::Metrics& metrics) {
+  if (!redis) return nullptr;
+  serve::StreamOptions so;
+  so.consumer = serve::ConsumerName();
+  so.lease = serve::LockLease(vo.scan_deadline);
+  so.max_deliveries = args.max_deliveries;
+  so.local_limit = vo.queue_limit;
+  return serve::MakeStreamQueue(redis, so, metrics);
+}
+
+void AddFleetArgs(CLI::App& sub, ServeArgs& args) {
+  sub.add_option("--max-deliveries", args.max_deliveries,
+                 "with --redis: a digest delivered this often without a verdict goes to the "
+                 "dead letters (imgcheck:work:dead)")
+      ->capture_default_str()
+      ->check(Positive());
 }
 
 std::chrono::milliseconds Millis(double seconds) {
@@ -198,7 +227,8 @@ int Serve(ServeArgs& args) {
   o.platform = args.image.platform;
 
   serve::VerdictOptions vo;
-  std::unique_ptr<serve::SharedStore> shared = OpenSharedStore(args, vo);
+  std::shared_ptr<serve::RedisClient> redis;
+  std::unique_ptr<serve::SharedStore> shared = OpenSharedStore(args, vo, redis);
   if (args.allow_registry.empty())
     serve::Log("no --allow-registry: pod specs may make this server pull from any registry");
   BindServeCreds(args.image.creds, args.allow_registry);
@@ -222,7 +252,8 @@ int Serve(ServeArgs& args) {
     request.load.known_manifest = resolver.TakeManifest(reference);
     return serve::VerdictOf(scan::Run(request)->report);
   };
-  serve::Verdicts verdicts(scanner, vo, std::move(shared), metrics);
+  serve::Verdicts verdicts(scanner, vo, std::move(shared), metrics,
+                           WorkQueue(args, redis, vo, metrics));
   serve::Attestations attestations(AttestationOptionsOf(args, policy), metrics);
   attestations.SetIdentity(policy.identity);
   o.attestations = &attestations;
@@ -317,6 +348,7 @@ Runner DefineServe(CLI::App& sub) {
       ->capture_default_str()
       ->check(Positive());
   AddSharedStoreArgs(sub, *args);
+  AddFleetArgs(sub, *args);
   AddHttpArgs(sub, s);
   sub.add_option("--shutdown-grace", args->shutdown_grace,
                  "seconds from SIGTERM to exit: in-flight requests are answered, scans given up")

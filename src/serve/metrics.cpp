@@ -46,6 +46,57 @@ void Metrics::ScanFinished(double seconds, bool ok) {
   scan_sum_ += seconds;
 }
 
+namespace {
+
+void Bump(std::map<std::string, uint64_t, std::less<>>& counts, std::string_view key) {
+  auto it = counts.find(key);
+  if (it == counts.end()) it = counts.emplace(std::string(key), 0).first;
+  ++it->second;
+}
+
+}  // namespace
+
+void Metrics::WorkDelivered(std::string_view priority) {
+  std::lock_guard lock(mu_);
+  Bump(work_delivered_, priority);
+}
+
+void Metrics::WorkReclaimed(std::string_view priority) {
+  std::lock_guard lock(mu_);
+  Bump(work_reclaimed_, priority);
+}
+
+void Metrics::WorkDeadLettered(std::string_view priority) {
+  std::lock_guard lock(mu_);
+  Bump(work_dead_, priority);
+}
+
+uint64_t Metrics::WorkInvalid() {
+  std::lock_guard lock(mu_);
+  return ++work_invalid_;
+}
+
+void Metrics::RegistryScans(std::string_view host, int delta) {
+  // A label value from a reference: registry host characters only (anything else is "other").
+  bool plain = !host.empty() && host.size() <= 255 &&
+               host.find_first_not_of(
+                   "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                   "0123456789.-:[]") == std::string_view::npos;
+  std::string_view label = plain ? host : "other";
+  std::lock_guard lock(mu_);
+  auto it = registry_scans_.find(label);
+  if (it == registry_scans_.end()) it = registry_scans_.emplace(std::string(label), 0).first;
+  it->second += delta;
+}
+
+void Metrics::WorkDepth(std::string_view priority, size_t entries, double oldest_seconds) {
+  std::lock_guard lock(mu_);
+  auto it = work_depth_.find(priority);
+  if (it == work_depth_.end())
+    it = work_depth_.emplace(std::string(priority), std::pair<size_t, double>{}).first;
+  it->second = {entries, oldest_seconds};
+}
+
 std::string Metrics::Render() const {
   std::ostringstream o;
   std::lock_guard lock(mu_);
@@ -106,6 +157,39 @@ std::string Metrics::Render() const {
          "# TYPE imgcheck_shared_store_up gauge\n"
          "imgcheck_shared_store_up "
       << up << "\n";
+  // The fleet (issue 33).
+  auto by_priority = [&](const char* name, const char* help,
+                         const std::map<std::string, uint64_t, std::less<>>& counts) {
+    o << "# HELP " << name << " " << help << "\n# TYPE " << name << " counter\n";
+    for (const char* p : {"now", "sweep"}) {
+      auto it = counts.find(p);
+      o << name << "{priority=\"" << p << "\"} " << (it == counts.end() ? 0 : it->second) << "\n";
+    }
+  };
+  by_priority("imgcheck_work_deliveries_total",
+              "Entries of the shared work queue delivered to this replica.", work_delivered_);
+  by_priority("imgcheck_work_reclaimed_total",
+              "Entries taken over from a replica that left them idle past the lease.",
+              work_reclaimed_);
+  by_priority("imgcheck_work_dead_letters_total",
+              "Entries moved to imgcheck:work:dead after too many deliveries.", work_dead_);
+  o << "# HELP imgcheck_work_invalid_total Entries of the work queue in Redis that were no "
+       "digest and reference, dropped.\n"
+       "# TYPE imgcheck_work_invalid_total counter\n"
+       "imgcheck_work_invalid_total "
+    << work_invalid_ << "\n";
+  o << "# HELP imgcheck_registry_scans_in_flight Scans running now in this process, by "
+       "registry.\n# TYPE imgcheck_registry_scans_in_flight gauge\n";
+  for (const auto& [host, n] : registry_scans_)
+    o << "imgcheck_registry_scans_in_flight{registry=\"" << host << "\"} " << n << "\n";
+  o << "# HELP imgcheck_work_queue_depth Entries waiting or running, by priority (the shared "
+       "queue's with --redis).\n# TYPE imgcheck_work_queue_depth gauge\n";
+  for (const auto& [p, d] : work_depth_)
+    o << "imgcheck_work_queue_depth{priority=\"" << p << "\"} " << d.first << "\n";
+  o << "# HELP imgcheck_work_queue_oldest_seconds Age of the oldest entry, by priority.\n"
+       "# TYPE imgcheck_work_queue_oldest_seconds gauge\n";
+  for (const auto& [p, d] : work_depth_)
+    o << "imgcheck_work_queue_oldest_seconds{priority=\"" << p << "\"} " << d.second << "\n";
   return o.str();
 }
 

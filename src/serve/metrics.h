@@ -32,6 +32,22 @@ class Metrics {
   /// degraded (verdicts from memory only), not unready.
   void SharedStoreUp(bool up) { shared_store_up_ = up; }
   int64_t scans_in_flight() const { return scans_in_flight_; }
+
+  // The fleet (issue 33): the work queue, facts, registries.
+  /// An entry of the shared work queue delivered to this replica, by priority ("now", "sweep").
+  void WorkDelivered(std::string_view priority);
+  /// One taken over from a replica that left it idle past the lease.
+  void WorkReclaimed(std::string_view priority);
+  /// One moved to the dead letters after too many deliveries.
+  void WorkDeadLettered(std::string_view priority);
+  /// One that was no digest and reference (dropped); returns how many so far.
+  uint64_t WorkInvalid();
+  /// A scan of an image on registry `host` starts (+1) or ends (-1).
+  void RegistryScans(std::string_view host, int delta);
+  /// What waits at `priority` (entries, age of the oldest in seconds), as last measured (off the
+  /// I/O thread: it asks Redis).
+  void WorkDepth(std::string_view priority, size_t entries, double oldest_seconds);
+
   std::string Render() const;
 
   // serve --trust-key (h-attest): verdicts taken from signed attestations, and attestations
@@ -58,6 +74,12 @@ class Metrics {
   std::map<std::string, uint64_t> attestation_verdicts_;
   std::map<std::string, uint64_t, std::less<>> attestation_rejected_;
   void RenderAttestations(std::ostream& o) const;
+
+  // The fleet (issue 33).
+  std::map<std::string, uint64_t, std::less<>> work_delivered_, work_reclaimed_, work_dead_;
+  uint64_t work_invalid_ = 0;
+  std::map<std::string, std::pair<size_t, double>, std::less<>> work_depth_;
+  std::map<std::string, int64_t, std::less<>> registry_scans_;
 };
 
 }  // namespace imgcheck::serve

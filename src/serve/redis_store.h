@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "serve/redis_client.h"
 #include "util/error.h"
 
 namespace imgcheck::serve {
@@ -27,11 +28,11 @@ class SharedStore {
   virtual bool Ping() = 0;
 };
 
+/// The store over `client`'s Redis.
+std::unique_ptr<SharedStore> OpenRedisStore(std::shared_ptr<RedisClient> client);
 /// A store on Redis at `url` ("redis://[:PASSWORD@]HOST[:PORT][/DB]"); `password`, when not
 /// empty, is sent with AUTH instead of the URL's (--redis-password-file, so that the secret
-/// stays out of the command line). Connections are opened on demand, one per calling thread at
-/// a time (hiredis contexts are not thread-safe), and pooled; a pooled one that fails (Redis
-/// restarted) is replaced and the command sent again.
+/// stays out of the command line); see RedisClient.
 util::Expected<std::unique_ptr<SharedStore>> OpenRedis(const std::string& url,
                                                        const std::string& password = "");
 

@@ -263,6 +263,7 @@ int Serve(const ServerOptions& options, Verdicts& verdicts, Resolver& resolver, 
     auto next_check = Clock::now();
     while (!g_stop) {
       if (Clock::now() >= next_check) {
+        verdicts.MeasureQueue();
         bool up = verdicts.SharedStoreUp();
         if (store != static_cast<int>(up) && verdicts.HasSharedStore()) {
           metrics.SharedStoreUp(up);

@@ -12,24 +12,26 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// Renews a lock every third of its lease until destroyed, or until `until` (the scan's deadline:
-// a scan stuck past it holds the other replicas off no longer), or until the lock is lost.
+// Calls `renew` every `every` until destroyed, or until `until` (the scan's deadline: a scan
+// stuck past it holds the other replicas off no longer), or until `renew` says it is lost.
+// Keeps a scan's lock in the shared store and its work entry this replica's.
 constexpr std::chrono::milliseconds kReleaseWait{200};  // for abandoned scans' locks at Stop
+constexpr std::chrono::milliseconds kTakeWait{500};     // a worker looks for stopping this often
 
 class Renewal {
  public:
-  Renewal(SharedStore& store, std::string key, std::chrono::milliseconds lease,
-          Clock::time_point until)
-      : thread_([this, &store, key = std::move(key), lease, until] {
+  Renewal(std::function<bool()> renew, std::chrono::milliseconds every, Clock::time_point until,
+          std::string what)
+      : thread_([this, renew = std::move(renew), every, until, what = std::move(what)] {
           std::unique_lock lock(mu_);
-          while (!done_cv_.wait_for(lock, lease / 3, [&] { return done_; })) {
+          while (!done_cv_.wait_for(lock, every, [&] { return done_; })) {
             if (Clock::now() >= until) {
-              Log("a scan ran past --deadline: its shared lock " + key + " lapses");
+              Log("a scan ran past --deadline: its " + what + " lapses");
               return;
             }
             try {
-              if (!store.Renew(key, lease)) {
-                Log("lost the shared lock " + key);
+              if (!renew()) {
+                Log("lost the " + what);
                 return;
               }
             } catch (const util::Fatal& e) {
@@ -45,6 +47,8 @@ class Renewal {
     done_cv_.notify_all();
     thread_.join();
   }
+  Renewal(const Renewal&) = delete;
+  Renewal& operator=(const Renewal&) = delete;
 
  private:
   std::mutex mu_;
@@ -62,12 +66,13 @@ std::chrono::milliseconds LockLease(std::chrono::seconds scan_deadline) {
 }
 
 Verdicts::Verdicts(Scanner scanner, VerdictOptions options, std::unique_ptr<SharedStore> shared,
-                   Metrics& metrics)
+                   Metrics& metrics, std::unique_ptr<WorkQueue> queue)
     : scanner_(std::move(scanner)),
       options_(std::move(options)),
       seal_(options_.verdict_key),
       shared_(std::move(shared)),
-      metrics_(metrics) {
+      metrics_(metrics),
+      queue_(queue ? std::move(queue) : MakeLocalQueue(options_.queue_limit)) {
   live_workers_ = std::max(1, options_.workers);
   for (int i = 0; i < live_workers_; ++i)
     threads_.emplace_back([this] {
@@ -99,8 +104,8 @@ bool Verdicts::Stop(Clock::time_point by) {
       }
       flight->done.notify_all();
     }
-    queue_.clear();
   }
+  queue_->Stop();  // what waits in Redis is taken by other replicas
   work_.notify_all();
   stopped_.notify_all();
   bool done;
@@ -144,15 +149,20 @@ std::string Verdicts::Key(const std::string& digest) const {
   return "imgcheck:verdict:" + options_.identity + ":" + digest;
 }
 
-void Verdicts::SetIdentity(const std::string& identity) {
+size_t Verdicts::SetIdentity(const std::string& identity) {
+  bool changed;
   {
     std::lock_guard lock(identity_mu_);
+    changed = options_.identity != identity;
     options_.identity = identity;
   }
-  std::lock_guard lock(mu_);
-  lru_.clear();
-  index_.clear();
-  failed_.clear();
+  {
+    std::lock_guard lock(mu_);
+    lru_.clear();
+    index_.clear();
+    failed_.clear();
+  }
+  return changed ? queue_->Resweep(identity) : 0;
 }
 
 std::shared_ptr<const Verdict> Verdicts::FromMemory(const std::string& digest) {
@@ -163,19 +173,36 @@ std::shared_ptr<const Verdict> Verdicts::FromMemory(const std::string& digest) {
   return it->second->second;
 }
 
-void Verdicts::Remember(const std::string& digest, std::shared_ptr<const Verdict> v) {
-  std::lock_guard lock(mu_);
-  if (auto it = index_.find(digest); it != index_.end()) {
-    it->second->second = std::move(v);
-    lru_.splice(lru_.begin(), lru_, it->second);
-    return;
+void Verdicts::Remember(const std::string& digest, std::shared_ptr<const Verdict> v,
+                        const char* tier) {
+  std::shared_ptr<Flight> flight;  // a scan here or elsewhere that this verdict ends
+  {
+    std::lock_guard lock(mu_);
+    if (auto f = flights_.find(digest); f != flights_.end()) {
+      flight = f->second;
+      flights_.erase(f);
+    }
+    if (auto it = index_.find(digest); it != index_.end()) {
+      it->second->second = v;
+      lru_.splice(lru_.begin(), lru_, it->second);
+    } else {
+      lru_.emplace_front(digest, v);
+      index_[digest] = lru_.begin();
+      while (lru_.size() > std::max<size_t>(1, options_.cache_entries)) {
+        index_.erase(lru_.back().first);
+        lru_.pop_back();
+      }
+    }
   }
-  lru_.emplace_front(digest, std::move(v));
-  index_[digest] = lru_.begin();
-  while (lru_.size() > std::max<size_t>(1, options_.cache_entries)) {
-    index_.erase(lru_.back().first);
-    lru_.pop_back();
+  if (!flight) return;
+  std::lock_guard fl(flight->mu);
+  if (!flight->finished) {
+    flight->finished = true;
+    flight->outcome.state = Outcome::State::kReady;
+    flight->outcome.verdict = std::move(v);
+    flight->outcome.cached = tier;
   }
+  flight->done.notify_all();
 }
 
 std::shared_ptr<const Verdict> Verdicts::FromStore(const std::string& digest) {
@@ -202,7 +229,7 @@ std::shared_ptr<const Verdict> Verdicts::FromStore(const std::string& digest) {
   auto v = ParseVerdict(report);
   if (!v) return nullptr;  // written by something else: scan again, and overwrite it
   auto shared = std::make_shared<const Verdict>(std::move(*v));
-  Remember(digest, shared);
+  Remember(digest, shared, "redis");
   return shared;
 }
 
@@ -220,25 +247,54 @@ std::shared_ptr<const Verdict> Verdicts::Lookup(const std::string& digest, std::
 
 std::shared_ptr<Verdicts::Flight> Verdicts::Join(const std::string& digest,
                                                  const std::string& reference, bool& fresh) {
-  std::lock_guard lock(mu_);
   fresh = false;
-  if (auto it = flights_.find(digest); it != flights_.end()) return it->second;
   auto flight = std::make_shared<Flight>();
-  if (auto f = failed_.find(digest); f != failed_.end()) {
-    if (Clock::now() < f->second.first) {  // failed recently: answer that, do not rescan yet
-      flight->finished = true;
-      flight->outcome.state = Outcome::State::kFailed;
-      flight->outcome.error = f->second.second;
-      return flight;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = flights_.find(digest); it != flights_.end()) return it->second;
+    if (auto f = failed_.find(digest); f != failed_.end()) {
+      if (Clock::now() < f->second.first) {  // failed recently: answer that, do not rescan yet
+        flight->finished = true;
+        flight->outcome.state = Outcome::State::kFailed;
+        flight->outcome.error = f->second.second;
+        return flight;
+      }
+      failed_.erase(f);
     }
-    failed_.erase(f);
+    if (stopping_) return nullptr;
+    // A flight whose work another replica took, and whose verdict nobody here asked for since,
+    // is forgotten once it is older than any scan can be.
+    if (flights_.size() >= options_.queue_limit) {
+      auto old = Clock::now() - options_.scan_deadline - 2 * LockLease(options_.scan_deadline);
+      std::erase_if(flights_, [&](const auto& f) { return f.second->since < old; });
+    }
+    flights_[digest] = flight;
   }
-  if (stopping_ || queue_.size() >= options_.queue_limit) return nullptr;
-  flights_[digest] = flight;
-  queue_.emplace_back(digest, reference);
+  // Outside the lock: with --redis this is a round trip.
+  if (!queue_->Add(digest, reference, Priority::kNow)) {
+    std::lock_guard lock(mu_);
+    if (auto it = flights_.find(digest); it != flights_.end() && it->second == flight)
+      flights_.erase(it);
+    return nullptr;
+  }
   fresh = true;
   work_.notify_one();
   return flight;
+}
+
+Outcome Verdicts::Await(const std::shared_ptr<Flight>& flight, const std::string& digest,
+                        std::chrono::milliseconds budget) {
+  auto end = Clock::now() + budget;
+  std::unique_lock lock(flight->mu);
+  for (;;) {
+    auto slice = shared_ ? std::min(end, Clock::now() + options_.poll) : end;
+    flight->done.wait_until(lock, slice, [&] { return flight->finished; });
+    if (flight->finished) return flight->outcome;
+    if (Clock::now() >= end) return {};  // pending
+    lock.unlock();
+    FromStore(digest);  // a verdict there ends the flight (Remember)
+    lock.lock();
+  }
 }
 
 Outcome Verdicts::Get(const std::string& digest, const std::string& reference,
@@ -256,11 +312,7 @@ Outcome Verdicts::Get(const std::string& digest, const std::string& reference,
     out.error = "the scan queue is full (" + std::to_string(options_.queue_limit) + " waiting)";
     return out;
   }
-  std::unique_lock lock(flight->mu);
-  flight->done.wait_for(lock, budget, [&] { return flight->finished; });
-  if (flight->finished) return flight->outcome;
-  out.state = Outcome::State::kPending;
-  return out;
+  return Await(flight, digest, budget);
 }
 
 Outcome Verdicts::Wait(const std::string& digest, std::chrono::milliseconds budget) {
@@ -282,10 +334,7 @@ Outcome Verdicts::Wait(const std::string& digest, std::chrono::milliseconds budg
       return out;  // pending: the queue was full or the server is stopping
     }
   }
-  std::unique_lock lock(flight->mu);
-  flight->done.wait_for(lock, budget, [&] { return flight->finished; });
-  if (flight->finished) return flight->outcome;
-  return out;
+  return Await(flight, digest, budget);
 }
 
 bool Verdicts::Prefetch(const std::string& digest, const std::string& reference) {
@@ -294,23 +343,36 @@ bool Verdicts::Prefetch(const std::string& digest, const std::string& reference)
   return Join(digest, reference, fresh) != nullptr;
 }
 
+bool Verdicts::Sweep(const std::string& digest, const std::string& reference) {
+  return queue_->Add(digest, reference, Priority::kSweep);
+}
+
 void Verdicts::Work() {
+  const int sweep_slots = std::max(1, options_.workers - 1);
   for (;;) {
-    std::pair<std::string, std::string> job;
+    bool sweeps = false;  // a sweep slot reserved for this take
     {
-      std::unique_lock lock(mu_);
-      work_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      std::lock_guard lock(mu_);
       if (stopping_) return;
-      job = std::move(queue_.front());
-      queue_.pop_front();
+      if (sweeping_ < sweep_slots) sweeps = true, ++sweeping_;
     }
-    Outcome out = Scan(job.first, job.second);
+    std::optional<WorkItem> item = queue_->Take(kTakeWait, sweeps);
+    {
+      std::lock_guard lock(mu_);
+      if (sweeps && (!item || item->priority != Priority::kSweep)) --sweeping_;
+      // Stopping: an item taken stays in the shared queue, for another replica.
+      if (stopping_) return;
+    }
+    if (!item) continue;
+    std::optional<Outcome> processed = Process(*item);
     std::shared_ptr<Flight> flight;
     {
       std::lock_guard lock(mu_);
-      if (out.state == Outcome::State::kFailed)
-        failed_[job.first] = {Clock::now() + options_.failure_ttl, out.error};
-      if (auto it = flights_.find(job.first); it != flights_.end()) {
+      if (item->priority == Priority::kSweep) --sweeping_;
+      if (!processed) continue;
+      if (processed->state == Outcome::State::kFailed)
+        failed_[item->digest] = {Clock::now() + options_.failure_ttl, processed->error};
+      if (auto it = flights_.find(item->digest); it != flights_.end()) {
         flight = it->second;
         flights_.erase(it);
       }
@@ -319,10 +381,49 @@ void Verdicts::Work() {
     std::lock_guard fl(flight->mu);
     if (!flight->finished) {
       flight->finished = true;
-      flight->outcome = std::move(out);
+      flight->outcome = std::move(*processed);
     }
     flight->done.notify_all();
   }
+}
+
+std::optional<Outcome> Verdicts::Process(const WorkItem& item) {
+  if (!item.identity.empty()) {
+    std::string mine;
+    {
+      std::lock_guard lock(identity_mu_);
+      mine = options_.identity;
+    }
+    if (item.identity != mine) {  // queued by a replica that reloaded before this one
+      queue_->Failed(item, "queued for policy " + item.identity + ", met a replica under " + mine);
+      return std::nullopt;
+    }
+  }
+  // Idempotent: a digest judged under the current policy is acknowledged without work (Scan
+  // looks in the shared store first).
+  if (auto v = FromMemory(item.digest)) {
+    queue_->Done(item);
+    Outcome out;
+    out.state = Outcome::State::kReady;
+    out.verdict = v;
+    out.cached = "memory";
+    return out;
+  }
+  Outcome out;
+  {
+    std::optional<Renewal> keep;
+    if (!item.id.empty()) {
+      const std::chrono::milliseconds lease = LockLease(options_.scan_deadline);
+      keep.emplace([this, &item] { return queue_->Touch(item); }, lease / 3,
+                   Clock::now() + options_.scan_deadline + lease, "work entry " + item.id);
+    }
+    out = Scan(item.digest, item.reference);
+  }
+  if (out.state == Outcome::State::kReady)
+    queue_->Done(item);
+  else
+    queue_->Failed(item, out.error);
+  return out;
 }
 
 Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) {
@@ -339,6 +440,7 @@ Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) 
     auto give_up = Clock::now() + options_.scan_deadline + lease;
     for (;;) {
       if (auto v = FromStore(digest)) {
+        queue_->Judged(digest, reference);
         metrics_.CacheHit("redis");
         out.state = Outcome::State::kReady;
         out.verdict = v;
@@ -380,13 +482,20 @@ Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) 
     }
   };
   metrics_.ScanStarted();
+  // "docker://HOST/repo@digest": the registry, for the per-registry gauge.
+  std::string_view host = reference;
+  if (host.starts_with("docker://")) host.remove_prefix(9);
+  host = host.substr(0, host.find('/'));
+  metrics_.RegistryScans(host, 1);
   auto start = Clock::now();
   std::optional<Verdict> v;
   {
     // The lock lasts a lease and is renewed while the scan runs, up to the scan's deadline
     // (which bounds the scan too): it lapses a lease after this process dies.
     std::optional<Renewal> renewal;
-    if (locked) renewal.emplace(*shared_, lock_key, lease, start + options_.scan_deadline);
+    if (locked)
+      renewal.emplace([this, &lock_key, lease] { return shared_->Renew(lock_key, lease); },
+                      lease / 3, start + options_.scan_deadline, "shared lock " + lock_key);
     try {
       v = scanner_(reference);
     } catch (const std::exception& e) {
@@ -395,6 +504,7 @@ Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) 
   }
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   metrics_.ScanFinished(seconds, out.error.empty());
+  metrics_.RegistryScans(host, -1);
   if (!out.error.empty()) {
     release();
     out.state = Outcome::State::kFailed;
@@ -403,6 +513,7 @@ Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) 
   }
   auto verdict = std::make_shared<const Verdict>(std::move(*v));
   Remember(digest, verdict);
+  queue_->Judged(digest, reference);
   if (shared_) {
     try {
       shared_->Put(key, seal_.Seal(key, verdict->report), options_.store_ttl);
@@ -425,6 +536,13 @@ void Verdicts::Put(const std::string& digest, std::shared_ptr<const Verdict> ver
     shared_->Put(key, seal_.Seal(key, report), options_.store_ttl);
   } catch (const util::Fatal& e) {
     Log(e.what());
+  }
+}
+
+void Verdicts::MeasureQueue() {
+  for (Priority p : {Priority::kNow, Priority::kSweep}) {
+    QueueDepth d = queue_->Depth(p);
+    metrics_.WorkDepth(PriorityName(p), d.entries, d.oldest_seconds);
   }
 }
 

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -22,6 +23,7 @@
 #include "serve/redis_store.h"
 #include "serve/verdict.h"
 #include "serve/verdict_seal.h"
+#include "serve/work_queue.h"
 
 namespace imgcheck::serve {
 
@@ -60,9 +62,13 @@ struct Outcome {
 std::chrono::milliseconds LockLease(std::chrono::seconds scan_deadline);
 
 class Verdicts {
+  using Clock = std::chrono::steady_clock;
+
  public:
+  /// `queue`: where the digests to scan wait (MakeStreamQueue with --redis); null: in memory,
+  /// at most options.queue_limit.
   Verdicts(Scanner scanner, VerdictOptions options, std::unique_ptr<SharedStore> shared,
-           Metrics& metrics);
+           Metrics& metrics, std::unique_ptr<WorkQueue> queue = nullptr);
   ~Verdicts();
   Verdicts(const Verdicts&) = delete;
   Verdicts& operator=(const Verdicts&) = delete;
@@ -77,6 +83,9 @@ class Verdicts {
   /// Starts a scan unless a verdict or a scan exists (registry push events). False when the
   /// queue is full.
   bool Prefetch(const std::string& digest, const std::string& reference);
+  /// Queues `digest` behind every admission miss and push (a sweep: re-judging what the fleet
+  /// knows); a worker takes it only while another is left for those. False when full.
+  bool Sweep(const std::string& digest, const std::string& reference);
   /// The verdict when one is known here or in the store, without scanning; `tier` says where
   /// it was found ("memory", "redis").
   std::shared_ptr<const Verdict> Lookup(const std::string& digest, std::string* tier = nullptr);
@@ -90,13 +99,18 @@ class Verdicts {
   /// are released, waiting 200 ms at most, so another replica takes them over at once).
   bool Stop(std::chrono::steady_clock::time_point by);
   bool SharedStoreUp();
+  /// Measures the work queue's depth into the metrics (the server's watcher, every few seconds).
+  void MeasureQueue();
   bool HasSharedStore() const { return shared_ != nullptr; }
   /// A new policy (serve reloads its rule data on SIGHUP): later verdicts are keyed by
-  /// `identity`, and those kept in memory, judged by the old policy, are forgotten.
-  void SetIdentity(const std::string& identity);
+  /// `identity`, and those kept in memory, judged by the old policy, are forgotten. When the
+  /// identity changed, every digest judged before (by any replica, with --redis) is queued as
+  /// a sweep, once per identity across the fleet; returns how many this call queued.
+  size_t SetIdentity(const std::string& identity);
 
  private:
   struct Flight {
+    Clock::time_point since = Clock::now();
     std::mutex mu;
     std::condition_variable done;
     bool finished = false;
@@ -105,11 +119,20 @@ class Verdicts {
 
   std::string Key(const std::string& digest) const;
   std::shared_ptr<const Verdict> FromMemory(const std::string& digest);
-  void Remember(const std::string& digest, std::shared_ptr<const Verdict> v);
+  /// Keeps `v` in the LRU and ends the flight of `digest` with it, as found in `tier` ("" when
+  /// scanned here).
+  void Remember(const std::string& digest, std::shared_ptr<const Verdict> v, const char* tier = "");
   /// The running or new flight for `digest`; null when the queue is full. `fresh` tells which.
   std::shared_ptr<Flight> Join(const std::string& digest, const std::string& reference,
                                bool& fresh);
+  /// Waits for `flight` at most `budget`; with a shared store, polling it too (another replica
+  /// may take the work from the shared queue).
+  Outcome Await(const std::shared_ptr<Flight>& flight, const std::string& digest,
+                std::chrono::milliseconds budget);
   void Work();
+  /// Scans a queued item unless its verdict is known already; acknowledges it or says why not.
+  /// nullopt: left for another replica (a sweep for a policy this one has not loaded).
+  std::optional<Outcome> Process(const WorkItem& item);
   Outcome Scan(const std::string& digest, const std::string& reference);
   std::shared_ptr<const Verdict> FromStore(const std::string& digest);
 
@@ -129,7 +152,8 @@ class Verdicts {
   std::map<std::string, std::shared_ptr<Flight>> flights_;
   std::set<std::string> held_;  ///< the store's locks this process's scans hold
   std::map<std::string, std::pair<std::chrono::steady_clock::time_point, std::string>> failed_;
-  std::deque<std::pair<std::string, std::string>> queue_;  ///< digest, reference
+  std::unique_ptr<WorkQueue> queue_;
+  int sweeping_ = 0;  ///< workers on sweeps, under mu_: at most workers - 1 (at least 1)
   std::vector<std::thread> threads_;
   int live_workers_ = 0;            ///< under mu_
   std::condition_variable exited_;  ///< a worker returned

@@ -553,3 +553,128 @@ TEST_CASE("registry notification envelopes yield the pushed manifests", "[events
   CHECK_FALSE(ParseRegistryEvents("{\"events\": 3}"));
   CHECK_FALSE(ParseRegistryEvents("nope"));
 }
+
+TEST_CASE("the work queue in memory takes admission misses before sweeps, sweeps when asked",
+          "[work]") {
+  auto q = MakeLocalQueue(1);
+  CHECK(q->Add(Digest('a'), "r@" + Digest('a'), Priority::kSweep));
+  CHECK(q->Add(Digest('b'), "r@" + Digest('b'), Priority::kSweep));  // bounded by what is known
+  CHECK(q->Add(Digest('d'), "r@" + Digest('d'), Priority::kNow));
+  CHECK_FALSE(q->Add(Digest('c'), "r@" + Digest('c'), Priority::kNow));  // full
+  CHECK(q->Depth(Priority::kSweep).entries == 2);
+  auto first = q->Take(0ms, true);
+  REQUIRE(first);
+  CHECK(first->digest == Digest('d'));
+  CHECK_FALSE(q->Take(10ms, false));  // only sweeps wait
+  auto sweep = q->Take(0ms, true);
+  REQUIRE(sweep);
+  CHECK(sweep->digest == Digest('a'));
+  CHECK(sweep->priority == Priority::kSweep);
+  q->Stop();
+  CHECK_FALSE(q->Take(0ms, true));
+  CHECK_FALSE(q->Add(Digest('e'), "r@" + Digest('e'), Priority::kNow));
+}
+
+TEST_CASE(
+    "work on Redis Streams: reclaimed from a dead replica after the lease, dead-lettered "
+    "after N deliveries, forged entries dropped",
+    "[work][redis]") {
+  if (!imgcheck::testing::HaveProgram("redis-server"))
+    return imgcheck::testing::Skip("redis-server not installed");
+  imgcheck::testing::TempDir dir;
+  RedisServer redis(dir.path());
+  auto client = [&] {
+    auto c = RedisClient::Open(redis.url(), "test-pass");
+    REQUIRE(c);
+    return *c;
+  };
+  Metrics ma, mb;
+  StreamOptions oa;
+  oa.consumer = "a";
+  oa.lease = 400ms;
+  oa.poll = 20ms;
+  oa.max_deliveries = 3;
+  StreamOptions ob = oa;
+  ob.consumer = "b";
+  auto a = MakeStreamQueue(client(), oa, ma);
+  auto b = MakeStreamQueue(client(), ob, mb);
+  std::string ref = "docker://reg/app@" + Digest('a');
+
+  // The replica that accepted an admission miss holds it at once; the other sees nothing.
+  REQUIRE(a->Add(Digest('a'), ref, Priority::kNow));
+  CHECK_FALSE(b->Take(0ms, true));
+  auto held = a->Take(0ms, false);
+  REQUIRE(held);
+  CHECK(held->digest == Digest('a'));
+  CHECK(held->reference == ref);
+  CHECK_FALSE(held->id.empty());
+  // While a touches it, it stays a's past the lease.
+  for (int i = 0; i < 5; ++i) {
+    std::this_thread::sleep_for(150ms);
+    CHECK(a->Touch(*held));
+  }
+  CHECK_FALSE(b->Take(0ms, true));
+  // a dies (no Done, no more touches): b takes it over once it idled for the lease.
+  a.reset();
+  auto start = std::chrono::steady_clock::now();
+  std::optional<WorkItem> taken;
+  REQUIRE(
+      imgcheck::testing::Eventually([&] { return (taken = b->Take(10ms, false)).has_value(); }));
+  CHECK(std::chrono::steady_clock::now() - start < 1500ms);
+  CHECK(taken->id == held->id);
+  CHECK_THAT(mb.Render(), Catch::Contains("imgcheck_work_reclaimed_total{priority=\"now\"} 1"));
+  b->Done(*taken);
+  CHECK(redis.Cli("xlen imgcheck:work:now") == "0");
+  std::string pending = redis.Cli("xpending imgcheck:work:now imgcheck");
+  CHECK(pending.substr(0, pending.find('\n')) == "0");
+
+  // A digest whose scan keeps failing: delivered max_deliveries times, then dead-lettered with
+  // its last error.
+  std::string broken = "docker://reg/broken@" + Digest('b');
+  REQUIRE(b->Add(Digest('b'), broken, Priority::kNow));
+  int deliveries = 0;
+  REQUIRE(imgcheck::testing::Eventually([&] {
+    if (auto item = b->Take(10ms, false)) {
+      ++deliveries;
+      b->Failed(*item,
+                "cannot reach reg: connection refused (try " + std::to_string(deliveries) + ")");
+    }
+    return redis.Cli("xlen imgcheck:work:dead") == "1";
+  }));
+  CHECK(deliveries == 3);
+  std::string dead = redis.Cli("xrange imgcheck:work:dead - +");
+  CHECK_THAT(dead, Catch::Contains(broken) && Catch::Contains("(try 3)"));
+  CHECK(redis.Cli("xlen imgcheck:work:now") == "0");
+  CHECK_THAT(mb.Render(), Catch::Contains("imgcheck_work_dead_letters_total{priority=\"now\"} 1"));
+
+  // Entries written by someone else: a reference that does not pin its digest, a digest that
+  // is none, an extra field, a huge field. Dropped and counted, never handed out.
+  for (const std::string& fields :
+       {"d " + Digest('c') + " r docker://reg/evil@" + Digest('d'),
+        std::string("d sha256:zz r docker://reg/x@sha256:zz"),
+        "d " + Digest('c') + " r docker://reg/x@" + Digest('c') + " x 1",
+        "d " + Digest('c') + " r docker://" + std::string(5000, 'r') + "@" + Digest('c'),
+        "d " + Digest('c') + " r oci:/etc@" + Digest('c')})
+    redis.Cli("xadd imgcheck:work:sweep '*' " + fields);
+  CHECK_FALSE(b->Take(0ms, false));  // sweeps not asked for
+  for (int i = 0; i < 7; ++i) CHECK_FALSE(b->Take(0ms, true));
+  CHECK_THAT(mb.Render(), Catch::Contains("imgcheck_work_invalid_total 5"));
+  CHECK(redis.Cli("xlen imgcheck:work:sweep") == "0");
+
+  // Admission misses before sweeps; the streams are bounded.
+  REQUIRE(b->Add(Digest('e'), "docker://r@" + Digest('e'), Priority::kSweep));
+  StreamOptions oc = ob;
+  oc.consumer = "c";
+  oc.limit = 1;
+  auto c = MakeStreamQueue(client(), oc, mb);
+  CHECK_FALSE(c->Add(Digest('6'), "docker://r@" + Digest('6'), Priority::kSweep));
+  REQUIRE(c->Add(Digest('5'), "docker://r@" + Digest('5'), Priority::kNow));
+  auto next = b->Take(0ms, true);  // c holds g: b gets the sweep
+  REQUIRE(next);
+  CHECK(next->digest == Digest('e'));
+  auto own = c->Take(0ms, true);
+  REQUIRE(own);
+  CHECK(own->digest == Digest('5'));
+  b->Done(*next);
+  c->Done(*own);
+}
