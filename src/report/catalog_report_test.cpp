@@ -47,7 +47,12 @@ catalog::Catalog SmallCatalog() {
                     "/site/torch-2.3.0.dist-info/METADATA", 0, ""}};
   dist.path = "/site/torch-2.3.0.dist-info";
   dist.layer = 0;
-  dist.requires_dist = {{"nvidia-cudnn-cu12", "==8.9.2.26", "platform_system == \"Linux\"", "raw"}};
+  catalog::Requirement cudnn;
+  cudnn.name = "nvidia-cudnn-cu12";
+  cudnn.specifier = "==8.9.2.26";
+  cudnn.marker = "platform_system == \"Linux\"";
+  cudnn.raw = "raw";
+  dist.requires_dist = {cudnn};
   cat.components.push_back(dist);
 
   catalog::Component deb;
