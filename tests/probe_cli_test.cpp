@@ -213,7 +213,7 @@ TEST_CASE("imgcheck scan --probe without a GPU: a note, and the static result st
 // Issue #35: IMGCHECK_PROBE was both the helper's path and, once scan's flags read variables,
 // --probe's; a path there made every scan fail ("Could not convert"). The helper's variable is
 // IMGCHECK_PROBE_HELPER now, and a path in the old name still means the helper.
-TEST_CASE("IMGCHECK_PROBE_HELPER names the helper; IMGCHECK_PROBE=/path is its old name") {
+TEST_CASE("IMGCHECK_PROBE_HELPER names the helper, IMGCHECK_PROBE=/path is its old name") {
   Image img;
   Write(FakeStack{}, img);
   const fs::path marker = img.dir / "helper-ran";

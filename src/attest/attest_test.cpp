@@ -172,7 +172,7 @@ TEST_CASE("attest: verify refuses each forgery with its reason", "[attest]") {
   CHECK(reason(SignEnvelope(kInTotoPayloadType, v01, Private(key))) == Rejection::kNone);
 }
 
-TEST_CASE("keys: PKCS#8 and SPKI PEM of P-256 only; cosign's encrypted format refused",
+TEST_CASE("keys: PKCS#8 and SPKI PEM of P-256 only, cosign's encrypted format refused",
           "[attest]") {
   TempDir dir;
   CommandResult gen = Run("cd " + Quote(dir.path()) +

@@ -870,6 +870,40 @@ TEST_CASE("IC012: a library only an optional module needs is info, with the cita
                                    "or encodes an image") != std::string::npos);
 }
 
+TEST_CASE("process: a package's own RTLD_LOCAL load satisfies its module's DT_NEEDED", "[checks]") {
+  // torchaudio/lib/_torchaudio.so NEEDS libtorchaudio.so with no RUNPATH: torchaudio loads
+  // lib/libtorchaudio.so itself first (torch.ops.load_library, dlopen.json preload, RTLD_LOCAL),
+  // and glibc matches the name against the loaded object. Its SoX module loads only on use.
+  auto image = [](bool with_lib) {
+    FakeImage f = TorchImport({});
+    elf::fixture::ElfSpec ext;
+    ext.needed = {"libtorchaudio.so", "libc10.so", "libc.so.6"};
+    f.File(kSite + "torchaudio/lib/_torchaudio.so", elf::fixture::BuildElf(ext));
+    elf::fixture::ElfSpec sox;
+    sox.needed = {"libsox.so.3", "libc.so.6"};
+    f.File(kSite + "torchaudio/lib/_torchaudio_sox.so", elf::fixture::BuildElf(sox));
+    std::vector<std::string> files = {"torchaudio/lib/_torchaudio.so",
+                                      "torchaudio/lib/_torchaudio_sox.so"};
+    if (with_lib) {
+      f.File(kSite + "torchaudio/lib/libtorchaudio.so", So("libtorchaudio.so", {"libc10.so"}));
+      files.push_back("torchaudio/lib/libtorchaudio.so");
+    }
+    Dist(f, "torchaudio", "2.3.0", {"torch (==2.3.0)"}, files);
+    return f;
+  };
+  FakeImage ok = image(true);
+  auto found = Scan(ok);
+  CHECK(Naming(found, "IC012", kSite + "torchaudio/lib/_torchaudio.so").empty());
+  std::vector<Finding> sox = Naming(found, "IC012", kSite + "torchaudio/lib/_torchaudio_sox.so");
+  REQUIRE(sox.size() == 1);
+  CHECK(sox[0].severity == Severity::kInfo);
+  FakeImage bad = image(false);
+  auto missing = Naming(Scan(bad), "IC012", kSite + "torchaudio/lib/_torchaudio.so");
+  REQUIRE(missing.size() == 1);
+  CHECK(missing[0].severity == Severity::kError);
+  CHECK(missing[0].message.find("libtorchaudio.so") != std::string::npos);
+}
+
 TEST_CASE("IC001: a framework loads a cuDNN its run-time check rejects", "[checks]") {
   auto image = [&](const std::string& found_version) {
     FakeImage f = Torch();  // compiled with cuDNN 8.9.2.26

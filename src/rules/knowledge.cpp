@@ -240,16 +240,21 @@ Knowledge Knowledge::FromFiles(std::vector<DataFile> files) {
   for (const Row& r : TableRows(f, "dlopen"))
     k.dlopen_.push_back(
         {r.String("caller"), DlopenCalls(r), r.String("source"), r.Int("cuda_major", false)});
-  for (const Row& r : TableRows(f, "preload"))
-    k.preload_.push_back({r.String("package"), r.Strings("files"), r.Strings("dirs"),
-                          r.String("unless_loads", false), r.String("source"), true});
-  for (const Row& r : TableRows(f, "imports")) {
-    std::string mode = r.String("mode");
+  // True for RTLD_GLOBAL; a preload row without a mode loads RTLD_GLOBAL (ctypes.CDLL(path,
+  // RTLD_GLOBAL), as torch's _load_global_deps), an imports row must say.
+  auto global = [](const Row& r, bool required) {
+    std::string mode = r.String("mode", required);
+    if (mode.empty()) return true;
     if (mode != "RTLD_GLOBAL" && mode != "RTLD_LOCAL")
       r.Fail("mode", "must be RTLD_GLOBAL or RTLD_LOCAL");
+    return mode == "RTLD_GLOBAL";
+  };
+  for (const Row& r : TableRows(f, "preload"))
+    k.preload_.push_back({r.String("package"), r.Strings("files"), r.Strings("dirs"),
+                          r.String("unless_loads", false), r.String("source"), global(r, false)});
+  for (const Row& r : TableRows(f, "imports"))
     k.imports_.push_back({r.String("package"), r.Strings("files"), r.Strings("dirs"), "",
-                          r.String("source"), mode == "RTLD_GLOBAL"});
-  }
+                          r.String("source"), global(r, true)});
   for (const Row& r : TableRows(f, "preload_calls"))
     k.preload_calls_.push_back({r.String("package"), VersionField(r, "from"), r.String("call"),
                                 r.String("before"), r.String("source")});
