@@ -123,6 +123,15 @@ void CheckUnboundSymbols(Context& ctx) {
   // Objects whose symbols could not be read whole, with the first consumer loading them: the
   // loads that include them were not bound, which the report must say (an info finding).
   std::map<std::string, const Consumer*> unread;
+  // Objects another consumer loads as a dependency. Such a library's references bind in the
+  // scope of the load that brings it (glibc: the global scope, then the dlopen root's search
+  // list), not in its own: libtorch_cuda.so NEEDS libtorch_nvshmem.so, whose c10::cuda
+  // references only libc10_cuda.so, a sibling in torch._C's load, defines. So its own link map
+  // as a root does not judge it; the loads that include it do.
+  std::set<std::string, std::less<>> dependencies;
+  for (const Consumer* c : ctx.AllConsumers())
+    for (size_t i = 1; i < c->graph.objects.size(); ++i)
+      dependencies.insert(c->graph.objects[i].real_path);
   for (const Consumer* c : ctx.AllConsumers()) {
     for (const loader::LoadedObject& o : c->graph.objects)
       if (o.elf && !index.Known(o.real_path)) unread.try_emplace(o.real_path, c);
@@ -136,6 +145,7 @@ void CheckUnboundSymbols(Context& ctx) {
     }
     for (loader::Unbound& u : loader::Bind(c->graph, scope, index)) {
       const std::string& path = c->graph.objects[static_cast<size_t>(u.object)].real_path;
+      if (u.object == 0 && dependencies.count(path)) continue;
       Failure& f = failures[path];
       if (!f.consumer) {
         f.consumer = c;

@@ -826,6 +826,31 @@ TEST_CASE("IC013: a weak reference nothing defines is never missing", "[checks]"
   CHECK(Naming(found, "IC012", kVision).empty());
 }
 
+TEST_CASE("IC013: a library binds in the scope of the load that brings it, not its own",
+          "[checks]") {
+  // torch 2.10: libtorch_cuda.so NEEDS libtorch_nvshmem.so, whose c10::cuda references only a
+  // sibling in torch._C's load defines (it does not NEED libc10_cuda.so): glibc binds them in the
+  // dlopen root's search list, so `import torch` works. Scanned as a root of its own, the
+  // library would miss them.
+  auto image = [](bool c10_defines) {
+    FakeImage f = TorchImport({.python_needs = {"libfw_nvshmem.so"}});
+    elf::fixture::ElfSpec lib;
+    lib.soname = "libfw_nvshmem.so";
+    lib.needed = {"libc.so.6"};
+    lib.runpath = "$ORIGIN";
+    lib.imported = {c10_defines ? kC10 : std::string("_ZN3c104cuda9getStreamEv")};
+    f.File(kSite + "torch/lib/libfw_nvshmem.so", elf::fixture::BuildElf(lib));
+    return f;
+  };
+  const std::string nvshmem = kSite + "torch/lib/libfw_nvshmem.so";
+  FakeImage ok = image(true);
+  CHECK(Naming(Scan(ok), "IC013", nvshmem).empty());
+  FakeImage bad = image(false);  // nothing in the load defines it: still an error
+  auto missing = Naming(Scan(bad), "IC013", nvshmem);
+  REQUIRE(missing.size() == 1);
+  CHECK(missing[0].severity == Severity::kError);
+}
+
 TEST_CASE("IC012: a library an import needs does not resolve, whatever its name", "[checks]") {
   // libtorch_python.so (on torch._C's import path) NEEDS libcusparseLt.so.0; the wheel's copy
   // sits in a directory no search reaches: `import torch` fails with ImportError.

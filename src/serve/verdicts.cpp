@@ -489,23 +489,24 @@ Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) 
   metrics_.RegistryScans(host, 1);
   auto start = Clock::now();
   std::optional<Verdict> v;
-  {
-    // The lock lasts a lease and is renewed while the scan runs, up to the scan's deadline
-    // (which bounds the scan too): it lapses a lease after this process dies.
-    std::optional<Renewal> renewal;
-    if (locked)
-      renewal.emplace([this, &lock_key, lease] { return shared_->Renew(lock_key, lease); },
-                      lease / 3, start + options_.scan_deadline, "shared lock " + lock_key);
-    try {
-      v = scanner_(reference);
-    } catch (const std::exception& e) {
-      out.error = e.what();
-    }
+  // The lock lasts a lease and is renewed while the scan runs and its verdict is stored, up to
+  // the scan's deadline (which bounds the scan too): it lapses a lease after this process dies,
+  // and never between the scan's end and the verdict's arrival in the store (a waiting replica
+  // would scan again).
+  std::optional<Renewal> renewal;
+  if (locked)
+    renewal.emplace([this, &lock_key, lease] { return shared_->Renew(lock_key, lease); }, lease / 3,
+                    start + options_.scan_deadline, "shared lock " + lock_key);
+  try {
+    v = scanner_(reference);
+  } catch (const std::exception& e) {
+    out.error = e.what();
   }
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   metrics_.ScanFinished(seconds, out.error.empty());
   metrics_.RegistryScans(host, -1);
   if (!out.error.empty()) {
+    renewal.reset();
     release();
     out.state = Outcome::State::kFailed;
     Log("scan of " + reference + " failed: " + out.error);
@@ -521,6 +522,7 @@ Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) 
       Log(e.what());
     }
   }
+  renewal.reset();
   release();
   out.state = Outcome::State::kReady;
   out.verdict = verdict;
