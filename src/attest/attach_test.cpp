@@ -100,9 +100,11 @@ TEST_CASE("attach: concurrent writers lose no layer", "[attest][docker-registry]
   Fixture f;
   constexpr int kWriters = 4;
   std::vector<std::string> envelopes;
+  envelopes.reserve(kWriters);
   for (int i = 0; i < kWriters; ++i) envelopes.push_back(f.Envelope(0));
   std::atomic<int> failed{0};
   std::vector<std::thread> writers;
+  writers.reserve(kWriters);
   for (int i = 0; i < kWriters; ++i) {
     writers.emplace_back([&, i] {
       try {

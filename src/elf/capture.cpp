@@ -47,6 +47,7 @@ constexpr uint64_t kTableCap = 16u << 20;
 constexpr uint64_t kSmallCap = 1u << 20;  // PT_DYNAMIC, PT_NOTE, PT_INTERP, section headers
 constexpr uint64_t kShstrWindow = 64u << 10;
 constexpr uint64_t kMovedTablesCap = 4u << 20;  // a PT_LOAD patchelf added for the dynamic tables
+constexpr uint64_t kMovedTail = 64u << 10;      // the end of moved strings, kept whole
 constexpr uint64_t kBudget = 40u << 20;
 /// Fatbin container and entry headers followed at most (libcublasLt.so.13 has about 8,500).
 constexpr uint64_t kMaxFatbinRanges = 1u << 15;
@@ -317,9 +318,9 @@ class ElfCapturer : public util::Capturer {
   /// patchelf moves a .dynstr it grows, with the dynamic section, into a PT_LOAD of its own at
   /// the end of the file, after the section headers (torch 2.10's libcusparseLt.so.0: 25 MiB of
   /// strings there). When that segment is too large to keep (kMovedTablesCap), its strings are
-  /// hashed as they pass, as past the prefix: the first and last kRing bytes are kept (the names
-  /// DT_NEEDED, DT_SONAME and DT_RUNPATH use: a linker writes them first, patchelf appends
-  /// them), and from the end of the strings up to the dynamic section as StopHashing keeps.
+  /// hashed as they pass, as past the prefix: the first kRing and last kMovedTail bytes are kept
+  /// (the names DT_NEEDED, DT_SONAME and DT_RUNPATH use: a linker writes them first, patchelf
+  /// appends them), and from the end of the strings up to the dynamic section as StopHashing keeps.
   void HashMovedStrings(const std::vector<format::Section>& sections) {
     const format::Segment* dynamic = nullptr;
     for (const auto& s : segments_)
@@ -340,6 +341,9 @@ class ElfCapturer : public util::Capturer {
                Role::kPlain);
       moved_ = {strings.offset, end, dynamic->offset};
       Want(strings.offset, std::min(end, strings.offset + kRing), Role::kPlain);
+      // The dynamic section's names need not be at either end: nvidia-cusparselt-cu12 0.6.3's
+      // DT_NEEDED names lie 27 KB before the end of its 9 MB moved table.
+      Want(end - std::min(end - strings.offset, kMovedTail), end, Role::kPlain);
       NameRefs(s, strings);
       StartMovedStrings(base_);
       return;

@@ -305,6 +305,19 @@ TEST_CASE("Strings in a large PT_LOAD of their own are hashed as they stream") {
     CHECK(captured.needed == whole.needed);
     CHECK(captured.runpath == whole.runpath);
   }
+  // nvidia-cusparselt-cu12 0.6.3's libcusparseLt.so.0: the DT_NEEDED names 27 KB before the end
+  // of its moved 9 MB .dynstr, past the first and last 4 KiB.
+  fixture::ElfSpec middle = spec;
+  middle.filler_strings = 5u << 20;
+  middle.exported.resize(3);  // 24 KB of names after the dynamic section's
+  bytes = fixture::BuildElf(middle);
+  whole = ParseCaptured(util::SparseFile::Whole(bytes));
+  REQUIRE(whole.needed == std::vector<std::string>{"libcublas.so.12"});
+  ElfInfo captured = ParseCaptured(CaptureInSmallChunks(bytes, 65536));
+  CHECK(captured.problems.empty());
+  CHECK(captured.needed == whole.needed);
+  CHECK(captured.soname == whole.soname);
+  CHECK(captured.runpath == whole.runpath);
   // Without section headers nothing says where they start before the dynamic section: the
   // symbols are said to be unread, as before.
   spec.section_headers = false;

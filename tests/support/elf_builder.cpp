@@ -83,6 +83,8 @@ std::string BuildElf(const ElfSpec& spec) {
     dynstr += '\0';
     return off;
   };
+  for (uint64_t i = 0; dynstr.size() < spec.filler_strings; ++i)
+    add_string("filler_" + std::to_string(i) + "_" + std::string(200, 'f'));
   std::vector<std::pair<int64_t, uint64_t>> dynamic;  // tag, value (addresses patched below)
   for (const auto& n : spec.needed) dynamic.push_back({1, add_string(n)});       // DT_NEEDED
   if (!spec.soname.empty()) dynamic.push_back({14, add_string(spec.soname)});    // DT_SONAME

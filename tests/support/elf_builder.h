@@ -42,6 +42,9 @@ struct ElfSpec {
   /// A name that ends another already written is not written again but pointed into its tail
   /// ("time" inside "localtime"), as GNU ld merges .dynstr.
   bool merge_tails = false;
+  /// Bytes of unused strings (symbol-name characters) at the start of .dynstr, before the
+  /// dynamic section's names: they then sit far from both ends of the table.
+  uint64_t filler_strings = 0;
 };
 
 /// One fatbin entry to write: device code for one architecture.
