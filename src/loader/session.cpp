@@ -204,6 +204,12 @@ std::vector<Preload> ProcessLoads(
   if (self != dists.end() && rules.imports) {
     std::set<const catalog::Component*> seen;
     std::vector<const catalog::Component*> required;
+    // What its own __init__ imports first without requiring it (imports rows' imported_by).
+    for (const PreloadRow& row : *rules.imports)
+      for (const std::string& by : row.imported_by)
+        if (auto first = dists.find(row.package);
+            first != dists.end() && util::GlobMatch(by, self->first))
+          Required(dists, *first->second, seen, required);
     Required(dists, *self->second, seen, required);
     for (const catalog::Component* d : required) {
       if (d == self->second) continue;

@@ -60,6 +60,9 @@ struct PreloadRow {
   /// False: RTLD_LOCAL (an extension module's import, ctypes.CDLL's default): later loads find
   /// its objects by name, but bind to them only through their own dependencies.
   bool global = true;
+  /// imports rows: globs on the distributions whose own `__init__` imports this package first
+  /// even where their METADATA does not require it (torchaudio 2.11 has no Requires-Dist).
+  std::vector<std::string> imported_by;
 };
 
 /// Files a package loads only on request (dlopen.json's optional table).

@@ -250,11 +250,16 @@ Knowledge Knowledge::FromFiles(std::vector<DataFile> files) {
     return mode == "RTLD_GLOBAL";
   };
   for (const Row& r : TableRows(f, "preload"))
-    k.preload_.push_back({r.String("package"), r.Strings("files"), r.Strings("dirs"),
-                          r.String("unless_loads", false), r.String("source"), global(r, false)});
+    k.preload_.push_back({r.String("package"),
+                          r.Strings("files"),
+                          r.Strings("dirs"),
+                          r.String("unless_loads", false),
+                          r.String("source"),
+                          global(r, false),
+                          {}});
   for (const Row& r : TableRows(f, "imports"))
     k.imports_.push_back({r.String("package"), r.Strings("files"), r.Strings("dirs"), "",
-                          r.String("source"), global(r, true)});
+                          r.String("source"), global(r, true), r.Strings("imported_by", false)});
   for (const Row& r : TableRows(f, "preload_calls"))
     k.preload_calls_.push_back({r.String("package"), VersionField(r, "from"), r.String("call"),
                                 r.String("before"), r.String("source")});
