@@ -75,16 +75,18 @@ std::string BuildElf(const ElfSpec& spec) {
   // String table first: offsets are needed by the symbols and the dynamic section.
   std::string dynstr(1, '\0');
   auto add_string = [&dynstr, &spec](const std::string& s) {
-    if (size_t tail = dynstr.find(s + '\0'); spec.merge_tails && !s.empty() && tail != 0 &&
-                                             tail != std::string::npos && dynstr[tail - 1] != 0)
-      return static_cast<uint64_t>(tail);
+    if (spec.merge_tails && !s.empty())
+      if (size_t tail = dynstr.find(s + '\0');
+          tail != 0 && tail != std::string::npos && dynstr[tail - 1] != 0)
+        return static_cast<uint64_t>(tail);
     uint64_t off = dynstr.size();
     dynstr += s;
     dynstr += '\0';
     return off;
   };
+  // Appended, never merged: a tail search per filler string over megabytes of 'f's is quadratic.
   for (uint64_t i = 0; dynstr.size() < spec.filler_strings; ++i)
-    add_string("filler_" + std::to_string(i) + "_" + std::string(200, 'f'));
+    dynstr += "filler_" + std::to_string(i) + "_" + std::string(200, 'f') + '\0';
   std::vector<std::pair<int64_t, uint64_t>> dynamic;  // tag, value (addresses patched below)
   for (const auto& n : spec.needed) dynamic.push_back({1, add_string(n)});       // DT_NEEDED
   if (!spec.soname.empty()) dynamic.push_back({14, add_string(spec.soname)});    // DT_SONAME
