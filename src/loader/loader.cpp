@@ -560,16 +560,6 @@ LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view r
                           std::to_string(options.limits.loader_objects), "--max-loader-objects");
   };
   map.Index();
-  // What the package loaded before the root: found by soname from here on.
-  const size_t first_preload = g.objects.size();
-  for (const Preload& p : options.preload) {
-    const elf::ElfInfo* info = elf(p.real_path);
-    if (info == nullptr || map.Find(p.real_path) >= 0) continue;
-    room();
-    g.objects.push_back(
-        {p.real_path, p.real_path, info, {}, -1, Kind::kDlopen, {}, p.why, !p.global});
-    map.Index();
-  }
 
   auto admit = [&](size_t i, Resolution r) {
     const std::string& name = r.name;
@@ -620,11 +610,22 @@ LoadGraph Load(const image::Tree& tree, const ElfLookup& elf, std::string_view r
     for (const std::string& name : g.objects[i].elf->needed)
       admit(i, ResolveIn(elf, g, map, static_cast<int>(i), name, Kind::kNeeded, options));
   };
+  // What the package loaded before the root, each one dlopen that maps its whole dependency tree
+  // before the next begins: a later one finds what an earlier one brought in by name (torchaudio's
+  // libtorchaudio.so NEEDS libc10.so, which torch._C's import loaded two levels down).
   size_t needed_done = 0, dlopen_done = 0;
+  const size_t first_preload = g.objects.size();
+  for (const Preload& p : options.preload) {
+    const elf::ElfInfo* info = elf(p.real_path);
+    if (info == nullptr || map.Find(p.real_path) >= 0) continue;
+    room();
+    g.objects.push_back(
+        {p.real_path, p.real_path, info, {}, -1, Kind::kDlopen, {}, p.why, !p.global});
+    map.Index();
+    for (size_t k = g.objects.size() - 1; k < g.objects.size(); ++k) map_needed(k);
+  }
   if (first_preload < g.objects.size()) {
-    // Preloaded libraries were loaded with their own dependencies before the root was: what
-    // they brought in is already there for the root's DT_NEEDED.
-    for (size_t k = first_preload; k < g.objects.size(); ++k) map_needed(k);
+    // Then the root's DT_NEEDED, with everything the preloads brought in already there.
     needed_done = g.objects.size();
     for (size_t k = 0; k < first_preload; ++k) map_needed(k);
   }
