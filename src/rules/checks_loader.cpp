@@ -1,4 +1,4 @@
-// Checks over how libraries are found: IC010-IC015, IC051, IC060, IC061.
+// Checks over how libraries are found: IC010-IC016, IC051, IC060, IC061.
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -477,6 +477,57 @@ void CheckReplaced(Context& ctx) {
   }
 }
 
+// Whether installed `version` satisfies the exact pin `pinned` (PEP 440 `==`): a pin without a
+// local label ignores the installed one's ("2.5.1" holds for "2.5.1+cu121"); zero padding is
+// equal ("2.5" == "2.5.0"). Where the numbers agree but the text does not (rc, dev builds), the
+// pin is taken to hold: a finding needs a release that surely differs.
+bool PinHolds(std::string_view pinned, std::string_view version) {
+  if (pinned.find('+') == std::string_view::npos) version = version.substr(0, version.find('+'));
+  if (pinned == version) return true;
+  auto a = Version::Parse(pinned), b = Version::Parse(version);
+  return !a || !b || *a == *b;
+}
+
+// IC016: a distribution whose extension modules load into a framework's process (it requires a
+// package of dlopen.json's imports table) pins that framework exactly, and another release is
+// installed. Its C++ ABI is the release it was built against: the loader may bind every symbol
+// and the operators still fail (torchvision 0.19 on torch 2.5: "Could not run
+// 'torchvision::nms' with arguments from the CPU backend").
+void CheckFrameworkPin(Context& ctx) {
+  std::map<std::string, std::vector<std::string>> modules;  // pip distribution -> its modules
+  for (const loader::Consumer& c : ctx.input.session.consumers())
+    if (const catalog::PackageRef* owner = ctx.catalog.Owner(c.path);
+        c.imported && owner && owner->manager == catalog::PackageManager::kPip)
+      modules[owner->name].push_back(c.path);
+  for (const auto& [name, paths] : modules) {
+    const Component* dist = ctx.Dist(name);
+    if (!dist) continue;
+    for (const catalog::Requirement& req : dist->requires_dist) {
+      std::string pinned = req.Pinned();
+      if (pinned.empty() || !req.marker.empty() || !req.under_extras.empty()) continue;
+      bool host =
+          std::any_of(ctx.knowledge.imports().begin(), ctx.knowledge.imports().end(),
+                      [&](const auto& row) { return util::GlobMatch(row.package, req.name); });
+      const Component* fw = host ? ctx.Dist(req.name) : nullptr;
+      if (!fw || fw->version.empty() || PinHolds(pinned, fw->version)) continue;
+      auto want = Version::Parse(pinned), have = Version::Parse(fw->version);
+      bool same_release = want && have && want->Prefix(2) == have->Prefix(2);
+      Finding f = ctx.Make("IC016",
+                           dist->name + " " + dist->version + " pins " + req.name + "==" + pinned +
+                               " and its extension modules load into " + req.name +
+                               "'s process, but the image has " + fw->name + " " + fw->version,
+                           {dist->path, fw->path}, std::max(dist->layer, fw->layer));
+      if (same_release) f.severity = Severity::kWarning;
+      f.evidence.push_back({"requires", req.raw + " (" + dist->path + "/METADATA)"});
+      f.evidence.push_back({"installed", fw->name + " " + fw->version + " (" + fw->path + ", " +
+                                             LayerText(ctx, fw->layer) + ")"});
+      for (size_t i = 0; i < paths.size() && i < 3; ++i)
+        f.evidence.push_back({"extension module", paths[i]});
+      ctx.findings.push_back(std::move(f));
+    }
+  }
+}
+
 void CheckBrokenLinks(Context& ctx) {
   for (const auto& [path, node] : ctx.tree.nodes()) {
     if (node.type != image::NodeType::kSymlink || path.find(".so") == std::string::npos) continue;
@@ -618,6 +669,7 @@ std::vector<Check> LoaderChecks() {
            }},
           {"IC014", CheckBrokenLinks},
           {"IC015", CheckReplaced},
+          {"IC016", CheckFrameworkPin},
           {"IC051", CheckUnmanaged},
           {"IC060", CheckLibraryPath},
           {"IC061", CheckLdCache}};

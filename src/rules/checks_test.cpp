@@ -710,6 +710,8 @@ struct TorchProcess {
   std::vector<std::string> python_needs = {};
   std::vector<std::string> vision_imports = {kC10, kCpu};
   std::vector<std::string> vision_weak = {};
+  std::string torch_version = "2.3.0";              // torch's METADATA
+  std::string vision_requires = "torch (==2.3.0)";  // torchvision's
 };
 
 FakeImage TorchImport(const TorchProcess& p) {
@@ -737,7 +739,7 @@ FakeImage TorchImport(const TorchProcess& p) {
          elf::fixture::BuildElf(lib("libtorch_cpu.so", {"libc10.so"}, {kCpu})));
   f.File(kSite + "torch/lib/libc10.so",
          elf::fixture::BuildElf(lib("libc10.so", {}, {kC10, "_ZN3c104impl3tlsEv"})));
-  Dist(f, "torch", "2.3.0", {},
+  Dist(f, "torch", p.torch_version, {},
        {"torch/version.py", "torch/_C.cpython-310-x86_64-linux-gnu.so",
         "torch/lib/libtorch_python.so", "torch/lib/libtorch_cpu.so", "torch/lib/libc10.so"});
   elf::fixture::ElfSpec vision;
@@ -746,7 +748,7 @@ FakeImage TorchImport(const TorchProcess& p) {
   vision.weak_imported = p.vision_weak;
   vision.exported = {"PyInit__C"};
   f.File(kSite + "torchvision/_C.so", elf::fixture::BuildElf(vision));
-  Dist(f, "torchvision", "0.18.0", {"torch (==2.3.0)"}, {"torchvision/_C.so"});
+  Dist(f, "torchvision", "0.18.0", {p.vision_requires}, {"torchvision/_C.so"});
   return f;
 }
 
@@ -849,6 +851,94 @@ TEST_CASE("IC013: a library binds in the scope of the load that brings it, not i
   auto missing = Naming(Scan(bad), "IC013", nvshmem);
   REQUIRE(missing.size() == 1);
   CHECK(missing[0].severity == Severity::kError);
+}
+
+TEST_CASE("IC016: an extension pins another release of the framework it loads into", "[checks]") {
+  // torchvision 0.19.1 on torch 2.5.1 (scripts/loader-diff tv-of-24-on-torch25): every symbol
+  // binds, and its nms fails at run time. Only the pin says so.
+  const std::string torch_info = kSite + "torch-2.3.0.dist-info";
+  const std::string vision_info = kSite + "torchvision-0.18.0.dist-info";
+  FakeImage f = TorchImport({.vision_requires = "torch (==2.2.0)"});
+  auto found = Scan(f);
+  CHECK(Naming(found, "IC013", kVision).empty());
+  std::vector<Finding> pin = Naming(found, "IC016", vision_info);
+  REQUIRE(pin.size() == 1);
+  INFO(pin[0].message);
+  CHECK(pin[0].severity == Severity::kError);
+  CHECK(pin[0].message ==
+        "torchvision 0.18.0 pins torch==2.2.0 and its extension modules load "
+        "into torch's process, but the image has torch 2.3.0");
+  CHECK(pin[0].paths == std::vector<std::string>{vision_info, torch_info});
+  CHECK(std::any_of(pin[0].evidence.begin(), pin[0].evidence.end(), [](const Evidence& e) {
+    return e.label == "extension module" && e.value == kVision;
+  }));
+  // Another patch of the same release: a warning.
+  FakeImage patch = TorchImport({.vision_requires = "torch (==2.3.1)"});
+  std::vector<Finding> near = Naming(Scan(patch), "IC016", vision_info);
+  REQUIRE(near.size() == 1);
+  CHECK(near[0].severity == Severity::kWarning);
+}
+
+TEST_CASE("IC016: a pin holds for the local build of its release", "[checks]") {
+  // PEP 440: ==2.3.0 matches 2.3.0+cu121 (PyTorch's own index) and 2.3 matches 2.3.0.
+  for (const char* installed : {"2.3.0+cu121", "2.3"}) {
+    FakeImage f = TorchImport({.torch_version = installed});
+    INFO(installed);
+    CHECK(Scan(f)["IC016"].empty());
+  }
+  // A pin naming another local build of the same release (cu121 for cu118): the numbers agree,
+  // and the label alone is no finding.
+  FakeImage other =
+      TorchImport({.torch_version = "2.3.0+cu118", .vision_requires = "torch (==2.3.0+cu121)"});
+  CHECK(Scan(other)["IC016"].empty());
+  // A distribution without extension modules is no extension: its pin is pip's business.
+  FakeImage pure = TorchImport({});
+  Dist(pure, "app", "1.0", {"torch (==2.2.0)"}, {"app/__init__.py"});
+  pure.File(kSite + "app/__init__.py", "import torch\n");
+  CHECK(Scan(pure)["IC016"].empty());
+}
+
+TEST_CASE("process: a package whose __init__ imports torch first runs in torch's process",
+          "[checks]") {
+  // torchaudio 2.11 has no Requires-Dist; torchaudio/__init__.py imports torch, then loads
+  // lib/libtorchaudio.abi3.so (RTLD_LOCAL) and imports lib/_torchaudio.abi3.so (NEEDS
+  // libtorchaudio.abi3.so, libc10.so, libcudart.so.12): dlopen.json's imports row names it in
+  // imported_by, so libc10.so is the copy torch._C's import loaded (two levels down, before
+  // torchaudio's own load begins). Read as a process of its own, the module (a consumer for its
+  // libcudart) would miss libc10.so: IC012 error, and the import works.
+  const std::string audio = kSite + "torchaudio/lib/_torchaudio.abi3.so";
+  auto image = [&](const std::string& name) {
+    FakeImage f = TorchImport({});
+    f.File(kLib + "/libcudart.so.12", So("libcudart.so.12"));
+    elf::fixture::ElfSpec lib;
+    lib.soname = "libtorchaudio.abi3.so";
+    lib.needed = {"libc10.so", "libc.so.6"};
+    lib.imported = {kC10};
+    f.File(kSite + name + "/lib/libtorchaudio.abi3.so", elf::fixture::BuildElf(lib));
+    elf::fixture::ElfSpec module;
+    module.needed = {"libtorchaudio.abi3.so", "libc10.so", "libcudart.so.12", "libc.so.6"};
+    module.imported = {kC10};
+    module.exported = {"PyInit__torchaudio"};
+    f.File(kSite + name + "/lib/_torchaudio.abi3.so", elf::fixture::BuildElf(module));
+    Dist(f, name, "2.11.0", {},
+         {name + "/lib/libtorchaudio.abi3.so", name + "/lib/_torchaudio.abi3.so"});
+    return f;
+  };
+  FakeImage f = image("torchaudio");
+  auto found = Scan(f);
+  for (const Finding& x : found["IC012"]) UNSCOPED_INFO(x.message);
+  CHECK(found["IC012"].empty());
+  CHECK(Naming(found, "IC013", audio).empty());
+  // The same layout under a name no row says imports torch: its own process, as glibc would
+  // load it without torch (the check is the row, not the layout).
+  const std::string other = kSite + "otheraudio/lib/_torchaudio.abi3.so";
+  FakeImage alone = image("otheraudio");
+  std::vector<Finding> unresolved = Naming(Scan(alone), "IC012", other);
+  REQUIRE(unresolved.size() == 1);
+  INFO(unresolved[0].message);
+  CHECK(unresolved[0].severity == Severity::kError);
+  CHECK(unresolved[0].message.rfind("libc10.so and libtorchaudio.abi3.so (DT_NEEDED of " + other,
+                                    0) == 0);
 }
 
 TEST_CASE("IC012: a library an import needs does not resolve, whatever its name", "[checks]") {
