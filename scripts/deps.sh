@@ -6,6 +6,8 @@
 #                            what configuring the tests' targets needs
 set -euo pipefail
 pkgs=(cmake g++ make ninja-build pkg-config
+      # dpkg-buildflags: every build compiles with the release's hardening flags
+      dpkg-dev
       libarchive-dev nlohmann-json3-dev libssl-dev libcli11-dev catch2 libisal-dev libzstd-dev
       libcurl4-openssl-dev
       # the config file (.imgcheck.yaml): full YAML
@@ -37,9 +39,9 @@ case "${1:-}" in
       # scripts/build-image.sh: a Debian 12 base where no registry serves one; scripts/release.sh
       # --check: pristine Debian 12 roots
       debootstrap
-      # scripts/release.sh: the .deb (dpkg-shlibdeps, lintian), the tarball's RUNPATH (patchelf),
-      # the validators' virtual environment (scripts/validate-release)
-      dpkg-dev lintian patchelf python3-venv
+      # scripts/release.sh: the .deb (lintian; dpkg-shlibdeps is dpkg-dev's), the tarball's
+      # RUNPATH (patchelf), the validators' virtual environment (scripts/validate-release)
+      lintian patchelf python3-venv
       # the fuzz targets (scripts/fuzz): clang with libFuzzer and the sanitizer runtimes
       clang libclang-rt-14-dev) ;;
 esac

@@ -14,10 +14,11 @@
 #                                               template run that image
 # VERSION is the tag without its "v" (0.3.0); it is compiled in (IMGCHECK_VERSION_OVERRIDE), so
 # `imgcheck version` says what the file names say. The binaries are built by Debian's hardening
-# flags (dpkg-buildflags) in build/release (ccache when installed). IMGCHECK_RELEASE_BUILD_DIR
-# names an existing build to take them from as it is configured (a quick local try; the version
-# is set there for the run and reset after). --no-image: where buildah cannot build (.ci/run
-# says why).
+# flags (scripts/hardening-flags) in build/release (ccache when installed).
+# IMGCHECK_RELEASE_BUILD_DIR names an existing build configured with the same flags and build
+# type to take them from (.ci/run: the suite's build/, which scripts/dev configures so; the
+# version is set there for the run and reset after). --no-image: where buildah cannot build
+# (.ci/run says why).
 # Needs what scripts/deps.sh installs (dpkg-dev, lintian, patchelf, buildah).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,15 +50,22 @@ step() { echo "== release: $* ($(date -u +%T))" >&2; }
 
 # ---- the binaries -------------------------------------------------------------------------------
 step "build $version in $build"
+command -v dpkg-buildflags >/dev/null || { echo "release.sh: no dpkg-buildflags (dpkg-dev)" >&2; exit 1; }
+mapfile -t hardening < <(scripts/hardening-flags)
 flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF
-       -DIMGCHECK_VERSION_OVERRIDE="$version" -DIMGCHECK_COMMIT_OVERRIDE="$commit"
-       "-DCMAKE_C_FLAGS=$(dpkg-buildflags --get CFLAGS) $(dpkg-buildflags --get CPPFLAGS)"
-       "-DCMAKE_CXX_FLAGS=$(dpkg-buildflags --get CXXFLAGS) $(dpkg-buildflags --get CPPFLAGS)"
-       "-DCMAKE_EXE_LINKER_FLAGS=$(dpkg-buildflags --get LDFLAGS)")
+       -DIMGCHECK_VERSION_OVERRIDE="$version" -DIMGCHECK_COMMIT_OVERRIDE="$commit" "${hardening[@]}")
 command -v ccache >/dev/null &&
   flags+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
 if [ -n "${IMGCHECK_RELEASE_BUILD_DIR:-}" ] && [ -f "$build/CMakeCache.txt" ]; then
+  # Only a build that compiles what build/release would: the release's flags and build type
+  # (CMakeLists.txt's default where none was given).
+  for want in "${hardening[@]#-D}"; do
+    grep -qxF -- "${want/=/:STRING=}" "$build/CMakeCache.txt" ||
+      { echo "release.sh: $build is not built with the release's ${want%%=*}" >&2; exit 1; }
+  done
+  grep -qxE 'CMAKE_BUILD_TYPE:STRING=(RelWithDebInfo)?' "$build/CMakeCache.txt" ||
+    { echo "release.sh: $build is not a RelWithDebInfo build" >&2; exit 1; }
   flags=(-DIMGCHECK_VERSION_OVERRIDE="$version" -DIMGCHECK_COMMIT_OVERRIDE="$commit")
   trap 'rm -rf "$work"; cmake -B "$build" -DIMGCHECK_VERSION_OVERRIDE= -DIMGCHECK_COMMIT_OVERRIDE= >/dev/null' EXIT
 fi
