@@ -32,6 +32,8 @@ case "${1:-}" in
       libcpp-httplib-dev zlib1g-dev libbrotli-dev
       # the CI gate's tests: real builds, podman's Docker API, the SARIF schema
       buildah podman python3-jsonschema
+      # docker/kubernetes/ against the policy engines' CRD schemas (tests/k8s_policies_check.py)
+      python3-yaml
       # an independent verifier of the attestations imgcheck writes (testdata/attest/verify.py)
       python3-cryptography
       # the JUnit report against the Jenkins and Ant/JUnit 5 XSDs (testdata/junit)

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""docker/kubernetes/*.yaml against the published schemas of the policy engines they configure.
+
+Each document whose apiVersion and kind have a schema in testdata/kubernetes (a CRD's
+openAPIV3Schema, tools/crd_schema.py) is validated as the API server would with kubectl's
+strict field validation: an unknown field is an error unless the schema preserves unknown
+fields there. The attestation policies must ask for the predicate type imgcheck writes
+(src/attest/statement.h). Exit 1 with one line per problem.
+
+    tests/k8s_policies_check.py SOURCE_DIR
+"""
+import glob
+import json
+import os
+import re
+import sys
+
+import jsonschema
+import yaml
+
+
+def strict(node):
+    """The schema as kubectl --validate=strict applies it, in JSON Schema terms."""
+    if isinstance(node, list):
+        return [strict(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: strict(v) for k, v in node.items()}
+    if "properties" in out and "additionalProperties" not in out and \
+            not out.get("x-kubernetes-preserve-unknown-fields"):
+        out["additionalProperties"] = False
+    if out.pop("x-kubernetes-int-or-string", False):
+        out = {"anyOf": [{"type": "integer"}, {"type": "string"}],
+               **{k: v for k, v in out.items() if k != "type"}}
+    if out.pop("nullable", False) and "type" in out:
+        out["type"] = [out["type"], "null"]
+    return out
+
+
+def main():
+    src = sys.argv[1]
+    schemas = {}
+    for path in glob.glob(os.path.join(src, "testdata/kubernetes/*.schema.json")):
+        with open(path) as f:
+            s = json.load(f)
+        root = s["schema"]
+        # Every object has these, whether or not its CRD's schema lists them.
+        for field, kind in (("apiVersion", "string"), ("kind", "string"), ("metadata", "object")):
+            root.setdefault("properties", {}).setdefault(field, {"type": kind})
+        schemas[(s["apiVersion"], s["kind"])] = (strict(root), os.path.basename(path))
+    with open(os.path.join(src, "src/attest/statement.h")) as f:
+        predicate = re.search(r'kPredicateType =\s*"([^"]+)"', f.read()).group(1)
+
+    problems, checked, attestations = [], 0, 0
+    for path in sorted(glob.glob(os.path.join(src, "docker/kubernetes/*.yaml"))):
+        name = os.path.relpath(path, src)
+        with open(path) as f:
+            docs = [d for d in yaml.safe_load_all(f) if d]
+        for doc in docs:
+            key = (doc.get("apiVersion"), doc.get("kind"))
+            if key not in schemas:
+                continue
+            schema, schema_file = schemas[key]
+            checked += 1
+            where = "%s: %s %s" % (name, doc["kind"], doc.get("metadata", {}).get("name"))
+            for e in jsonschema.Draft7Validator(schema).iter_errors(doc):
+                problems.append("%s: %s at %s (%s)" % (
+                    where, e.message, "/".join(str(p) for p in e.absolute_path), schema_file))
+            text = json.dumps(doc)
+            for t in re.findall(r'"(?:type|predicateType)": "(https://[^"]*imgcheck[^"]*)"', text):
+                attestations += 1
+                if t != predicate:
+                    problems.append("%s: predicate type %s, imgcheck writes %s" % (where, t, predicate))
+    if checked == 0 or attestations < 2:
+        problems.append("%d documents had a schema and %d asked for imgcheck's attestations; "
+                        "expected the Kyverno and policy-controller policies" % (checked, attestations))
+    for p in problems:
+        print(p)
+    if problems:
+        return 1
+    print("k8s_policies_check: %d documents valid against %d schemas, %d ask for imgcheck's "
+          "predicate type" % (checked, len(schemas), attestations))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
