@@ -258,13 +258,24 @@ std::string UnresolvedFix(const Context& ctx, const std::vector<std::string>& na
   return out.empty() ? out : out + ".";
 }
 
-// The objects on an import path: those of the link maps of Python extension modules
-// (Consumer::imported), by real path.
+// The objects on an import path, by real path: in the link map of a Python extension module
+// (Consumer::imported), the module, what its process preloaded, and what those need (DT_NEEDED,
+// recursively). What a dlopen rule loads (cuDNN's engine libraries, a provider) loads on use,
+// not at import: jax's `import jax` works without the libcuda.so.1 that
+// libcudnn_engines_runtime_compiled.so.9 NEEDS.
 std::set<std::string_view> ImportPath(const Context& ctx) {
   std::set<std::string_view> out;
-  for (const Consumer* c : ctx.AllConsumers())
-    if (c->imported)
-      for (const loader::LoadedObject& o : c->graph.objects) out.insert(o.real_path);
+  for (const Consumer* c : ctx.AllConsumers()) {
+    if (!c->imported) continue;
+    // Objects come in load order, each after the one that first requested it.
+    std::vector<bool> on(c->graph.objects.size(), false);
+    for (size_t i = 0; i < c->graph.objects.size(); ++i) {
+      const loader::LoadedObject& o = c->graph.objects[i];
+      on[i] = o.loader < 0 || !o.preloaded_by.empty() ||
+              (o.loaded_by == loader::Kind::kNeeded && on[static_cast<size_t>(o.loader)]);
+      if (on[i]) out.insert(o.real_path);
+    }
+  }
   return out;
 }
 

@@ -965,6 +965,41 @@ TEST_CASE("IC012: a library an import needs does not resolve, whatever its name"
   CHECK(Naming(Scan(ok), "IC012", python).empty());
 }
 
+TEST_CASE("IC012: what a dlopen rule loads is not on the import path", "[checks]") {
+  // jax's plugin module NEEDS libcudnn.so.9, which dlopens its sub-libraries on use;
+  // libcudnn_engines_runtime_compiled.so.9 NEEDS libcuda.so.1, the driver the container runtime
+  // mounts. `import jax` works in an image without a driver (scripts/loader-diff jax092): the
+  // driver is no import's DT_NEEDED. A DT_NEEDED of the module itself stays one.
+  auto image = [](const std::string& module_needs) {
+    elf::fixture::ElfSpec engines;
+    engines.soname = "libcudnn_engines_runtime_compiled.so.9";
+    engines.needed = {"libcuda.so.1", "libc.so.6"};
+    FakeImage f =
+        WithLibs({{"libc.so.6", So("libc.so.6")},
+                  {"libcudnn.so.9.1.0", So("libcudnn.so.9")},
+                  {"libcudnn_graph.so.9.1.0", So("libcudnn_graph.so.9")},
+                  {"libcudnn_engines_runtime_compiled.so.9.1.0", elf::fixture::BuildElf(engines)}});
+    for (const char* soname :
+         {"libcudnn.so.9", "libcudnn_graph.so.9", "libcudnn_engines_runtime_compiled.so.9"})
+      f.Link(kLib + "/" + soname, std::string(soname) + ".1.0");
+    elf::fixture::ElfSpec module;
+    module.needed = {"libcudnn.so.9", "libc.so.6"};
+    if (!module_needs.empty()) module.needed.push_back(module_needs);
+    module.exported = {"PyInit__plugin"};
+    f.File(kSite + "plug/_plugin.so", elf::fixture::BuildElf(module));
+    Dist(f, "plug", "1.0", {}, {"plug/_plugin.so"});
+    return f;
+  };
+  FakeImage f = image("");
+  for (const Finding& x : Scan(f)["IC012"])
+    CHECK(x.message.find("libcuda.so.1") == std::string::npos);
+  FakeImage own = image("libcuda.so.1");  // the module itself NEEDS the driver: its import fails
+  std::vector<Finding> unresolved = Naming(Scan(own), "IC012", kSite + "plug/_plugin.so");
+  REQUIRE(unresolved.size() == 1);
+  CHECK(unresolved[0].message.rfind("libcuda.so.1 (DT_NEEDED of " + kSite + "plug/_plugin.so", 0) ==
+        0);
+}
+
 TEST_CASE("IC012: a library only an optional module needs is info, with the citation", "[checks]") {
   // torchvision/image.so NEEDS the same unreachable library; torchvision/io/image.py loads it
   // inside try/except and warns (dlopen.json optional): `import torchvision` succeeds.
