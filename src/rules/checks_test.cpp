@@ -991,7 +991,8 @@ TEST_CASE("IC012: what a dlopen rule loads is not on the import path", "[checks]
     return f;
   };
   FakeImage f = image("");
-  for (const Finding& x : Scan(f)["IC012"])
+  auto found = Scan(f);
+  for (const Finding& x : found["IC012"])
     CHECK(x.message.find("libcuda.so.1") == std::string::npos);
   FakeImage own = image("libcuda.so.1");  // the module itself NEEDS the driver: its import fails
   std::vector<Finding> unresolved = Naming(Scan(own), "IC012", kSite + "plug/_plugin.so");
