@@ -187,6 +187,11 @@ void AddLimitArgs(CLI::App& sub, util::Limits& limits) {
   count("--read-timeout", limits.read_timeout_s,
         "seconds of waiting in which a registry must send at least 1 KiB");
   count("--deadline", limits.deadline_s, "seconds for reading a whole image from a registry");
+  sub.add_option("--min-rate", limits.min_rate,
+                 "bytes a second a registry must average over each --read-timeout of waiting "
+                 "(slower: abandoned); 0: only the 1 KiB of --read-timeout")
+      ->capture_default_str()
+      ->group("Limits");
 }
 
 image::LoadOptions ToLoadOptions(const ImageArgs& args) {

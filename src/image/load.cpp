@@ -303,6 +303,7 @@ Image LoadDockerArchive(std::string_view rest, const LoadOptions& options) {
 RegistryOptions BoundedRegistryOptions(const LoadOptions& options) {
   RegistryOptions r = options.registry;
   r.read_timeout_s = options.limits.read_timeout_s;
+  r.min_rate = options.limits.min_rate;
   r.deadline_s = options.limits.deadline_s;
   return r;
 }

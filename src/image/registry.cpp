@@ -222,6 +222,11 @@ class Client {
     }
     for (const auto& h : options.allow_blob_hosts) allow_blob_hosts_.push_back(Lower(h));
     bounds_.read_timeout = std::chrono::seconds(options.read_timeout_s);
+    // --min-rate over the window, saturating (the flag is the user's, unbounded).
+    const auto window = static_cast<uint64_t>(std::max(1, options.read_timeout_s));
+    bounds_.min_bytes = options.min_rate > UINT64_MAX / window
+                            ? UINT64_MAX
+                            : std::max(kMinStallBytes, options.min_rate * window);
     bounds_.deadline = Clock::now() + std::chrono::seconds(options.deadline_s);
     Ping();
   }
@@ -547,6 +552,10 @@ class RegistryBlobReader : public BlobReader {
       bool short_body = size_ >= 0 && delivered_ < static_cast<uint64_t>(size_);
       if (!broken && !short_body) return 0;
       std::string problem = broken ? ex_->error_message() : "body ended early";
+      // Below --min-rate the registry is slow, not broken: give the reader back at once.
+      if (broken && ex_->too_slow())
+        throw util::Fatal(what_ + ": download from " + client_->ref().ApiHost() + " abandoned (" +
+                          problem + ")");
       if (++resumes_ >= kMaxTries) {
         throw util::Fatal(what_ + ": download from " + client_->ref().ApiHost() + " broke " +
                           std::to_string(resumes_) + " times (" + problem + ")");

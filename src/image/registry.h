@@ -36,6 +36,7 @@ struct RegistryOptions {
   /// util::Limits::read_timeout_s and deadline_s (Load copies them from LoadOptions::limits):
   /// a registry that sends (next to) nothing this long, and the whole image from OpenRegistry on.
   int read_timeout_s = 60;
+  uint64_t min_rate = 0;  ///< util::Limits::min_rate
   int deadline_s = 3600;
 };
 

@@ -196,7 +196,7 @@ bool HttpExchange::Pump() {
     s.deadline_passed = true;
     s.result = CURLE_OPERATION_TIMEDOUT;
   } else if (s.waited >= s.bounds.read_timeout) {
-    if (s.window_bytes < kMinStallBytes) {
+    if (s.window_bytes < s.bounds.min_bytes) {
       s.done = true;
       s.stalled = true;
       s.result = CURLE_OPERATION_TIMEDOUT;
@@ -280,12 +280,15 @@ TransportError HttpExchange::error() const {
   }
 }
 
+bool HttpExchange::too_slow() const { return s_->stalled && s_->bounds.min_bytes > kMinStallBytes; }
+
 std::string HttpExchange::error_message() const {
   if (s_->deadline_passed) return "the deadline passed";
   if (s_->stalled)
-    return "less than " + std::to_string(kMinStallBytes) + " bytes in " +
-           std::to_string(s_->bounds.read_timeout.count()) +
-           " s of waiting (raise the bound with --read-timeout)";
+    return "less than " + std::to_string(s_->bounds.min_bytes) + " bytes in " +
+           std::to_string(s_->bounds.read_timeout.count()) + " s of waiting (" +
+           (s_->bounds.min_bytes > kMinStallBytes ? "below --min-rate; " : "") +
+           "raise the bound with --read-timeout)";
   if (s_->curl == nullptr) return CurlLoadError();
   const CurlLib& c = *s_->curl;
   std::string m = s_->errbuf[0] != '\0' ? s_->errbuf : c.easy_strerror(s_->result);

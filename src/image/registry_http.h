@@ -27,17 +27,21 @@ struct HttpRequest {
   std::string body;                  ///< sent with POST and PUT (a copy is kept while sending)
 };
 
+/// What a server must send per read_timeout of waiting, at least.
+inline constexpr uint64_t kMinStallBytes = 1024;
+
 /// Time bounds of one exchange (util::Limits::read_timeout_s and deadline_s).
 struct HttpBounds {
   /// Waiting this long for the server (time spent by the reader elsewhere does not count) while
   /// it sends less than kMinStallBytes: the exchange has stalled (a server that drips one byte a
   /// second included).
   std::chrono::seconds read_timeout{60};
+  /// What the server must send per read_timeout of waiting (--min-rate times it, at least
+  /// kMinStallBytes): less, and the exchange is abandoned as too slow.
+  uint64_t min_bytes = kMinStallBytes;
   /// The end of the whole operation the exchange is part of; past it the exchange stops.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
-/// What a server must send per read_timeout of waiting.
-inline constexpr uint64_t kMinStallBytes = 1024;
 
 enum class TransportError {
   kNone,
@@ -69,6 +73,9 @@ class HttpExchange {
 
   TransportError error() const;
   std::string error_message() const;  ///< curl's words, one line
+  /// Stalled under a rate floor (HttpBounds::min_bytes above kMinStallBytes): the server
+  /// answers, too slowly to be worth waiting for; resuming would hold the reader as long.
+  bool too_slow() const;
   const std::string& url() const;
 
  private:

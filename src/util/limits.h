@@ -19,7 +19,10 @@ struct Limits {
   /// --max-spool-mb: a compressed image archive, decompressed once to a private temporary file
   uint64_t spool_bytes = uint64_t{16} << 30;
   int read_timeout_s = 60;  ///< --read-timeout: seconds of waiting for less than 1 KiB: stalled
-  int deadline_s = 3600;    ///< --deadline: a whole image read from a registry
+  /// --min-rate: bytes a second a registry must average over each --read-timeout of waiting
+  /// (a transfer below it is abandoned, to be retried); 0: the 1 KiB of read_timeout_s only
+  uint64_t min_rate = 0;
+  int deadline_s = 3600;  ///< --deadline: a whole image read from a registry
   // What the catalog reads (src/catalog, src/elf).
   uint64_t metadata_bytes = 64u << 20;   ///< --max-metadata-mb: one package metadata file
   uint64_t elf_table_bytes = 64u << 20;  ///< --max-elf-table-mb: one ELF's dynamic tables
