@@ -1144,7 +1144,8 @@ TEST_CASE("serve: SIGHUP reloads the rule data `rules update` installed, as a ne
 namespace {
 
 // A proxy in front of a docker-registry (plain HTTP on loopback) that counts the blob requests
-// it forwards and can hold them: a registry that stalls mid-scan, then recovers.
+// it forwards and can hold them: a registry that stalls mid-scan, then recovers; or drip their
+// bodies at 50 bytes a second: a registry that answers, too slowly to be of use.
 class HoldingProxy {
  public:
   explicit HoldingProxy(int upstream) : port_(FreeLoopbackPort()), upstream_(upstream) {
@@ -1172,6 +1173,19 @@ class HoldingProxy {
         else if (name != "Content-Length" && name != "Transfer-Encoding" && name != "Connection")
           res.set_header(name, value);
       }
+      if (drip_ && req.method == "GET" && req.path.find("/blobs/") != std::string::npos) {
+        auto body = std::make_shared<std::string>(r->body);
+        res.set_chunked_content_provider(type,
+                                         [this, body](size_t offset, httplib::DataSink& sink) {
+                                           if (stop_ || offset >= body->size()) {
+                                             sink.done();
+                                             return true;
+                                           }
+                                           std::this_thread::sleep_for(20ms);
+                                           return sink.write(body->data() + offset, 1);
+                                         });
+        return;
+      }
       res.set_content(r->body, type);
     });
     REQUIRE(server_.bind_to_port("127.0.0.1", port_));
@@ -1186,11 +1200,12 @@ class HoldingProxy {
   HoldingProxy& operator=(const HoldingProxy&) = delete;
   std::string host() const { return "127.0.0.1:" + std::to_string(port_); }
   void Hold(bool on) { hold_ = on; }
+  void Drip(bool on) { drip_ = on; }
   int blobs() const { return blobs_; }
 
  private:
   int port_, upstream_;
-  std::atomic<bool> hold_{false}, stop_{false};
+  std::atomic<bool> hold_{false}, drip_{false}, stop_{false};
   std::atomic<int> blobs_{0};
   httplib::Server server_;
   std::thread thread_;
@@ -1334,29 +1349,75 @@ TEST_CASE("serve: sweeps never delay an admission miss: one admitted while 200 s
   CHECK(s.Stop() == 0);
 }
 
+namespace {
+
+// Pushes OCI layout `layout` (as WriteOciLayout wrote it) to `host` as `repo:tag` over the
+// distribution API, as a client that knows what it pushes: blobs the registry lacks (a POST,
+// then a monolithic PUT), then the manifest. Milliseconds where skopeo takes a second.
+void PushLayout(const std::string& host, const fs::path& layout, const WrittenImage& img,
+                const std::string& repo, const std::string& tag) {
+  httplib::Client c("http://" + host);
+  std::vector<std::string> blobs = {img.config_digest};
+  for (const WrittenLayer& l : img.layers) blobs.push_back(l.digest);
+  auto path = [&](const std::string& digest) {
+    return layout / "blobs" / "sha256" / digest.substr(7);
+  };
+  for (const std::string& d : blobs) {
+    if (auto head = c.Head("/v2/" + repo + "/blobs/" + d); head && head->status == 200) continue;
+    auto post = c.Post("/v2/" + repo + "/blobs/uploads/", "", "application/octet-stream");
+    REQUIRE(post);
+    REQUIRE(post->status == 202);
+    std::string location = post->get_header_value("Location");
+    location += (location.find('?') == std::string::npos ? "?" : "&") + std::string("digest=") + d;
+    if (location.starts_with("http")) location = location.substr(location.find('/', 8));
+    auto put = c.Put(location, ReadFile(path(d)), "application/octet-stream");
+    REQUIRE(put);
+    REQUIRE(put->status == 201);
+  }
+  auto put = c.Put("/v2/" + repo + "/manifests/" + tag, ReadFile(path(img.manifest_digest)),
+                   img.manifest_media_type);
+  REQUIRE(put);
+  REQUIRE(put->status == 201);
+}
+
+}  // namespace
+
 TEST_CASE(
-    "serve: a rules reload re-judges every digest the fleet judged, by two replicas "
-    "together, none twice",
+    "serve: a rules reload re-judges 200 digests the fleet judged from the facts store, by "
+    "two replicas together, none twice, with no blob request",
     "[serve][redis][docker-registry][fleet]") {
-  if (!Need({"openssl", "docker-registry", "skopeo", "redis-server", "redis-cli"})) return;
+  if (!Need({"openssl", "docker-registry", "redis-server", "redis-cli"})) return;
   TempDir work;
   Fleet fleet(work);
-  std::vector<std::string> images;
-  for (int i = 0; i < 6; ++i) {
-    std::string name = "r" + std::to_string(i);
-    fleet.reg.Push(CleanImage(work / "img", name), "team/" + name + ":1");
-    images.push_back(fleet.reg.host() + "/team/" + name + ":1");
+  HoldingProxy proxy(fleet.reg_port);  // counts the blob requests the replicas make
+  // 200 images that share their layer and differ in their config (an environment variable).
+  constexpr int kImages = 200;
+  std::string adds;
+  for (int i = 0; i < kImages; ++i) {
+    ImageRecipe r;
+    r.env = {"PATH=/usr/bin", "IMAGE=" + std::to_string(i)};
+    r.layers.push_back(MakeLayer({Dir("etc"), File("etc/marker", "shared")}, Compression::kGzip,
+                                 "COPY marker /etc/"));
+    fs::path layout = work / "img" / std::to_string(i);
+    WrittenImage img = WriteOciLayout(layout, r);
+    PushLayout(fleet.reg.host(), layout, img, "team/r" + std::to_string(i), "1");
+    adds += "XADD imgcheck:work:now * d " + img.manifest_digest + " r docker://" + proxy.host() +
+            "/team/r" + std::to_string(i) + "@" + img.manifest_digest + "\n";
   }
   fs::path cache = work / "rules-cache";  // both replicas read the rule data `rules update` puts
-  auto flags = fleet.Flags({"--allow-registry", fleet.reg.host(), "--scan-budget", "60",
-                            "--rules-cache", cache.string()});
+  auto flags = fleet.Flags(
+      {"--allow-registry", proxy.host(), "--scan-budget", "60", "--rules-cache", cache.string()});
   Server a(work / "a", fleet.certs, flags);
   Server b(work / "b", fleet.certs, flags);
-  for (const std::string& image : images)
-    CHECK(a.Post("/v1/admission",
-                 Review("u", "Deployment", Deployment({image})))["response"]["allowed"] == true);
-  CHECK(a.Metric("imgcheck_scans_total{result=\"ok\"}") == 6);
-  CHECK(fleet.Cli("zcard imgcheck:known") == "6");
+  // The 200 arrive as push events would: on the queue both replicas read.
+  WriteFile(work / "adds", adds);
+  REQUIRE(Run("redis-cli -p " + std::to_string(fleet.port) + " < " + Quote(work / "adds")).status ==
+          0);
+  INFO(a.Log() << b.Log());
+  REQUIRE(Eventually([&] { return fleet.Verdicts() == kImages; }, 120s));
+  CHECK(fleet.Cli("zcard imgcheck:known") == std::to_string(kImages));
+  int blobs_before = proxy.blobs();
+  CHECK(blobs_before > 0);  // the first judgements read configs and the layer
 
   // Newer rule data, installed once into the cache both read, then both reload.
   InstallNewerRules(work, cache);
@@ -1365,17 +1426,135 @@ TEST_CASE(
   for (Server* s : {&a, &b})
     REQUIRE(
         Eventually([&] { return s->Log().find("rules data 2999-01-01+") != std::string::npos; }));
-  INFO(a.Log() << b.Log());
-  // One of them queued the six; the other found the fleet had done it.
-  CHECK_THAT(a.Log() + b.Log(), Catch::Contains("; 6 digests judged before queued") &&
+  // One of them queued the 200; the other found the fleet had done it.
+  CHECK_THAT(a.Log() + b.Log(), Catch::Contains("; 200 digests judged before queued") &&
                                     Catch::Contains("; 0 digests judged before queued"));
-  REQUIRE(Eventually([&] { return fleet.Verdicts() == 12; }, 60s));  // six per policy
+  auto reloaded = Clock::now();
+  REQUIRE(Eventually([&] { return fleet.Verdicts() == 2 * kImages; }, 120s));  // per policy
+  std::printf("fleet: %d digests re-judged by two replicas %.1f s after the reload\n", kImages,
+              std::chrono::duration<double>(Clock::now() - reloaded).count());
   CHECK(Eventually([&] { return fleet.Cli("xlen imgcheck:work:sweep") == "0"; }, 10s));
+  CHECK(proxy.blobs() == blobs_before);  // no blob asked for, not even a HEAD
   double scans = a.Metric("imgcheck_scans_total{result=\"ok\"}") +
                  b.Metric("imgcheck_scans_total{result=\"ok\"}");
-  CHECK(scans == 12);         // six before, six after: none judged twice
+  CHECK(scans == 2 * kImages);  // 200 before, 200 after: none judged twice
+  CHECK(a.Metric("imgcheck_judged_without_pull_total") +
+            b.Metric("imgcheck_judged_without_pull_total") >=
+        kImages);
   for (Server* s : {&a, &b})  // together: each took some of the sweep
     CHECK(s->Metric("imgcheck_work_deliveries_total{priority=\"sweep\"}") >= 1);
   CHECK(a.Stop() == 0);
   CHECK(b.Stop() == 0);
+}
+
+TEST_CASE("serve: a forged or corrupted facts entry is ignored and counted, never judged from",
+          "[serve][redis][docker-registry][fleet]") {
+  if (!Need({"openssl", "docker-registry", "skopeo", "redis-server", "redis-cli"})) return;
+  TempDir work;
+  Fleet fleet(work);
+  HoldingProxy proxy(fleet.reg_port);
+  std::string bad = proxy.host() + "/team/cuda@" + fleet.reg.Push(BrokenImage(), "team/cuda:1");
+  auto flags = fleet.Flags({"--allow-registry", proxy.host(), "--scan-budget", "60"});
+  auto deny = [&](Server& s) {
+    json answer = s.Post("/v1/admission", Review("u", "Deployment", Deployment({bad})));
+    return answer["response"]["allowed"] == false;
+  };
+  {
+    Server a(work / "a", fleet.certs, flags);
+    CHECK(deny(a));  // IC001
+    CHECK(a.Stop() == 0);
+  }
+  // Someone with write access to Redis but not the key: every facts entry replaced by bytes
+  // of their own (a reading that says nothing is wrong would allow the image), or damaged.
+  std::istringstream names(fleet.Cli("--scan --pattern 'imgcheck:facts:*:*'"));
+  int forged = 0;
+  for (std::string name; std::getline(names, name);) {
+    if (name.find("facts:layer:") != std::string::npos)
+      fleet.Cli("set " + name + " forged"), ++forged;
+    else if (name.find("facts:config:") != std::string::npos)
+      fleet.Cli("append " + name + " x"), ++forged;
+  }
+  REQUIRE(forged >= 2);  // the config and at least one layer
+  std::istringstream verdicts(fleet.Cli("--scan --pattern 'imgcheck:verdict:*'"));
+  for (std::string name; std::getline(verdicts, name);) fleet.Cli("del " + name);
+
+  // Another replica (its own empty cache) judges the image again: from the registry.
+  int blobs_before = proxy.blobs();
+  Server b(work / "b", fleet.certs, flags);
+  INFO(b.Log());
+  CHECK(deny(b));
+  CHECK(proxy.blobs() > blobs_before);
+  CHECK(b.Metric("imgcheck_facts_rejected_total{reason=\"unsigned\"}") >= 1);  // the layers
+  CHECK(b.Metric("imgcheck_facts_rejected_total{reason=\"bad_mac\"}") == 1);   // the config
+  CHECK(b.Metric("imgcheck_judged_without_pull_total") == 0);
+  CHECK_THAT(b.Log(), Catch::Contains("failed its seal"));
+  // What it read from the registry replaced the forgeries: a third replica needs no blob.
+  CHECK(b.Stop() == 0);
+  std::istringstream again(fleet.Cli("--scan --pattern 'imgcheck:verdict:*'"));
+  for (std::string name; std::getline(again, name);) fleet.Cli("del " + name);
+  blobs_before = proxy.blobs();
+  Server c(work / "c", fleet.certs, flags);
+  CHECK(deny(c));
+  CHECK(proxy.blobs() == blobs_before);
+  CHECK(c.Metric("imgcheck_judged_without_pull_total") == 1);
+  CHECK(c.Metric("imgcheck_facts_rejected_total{reason=\"bad_mac\"}") == 0);
+  CHECK(c.Stop() == 0);
+}
+
+TEST_CASE(
+    "serve: a dripping registry holds one worker, not all, and its transfers are abandoned by "
+    "the rate floor",
+    "[serve][redis][docker-registry][fleet]") {
+  if (!Need({"openssl", "docker-registry", "skopeo", "redis-server", "redis-cli"})) return;
+  TempDir work;
+  Fleet fleet(work);
+  HoldingProxy drip(fleet.reg_port);  // the same registry, reached through a dripping proxy
+  for (const char* name : {"d1", "d2", "h0", "h1"})
+    fleet.reg.Push(CleanImage(work / "img", name), std::string("team/") + name + ":1");
+  // Two workers (so one registry's share is one), a window of 3 s for the rate floor.
+  Server s(work / "s", fleet.certs,
+           fleet.Flags({"--allow-registry", drip.host(), "--allow-registry", fleet.reg.host(),
+                        "--workers", "2", "--read-timeout", "3", "--min-rate", "1024",
+                        "--facts-max-bytes", "0"}));
+  auto judge = [&](const std::string& image) {
+    auto start = Clock::now();
+    json answer =
+        s.Post("/v1/admission?timeout=30s", Review("u", "Deployment", Deployment({image})));
+    CHECK(answer["response"]["allowed"] == true);
+    return Clock::now() - start;
+  };
+  // The healthy registry's scan time, unhindered.
+  auto alone = judge(fleet.reg.host() + "/team/h0:1");
+  CHECK(s.Metric("imgcheck_scans_total{result=\"ok\"}") == 1);
+
+  drip.Drip(true);
+  json answer =
+      s.Post("/v1/admission",
+             Review("u", "Deployment",
+                    Deployment({drip.host() + "/team/d1:1", drip.host() + "/team/d2:1"})));
+  CHECK(answer["response"]["allowed"] == true);  // --on-unknown allow; the scans go on
+  INFO(s.Log());
+  // One dripping scan runs; the other waits for its registry's share, not for a worker.
+  REQUIRE(Eventually(
+      [&] {
+        return s.Metric("imgcheck_registry_scans_in_flight{registry=\"" + drip.host() + "\"}") ==
+                   1 &&
+               s.Metric("imgcheck_work_deferred_total{registry=\"" + drip.host() + "\"}") >= 1;
+      },
+      20s));
+  auto with_drip = judge(fleet.reg.host() + "/team/h1:1");
+  std::printf(
+      "fairness: the healthy registry's image judged in %.2f s beside a dripping one "
+      "(%.2f s alone)\n",
+      std::chrono::duration<double>(with_drip).count(),
+      std::chrono::duration<double>(alone).count());
+  CHECK(with_drip < alone + 2s);
+  CHECK(s.Metric("imgcheck_registry_scans_in_flight{registry=\"" + drip.host() + "\"}") <= 1);
+
+  // The dripping transfers are abandoned by the rate floor (50 B/s under 1 KiB/s over 3 s),
+  // long before --deadline, and the scans fail to be retried later.
+  CHECK(Eventually([&] { return s.Metric("imgcheck_scans_total{result=\"failed\"}") >= 1; }, 30s));
+  CHECK_THAT(s.Log(), Catch::Contains("below --min-rate"));
+  drip.Drip(false);
+  CHECK(s.Stop() == 0);
 }

@@ -13,6 +13,7 @@
 #include "cli/rule_args.h"
 #include "image/registry_auth.h"
 #include "scan/scan.h"
+#include "serve/facts_store.h"
 #include "serve/log.h"
 #include "serve/server.h"
 #include "serve/verdict_seal.h"
@@ -24,6 +25,9 @@ namespace imgcheck::cli {
 namespace {
 
 struct ServeArgs {
+  // A server's transfers have a rate floor (issue 33): one registry that drips must not hold
+  // workers until --deadline. 16 KiB/s lets a slow link finish.
+  ServeArgs() { image.limits.min_rate = 16 << 10; }
   ImageArgs image;  ///< registry and cache options; `reference` unused
   scan::PolicyArgs rules;
   serve::ServerOptions server;
@@ -41,6 +45,8 @@ struct ServeArgs {
   bool verify_attestations_by_scan = false;  ///< --verify-attestations-by-scan (h-attest)
   // The fleet (issue 33).
   int max_deliveries = 5;
+  uint64_t facts_max_bytes = uint64_t{1} << 30;  ///< --facts-max-bytes; 0: no facts store
+  int registry_share = 0;                        ///< --registry-share; 0: workers - 1
 };
 
 serve::Fallback ParseFallback(const std::string& flag, const std::string& value) {
@@ -206,6 +212,14 @@ void AddFleetArgs(CLI::App& sub, ServeArgs& args) {
                  "dead letters (imgcheck:work:dead)")
       ->capture_default_str()
       ->check(Positive());
+  sub.add_option("--registry-share", args.registry_share,
+                 "scans of one registry's images at once, so that one that stalls cannot hold "
+                 "every worker (default: --workers - 1, at least 1)")
+      ->check(CLI::NonNegativeNumber);
+  sub.add_option("--facts-max-bytes", args.facts_max_bytes,
+                 "with --redis: bound of the facts store (layer readings and configs every "
+                 "replica re-judges from without pulling; least recently used evicted); 0: none")
+      ->capture_default_str();
 }
 
 std::chrono::milliseconds Millis(double seconds) {
@@ -237,20 +251,36 @@ int Serve(ServeArgs& args) {
   args.image.quiet = true;  // no progress line from a server
   vo.identity = policy.ShortIdentity();
   vo.workers = args.workers;
+  vo.registry_share = args.registry_share;
   vo.scan_deadline = std::chrono::seconds(args.image.limits.deadline_s);
   vo.cache_entries = args.cache_entries;
   serve::Metrics metrics;
   // Before the verdicts: their workers' scans take the manifests its lookups fetched.
   serve::Resolver resolver(ToLoadOptions(args.image), args.allow_registry,
                            std::chrono::seconds(args.resolve_ttl));
-  serve::Scanner scanner = [&args, &holder, &resolver](const std::string& reference) {
+  // The facts store (issue 33): what a verdict needs, kept for every replica, so that a new
+  // policy re-judges from it with the manifest as the only registry request.
+  std::shared_ptr<serve::FactsStore> facts;
+  if (redis && args.facts_max_bytes > 0)
+    facts = std::make_shared<serve::FactsStore>(redis, serve::VerdictSeal(vo.verdict_key),
+                                                args.facts_max_bytes, metrics);
+  serve::Scanner scanner = [&args, &holder, &resolver, &facts,
+                            &metrics](const std::string& reference) {
     ImageArgs image = args.image;
     image.reference = reference;
     std::shared_ptr<const scan::Policy> p = holder.Get();  // kept for the whole scan
     scan::Request request = ScanRequest(image, p->knowledge, scan::Depth::kFindings);
     request.policy = p.get();
     request.load.known_manifest = resolver.TakeManifest(reference);
-    return serve::VerdictOf(scan::Run(request)->report);
+    std::shared_ptr<serve::ScanFacts> seen;
+    if (facts) {
+      seen = std::make_shared<serve::ScanFacts>(facts);
+      request.load.shared_layers = seen;
+      request.load.stat_cached = false;
+    }
+    serve::Verdict v = serve::VerdictOf(scan::Run(request)->report);
+    if (seen && seen->FromFactsAlone()) metrics.JudgedWithoutPull();
+    return v;
   };
   serve::Verdicts verdicts(scanner, vo, std::move(shared), metrics,
                            WorkQueue(args, redis, vo, metrics));

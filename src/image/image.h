@@ -57,6 +57,8 @@ struct Image {
 /// An image manifest fetched before, with its digest (serve's resolver fetches it to learn the
 /// digest a tag names): a later reading of that digest starts from these bytes instead of
 /// fetching them again, and still verifies them against the digest.
+class SharedLayers;  // layer_cache.h
+
 struct KnownManifest {
   std::string digest;  ///< "sha256:..."
   std::string media_type;
@@ -78,6 +80,14 @@ struct LoadOptions {
   /// Identity of `capture` (part of each cache key; ignored without a capture policy): change
   /// it whenever what the policy keeps changes. With a policy but no identity, no cache is used.
   std::string capture_id;
+  /// Non-null: a tier behind the cache that other machines share (layer_cache.h; serve's facts
+  /// store). Used even with use_cache off, for readings and image configs.
+  std::shared_ptr<SharedLayers> shared_layers;
+  /// Whether a reading found in a cache still needs its blob in the source, as big as its
+  /// descriptor says (a HEAD per layer on a registry). The server's re-judgements turn it off:
+  /// the manifest it fetched names the blobs, and a pull that lacks one fails on the node
+  /// anyway; a re-judgement then asks the registry for the manifest only.
+  bool stat_cached = true;
   bool progress = false;  ///< progress line on stderr when it is a terminal
   /// Null: every layer. Otherwise the layers (by index) to read: the others are neither read
   /// nor merged, so the tree has only the accepted layers' files. For a caller after the files

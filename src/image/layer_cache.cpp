@@ -272,8 +272,9 @@ std::optional<LayerContents> ParseLayer(std::string_view bytes, int layer) {
   return c;
 }
 
-LayerCache::LayerCache(const fs::path& dir, uint64_t max_bytes)
-    : dir_(dir / "layers"), max_bytes_(max_bytes) {
+LayerCache::LayerCache(const fs::path& dir, uint64_t max_bytes,
+                       std::shared_ptr<SharedLayers> shared)
+    : dir_(dir / "layers"), max_bytes_(max_bytes), shared_(std::move(shared)) {
   if (dir.empty()) return;
   std::error_code ec;
   fs::create_directories(dir_, ec);
@@ -285,14 +286,14 @@ LayerCache::LayerCache(const fs::path& dir, uint64_t max_bytes)
 }
 
 std::optional<LayerContents> LayerCache::Lookup(const LayerKey& key, int layer) const {
-  if (!enabled_) return std::nullopt;
+  if (!enabled_) return LookupShared(key, layer);
   fs::path path = EntryPath(key);
   // A regular file in the cache directory, never a link or a FIFO planted there (util/file.h).
   int error = 0;
   util::Expected<util::RegularFile> f = util::OpenRegularBeneath(dir_, key.Hex(), &error);
   if (!f) {
     if (error != ENOENT) unlink(path.c_str());  // not an entry: rebuilt by the caller
-    return std::nullopt;
+    return LookupShared(key, layer);
   }
   int fd = f->fd.get();
   std::optional<std::string> data = ReadSmallFile(fd, max_bytes_);
@@ -301,13 +302,35 @@ std::optional<LayerContents> LayerCache::Lookup(const LayerKey& key, int layer) 
   if (c && !Matches(key, *c)) c.reset();
   if (c) futimens(fd, nullptr);  // most recently used now, for Prune
   if (!c) unlink(path.c_str());  // corrupt or foreign: the caller reads the layer and stores anew
+  return c ? c : LookupShared(key, layer);
+}
+
+std::optional<LayerContents> LayerCache::LookupShared(const LayerKey& key, int layer) const {
+  if (!shared_) return std::nullopt;
+  std::string name = "layer:" + key.Hex();
+  std::optional<std::string> data = shared_->Get(name);
+  if (!data) return std::nullopt;
+  std::optional<LayerContents> c = ParseLayer(*data, layer);
+  if (!c) {
+    shared_->Discard(name, "does not parse");
+    return std::nullopt;
+  }
+  if (!Matches(key, *c)) {
+    shared_->Discard(name, "is another layer's");
+    return std::nullopt;
+  }
+  if (enabled_ && data->size() <= max_bytes_) StoreLocal(key, *data);
   return c;
 }
 
 void LayerCache::Store(const LayerKey& key, const LayerContents& contents, int layer) const {
-  if (!enabled_ || !Matches(key, contents)) return;
+  if (!enabled() || !Matches(key, contents)) return;
   std::string data = SerializeLayer(contents, layer);
-  if (data.size() > max_bytes_) return;
+  if (shared_) shared_->Put("layer:" + key.Hex(), data);
+  if (enabled_ && data.size() <= max_bytes_) StoreLocal(key, data);
+}
+
+void LayerCache::StoreLocal(const LayerKey& key, const std::string& data) const {
   std::string tmp = (dir_ / (std::string(kTempPrefix) + "XXXXXX")).string();
   int fd = mkstemp(tmp.data());
   if (fd < 0) return;

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -55,13 +56,30 @@ std::string SerializeLayer(const LayerContents& contents, int layer);
 /// is off: magic, version, length, checksum, a field past the end, a bad enum, trailing bytes.
 std::optional<LayerContents> ParseLayer(std::string_view bytes, int layer);
 
+/// A tier behind the directory that processes on other machines share (serve --redis: the facts
+/// store), so that a reading made by one replica saves every other the blob. Values are named
+/// "layer:<LayerKey::Hex()>" (SerializeLayer's encoding) and "config:<digest>" (an image config,
+/// which its digest verifies). The tier vouches for who wrote a value (serve seals them); the
+/// reader still checks what it holds, and hands back (Discard) what fails. Thread-safe.
+class SharedLayers {
+ public:
+  virtual ~SharedLayers() = default;
+  /// The value stored under `name`, nullopt when none (or the tier fails: it only saves time).
+  virtual std::optional<std::string> Get(const std::string& name) = 0;
+  virtual void Put(const std::string& name, std::string_view value) = 0;
+  /// A value Get gave that failed the reader's checks (`why`): counted, and not used.
+  virtual void Discard(const std::string& name, std::string_view why) = 0;
+};
+
 class LayerCache {
  public:
   /// Uses (and creates, mode 0700) `dir`/layers. A directory that cannot be created leaves
   /// the cache disabled: lookups miss and stores do nothing (the cache only saves time).
-  explicit LayerCache(const std::filesystem::path& dir, uint64_t max_bytes = kDefaultCacheMaxBytes);
+  /// With `shared`, a local miss is looked up there (and kept locally), and stores go to both.
+  explicit LayerCache(const std::filesystem::path& dir, uint64_t max_bytes = kDefaultCacheMaxBytes,
+                      std::shared_ptr<SharedLayers> shared = nullptr);
 
-  bool enabled() const { return enabled_; }
+  bool enabled() const { return enabled_ || shared_; }
   const std::filesystem::path& dir() const { return dir_; }
   std::filesystem::path EntryPath(const LayerKey& key) const { return dir_ / key.Hex(); }
 
@@ -79,7 +97,11 @@ class LayerCache {
  private:
   std::filesystem::path dir_;
   uint64_t max_bytes_;
-  bool enabled_ = false;
+  bool enabled_ = false;  ///< the directory
+  std::shared_ptr<SharedLayers> shared_;
+
+  std::optional<LayerContents> LookupShared(const LayerKey& key, int layer) const;
+  void StoreLocal(const LayerKey& key, const std::string& data) const;
 };
 
 }  // namespace imgcheck::image

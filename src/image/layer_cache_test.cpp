@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "image/image.h"
@@ -447,6 +449,83 @@ TEST_CASE("a cached Load gives the image an uncached one gives, without reading 
     testing::WriteFile(entry, "garbage");
     CHECK_THROWS_AS(Load(ref, Options(tmp / "cache", true, 1)), util::Fatal);
     CHECK_FALSE(fs::exists(entry));
+  }
+}
+
+// A shared tier in memory (what serve's facts store is over Redis), counting what it is asked.
+class MemoryTier : public SharedLayers {
+ public:
+  std::optional<std::string> Get(const std::string& name) override {
+    std::lock_guard lock(mu_);
+    ++gets;
+    auto it = values.find(name);
+    if (it == values.end()) return std::nullopt;
+    return it->second;
+  }
+  void Put(const std::string& name, std::string_view value) override {
+    std::lock_guard lock(mu_);
+    values[name] = std::string(value);
+  }
+  void Discard(const std::string& name, std::string_view why) override {
+    std::lock_guard lock(mu_);
+    discarded.emplace_back(name + " " + std::string(why));
+  }
+  std::map<std::string, std::string> values;
+  std::vector<std::string> discarded;
+  int gets = 0;
+
+ private:
+  std::mutex mu_;
+};
+
+TEST_CASE("a shared tier saves another machine the blobs, and what fails is discarded",
+          "[layer_cache][load]") {
+  TempDir tmp;
+  testing::WrittenImage written = testing::WriteOciLayout(tmp / "layout", BaseRecipe());
+  std::string ref = "oci:" + (tmp / "layout").string() + ":latest";
+  Image plain = Load(ref, Options(tmp / "none", false, 1));
+  auto tier = std::make_shared<MemoryTier>();
+  auto with_tier = [&](const fs::path& dir, bool use_cache) {
+    LoadOptions o = Options(dir, use_cache, 2);
+    o.shared_layers = tier;
+    return o;
+  };
+  // One machine reads the blobs: its readings and the config go to the tier too.
+  RequireSameImage(plain, Load(ref, with_tier(tmp / "one", true)));
+  for (const testing::WrittenLayer& l : written.layers)
+    CHECK(tier->values.count("layer:" + LayerKey{l.digest, l.diff_id, "prefix-64"}.Hex()) == 1);
+  CHECK(tier->values.count("config:" + written.config_digest) == 1);
+  CHECK(tier->values.size() == written.layers.size() + 1);
+
+  // Every blob is now garbage, the config included: another machine, with no cache of its own
+  // or an empty one, reads the image from the tier alone.
+  for (const auto& e : fs::directory_iterator(tmp / "layout" / "blobs" / "sha256"))
+    if (e.path().filename() != written.manifest_digest.substr(7)) Damage(e.path());
+  RequireSameImage(plain, Load(ref, with_tier(tmp / "two", false)));
+  CHECK_FALSE(fs::exists(tmp / "two"));
+  RequireSameImage(plain, Load(ref, with_tier(tmp / "three", true)));
+  // ...and keeps what it found: its own cache now holds the readings.
+  LayerCache three(tmp / "three");
+  for (const testing::WrittenLayer& l : written.layers)
+    CHECK(fs::exists(three.EntryPath({l.digest, l.diff_id, "prefix-64"})));
+  CHECK(tier->discarded.empty());
+
+  SECTION("a value that does not parse, or is another layer's, is discarded, not used") {
+    const testing::WrittenLayer& l0 = written.layers[0];
+    const testing::WrittenLayer& l1 = written.layers[1];
+    std::string n0 = "layer:" + LayerKey{l0.digest, l0.diff_id, "prefix-64"}.Hex();
+    std::string n1 = "layer:" + LayerKey{l1.digest, l1.diff_id, "prefix-64"}.Hex();
+    tier->values[n0] = tier->values[n1];
+    tier->values[n1] = "garbage";
+    CHECK_THROWS_AS(Load(ref, with_tier(tmp / "four", false)), util::Fatal);  // the blobs
+    CHECK_THAT(tier->discarded, Catch::Matchers::VectorContains(n0 + " is another layer's") ||
+                                    Catch::Matchers::VectorContains(n1 + " does not parse"));
+  }
+  SECTION("a config whose bytes are not its digest's is discarded, not used") {
+    tier->values["config:" + written.config_digest] += " ";
+    CHECK_THROWS_AS(Load(ref, with_tier(tmp / "four", false)), util::Fatal);  // the blob
+    CHECK(tier->discarded == std::vector<std::string>{"config:" + written.config_digest +
+                                                      " does not match its digest"});
   }
 }
 

@@ -168,6 +168,28 @@ Descriptor FindManifest(Source& src, const std::string& platform, nlohmann::json
   }
 }
 
+// The image config, verified against its descriptor: from the shared tier when it has it (a
+// value that fails the check is discarded there), else from the source (and kept there).
+std::string ReadConfig(Source& src, const Descriptor& d, const LoadOptions& options,
+                       const std::string& what) {
+  SharedLayers* shared = d.digest.empty() ? nullptr : options.shared_layers.get();
+  std::string name = "config:" + d.digest;
+  if (shared) {
+    if (std::optional<std::string> bytes = shared->Get(name)) {
+      try {
+        Verify(d, *bytes, what);
+        return std::move(*bytes);
+      } catch (const util::Fatal&) {
+        shared->Discard(name, "does not match its digest");
+      }
+    }
+  }
+  std::string bytes = src.ReadBlob(d, kMaxConfigBytes);
+  Verify(d, bytes, what);
+  if (shared) shared->Put(name, bytes);
+  return bytes;
+}
+
 void LoadFromSource(Source& src, const std::string& transport, const LoadOptions& options,
                     Image& img) {
   nlohmann::json doc;
@@ -185,8 +207,7 @@ void LoadFromSource(Source& src, const std::string& transport, const LoadOptions
 
   std::string cwhat = src.Describe() + ": config " +
                       (m.config.digest.empty() ? m.config.location : m.config.digest);
-  std::string config_bytes = src.ReadBlob(m.config, kMaxConfigBytes);
-  Verify(m.config, config_bytes, cwhat);
+  std::string config_bytes = ReadConfig(src, m.config, options, cwhat);
   ParsedConfig pc = ParseConfig(ParseJson(config_bytes, kMaxConfigBytes, cwhat), cwhat);
   img.config_digest = m.config.digest;
   // A legacy docker save archive has no manifest blob: its image is named by the config
@@ -231,6 +252,7 @@ void LoadFromSource(Source& src, const std::string& transport, const LoadOptions
   ImageBudget budget(options.limits);
   speed.check_cached = [&](const LayerJob& j, const LayerContents& cached) {
     budget.Charge(cached);
+    if (!options.stat_cached) return;
     const Descriptor& ld = m.layers[j.index];
     std::string lwhat = LayerWhat(src, ld, j.index);
     std::optional<uint64_t> size;

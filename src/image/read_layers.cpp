@@ -232,11 +232,12 @@ class Workers {
 }  // namespace
 
 std::unique_ptr<LayerCache> OpenLayerCache(const LoadOptions& options) {
-  if (!options.use_cache || (options.capture && options.capture_id.empty())) return nullptr;
-  std::filesystem::path dir =
-      options.cache_dir.empty() ? DefaultCacheDir() : std::filesystem::path(options.cache_dir);
-  if (dir.empty()) return nullptr;
-  auto cache = std::make_unique<LayerCache>(dir, options.cache_max_bytes);
+  if (options.capture && options.capture_id.empty()) return nullptr;
+  std::filesystem::path dir;
+  if (options.use_cache)
+    dir = options.cache_dir.empty() ? DefaultCacheDir() : std::filesystem::path(options.cache_dir);
+  if (dir.empty() && !options.shared_layers) return nullptr;
+  auto cache = std::make_unique<LayerCache>(dir, options.cache_max_bytes, options.shared_layers);
   if (!cache->enabled()) return nullptr;
   return cache;
 }

@@ -39,8 +39,9 @@ struct ReadLayersOptions {
 };
 
 /// The layer cache `options` ask for: use_cache, in cache_dir (else DefaultCacheDir()), bounded
-/// by cache_max_bytes. Null when off, when there is no directory, or when there is a capture
-/// policy without a capture_id (its entries could not be told apart from another policy's).
+/// by cache_max_bytes, with shared_layers behind it. Null when neither the directory nor the
+/// shared tier is there, or when there is a capture policy without a capture_id (its entries
+/// could not be told apart from another policy's).
 std::unique_ptr<LayerCache> OpenLayerCache(const LoadOptions& options);
 
 /// The parallelism, cache and progress settings of `options`, with `cache` (may be null).

@@ -1,5 +1,6 @@
 #include "serve/metrics.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace imgcheck::serve {
@@ -190,7 +191,76 @@ std::string Metrics::Render() const {
        "# TYPE imgcheck_work_queue_oldest_seconds gauge\n";
   for (const auto& [p, d] : work_depth_)
     o << "imgcheck_work_queue_oldest_seconds{priority=\"" << p << "\"} " << d.second << "\n";
+  o << "# HELP imgcheck_work_deferred_total Work put back because its registry had its share "
+       "of the workers (--registry-share), by registry.\n"
+       "# TYPE imgcheck_work_deferred_total counter\n";
+  for (const auto& [host, n] : work_deferred_)
+    o << "imgcheck_work_deferred_total{registry=\"" << host << "\"} " << n << "\n";
+  RenderFacts(o);
   return o.str();
+}
+
+void Metrics::WorkDeferred(std::string_view host) {
+  std::lock_guard lock(mu_);
+  auto it = work_deferred_.find(host);
+  if (it == work_deferred_.end()) it = work_deferred_.emplace(host, 0).first;
+  ++it->second;
+}
+
+void Metrics::Facts(std::string_view result, uint64_t bytes) {
+  std::lock_guard lock(mu_);
+  auto it = facts_lookups_.find(result);
+  if (it == facts_lookups_.end()) it = facts_lookups_.emplace(result, 0).first;
+  ++it->second;
+  facts_read_bytes_ += bytes;
+}
+
+void Metrics::FactsRejected(std::string_view reason) {
+  std::lock_guard lock(mu_);
+  auto it = facts_rejected_.find(reason);
+  if (it == facts_rejected_.end()) it = facts_rejected_.emplace(reason, 0).first;
+  ++it->second;
+}
+
+void Metrics::FactsStored(uint64_t bytes, int64_t evicted) {
+  std::lock_guard lock(mu_);
+  facts_stored_bytes_ += bytes;
+  facts_evicted_ += static_cast<uint64_t>(std::max<int64_t>(0, evicted));
+}
+
+void Metrics::JudgedWithoutPull() {
+  std::lock_guard lock(mu_);
+  ++judged_without_pull_;
+}
+
+void Metrics::RenderFacts(std::ostream& o) const {
+  o << "# HELP imgcheck_facts_lookups_total Facts store lookups (layer readings, configs), by "
+       "result.\n# TYPE imgcheck_facts_lookups_total counter\n";
+  for (const char* r : {"hit", "miss"}) {
+    auto it = facts_lookups_.find(r);
+    o << "imgcheck_facts_lookups_total{result=\"" << r << "\"} "
+      << (it == facts_lookups_.end() ? 0 : it->second) << "\n";
+  }
+  o << "# HELP imgcheck_facts_rejected_total Facts entries ignored (read from the registry "
+       "instead), by reason.\n# TYPE imgcheck_facts_rejected_total counter\n";
+  for (const char* r : {"unsigned", "other_key", "bad_mac", "invalid"}) {
+    auto it = facts_rejected_.find(r);
+    o << "imgcheck_facts_rejected_total{reason=\"" << r << "\"} "
+      << (it == facts_rejected_.end() ? 0 : it->second) << "\n";
+  }
+  o << "# HELP imgcheck_facts_read_bytes_total Bytes of facts read from the store.\n"
+       "# TYPE imgcheck_facts_read_bytes_total counter\nimgcheck_facts_read_bytes_total "
+    << facts_read_bytes_ << "\n";
+  o << "# HELP imgcheck_facts_stored_bytes_total Bytes of facts written to the store.\n"
+       "# TYPE imgcheck_facts_stored_bytes_total counter\nimgcheck_facts_stored_bytes_total "
+    << facts_stored_bytes_ << "\n";
+  o << "# HELP imgcheck_facts_evicted_total Facts entries evicted to keep --facts-max-bytes.\n"
+       "# TYPE imgcheck_facts_evicted_total counter\nimgcheck_facts_evicted_total "
+    << facts_evicted_ << "\n";
+  o << "# HELP imgcheck_judged_without_pull_total Scans judged from stored facts with no blob "
+       "read from the registry (re-judgements after a rules change).\n"
+       "# TYPE imgcheck_judged_without_pull_total counter\nimgcheck_judged_without_pull_total "
+    << judged_without_pull_ << "\n";
 }
 
 // serve --trust-key (h-attest).

@@ -42,11 +42,22 @@ class Metrics {
   void WorkDeadLettered(std::string_view priority);
   /// One that was no digest and reference (dropped); returns how many so far.
   uint64_t WorkInvalid();
+  /// Work put back because registry `host` had its share of the workers (--registry-share).
+  void WorkDeferred(std::string_view host);
   /// A scan of an image on registry `host` starts (+1) or ends (-1).
   void RegistryScans(std::string_view host, int delta);
   /// What waits at `priority` (entries, age of the oldest in seconds), as last measured (off the
   /// I/O thread: it asks Redis).
   void WorkDepth(std::string_view priority, size_t entries, double oldest_seconds);
+  /// A facts store lookup ("hit": `bytes` read, "miss").
+  void Facts(std::string_view result, uint64_t bytes);
+  /// A facts entry refused: its seal ("unsigned", "other_key", "bad_mac") or its contents
+  /// ("invalid").
+  void FactsRejected(std::string_view reason);
+  /// An entry of `bytes` stored, `evicted` older ones evicted to keep the bound.
+  void FactsStored(uint64_t bytes, int64_t evicted);
+  /// A scan judged from stored facts alone: no blob read from the registry.
+  void JudgedWithoutPull();
 
   std::string Render() const;
 
@@ -80,6 +91,11 @@ class Metrics {
   uint64_t work_invalid_ = 0;
   std::map<std::string, std::pair<size_t, double>, std::less<>> work_depth_;
   std::map<std::string, int64_t, std::less<>> registry_scans_;
+  std::map<std::string, uint64_t, std::less<>> work_deferred_;
+  std::map<std::string, uint64_t, std::less<>> facts_lookups_, facts_rejected_;
+  uint64_t facts_read_bytes_ = 0, facts_stored_bytes_ = 0, facts_evicted_ = 0;
+  uint64_t judged_without_pull_ = 0;
+  void RenderFacts(std::ostream& o) const;
 };
 
 }  // namespace imgcheck::serve

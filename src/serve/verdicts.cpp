@@ -17,6 +17,7 @@ namespace {
 // Keeps a scan's lock in the shared store and its work entry this replica's.
 constexpr std::chrono::milliseconds kReleaseWait{200};  // for abandoned scans' locks at Stop
 constexpr std::chrono::milliseconds kTakeWait{500};     // a worker looks for stopping this often
+constexpr std::chrono::milliseconds kDeferPause{100};   // after putting back work over its share
 
 class Renewal {
  public:
@@ -58,6 +59,11 @@ class Renewal {
 };
 
 }  // namespace
+
+std::string_view RegistryOf(std::string_view reference) {
+  if (reference.starts_with("docker://")) reference.remove_prefix(9);
+  return reference.substr(0, reference.find('/'));
+}
 
 std::chrono::milliseconds LockLease(std::chrono::seconds scan_deadline) {
   using std::chrono::milliseconds;
@@ -347,8 +353,23 @@ bool Verdicts::Sweep(const std::string& digest, const std::string& reference) {
   return queue_->Add(digest, reference, Priority::kSweep);
 }
 
+bool Verdicts::Defer(const WorkItem& item, const std::string& registry) {
+  // A new entry at the end, then the old one acknowledged: delivered again as new work, so
+  // waiting for a share costs no delivery (--max-deliveries counts failures). A sweep loses
+  // its policy identity on the way: any replica may judge it, under its own policy.
+  if (!queue_->Add(item.digest, item.reference, item.priority)) return false;  // full
+  queue_->Done(item);
+  metrics_.WorkDeferred(registry);
+  // When only such work waits, this worker would take it back at once: a pause bounds that.
+  std::unique_lock lock(mu_);
+  stopped_.wait_for(lock, kDeferPause, [&] { return stopping_; });
+  return true;
+}
+
 void Verdicts::Work() {
   const int sweep_slots = std::max(1, options_.workers - 1);
+  const int registry_share =
+      options_.registry_share > 0 ? options_.registry_share : std::max(1, options_.workers - 1);
   for (;;) {
     bool sweeps = false;  // a sweep slot reserved for this take
     {
@@ -364,10 +385,29 @@ void Verdicts::Work() {
       if (stopping_) return;
     }
     if (!item) continue;
+    const std::string registry(RegistryOf(item->reference));
+    bool over_share = false;
+    {
+      std::lock_guard lock(mu_);
+      int& busy = registry_busy_[registry];
+      over_share = busy >= registry_share;
+      if (!over_share) ++busy;
+    }
+    if (over_share) {
+      bool deferred = Defer(*item, registry);
+      std::lock_guard lock(mu_);
+      if (!deferred) {
+        ++registry_busy_[registry];  // over its share only when the queue is full
+      } else {
+        if (item->priority == Priority::kSweep) --sweeping_;
+        continue;
+      }
+    }
     std::optional<Outcome> processed = Process(*item);
     std::shared_ptr<Flight> flight;
     {
       std::lock_guard lock(mu_);
+      if (--registry_busy_[registry] == 0) registry_busy_.erase(registry);
       if (item->priority == Priority::kSweep) --sweeping_;
       if (!processed) continue;
       if (processed->state == Outcome::State::kFailed)
@@ -482,10 +522,7 @@ Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) 
     }
   };
   metrics_.ScanStarted();
-  // "docker://HOST/repo@digest": the registry, for the per-registry gauge.
-  std::string_view host = reference;
-  if (host.starts_with("docker://")) host.remove_prefix(9);
-  host = host.substr(0, host.find('/'));
+  std::string_view host = RegistryOf(reference);
   metrics_.RegistryScans(host, 1);
   auto start = Clock::now();
   std::optional<Verdict> v;

@@ -33,8 +33,12 @@ namespace imgcheck::serve {
 using Scanner = std::function<Verdict(const std::string& reference)>;
 
 struct VerdictOptions {
-  std::string identity;          ///< policy identity (tool version, rules, config): part of keys
-  int workers = 2;               ///< scans at once
+  std::string identity;  ///< policy identity (tool version, rules, config): part of keys
+  int workers = 2;       ///< scans at once
+  /// Scans of images on one registry at once (--registry-share): a registry that stalls holds
+  /// no more workers than this, and the others' images are scanned by the rest. 0: workers - 1
+  /// (at least 1), so one worker is always left for the other registries.
+  int registry_share = 0;
   size_t queue_limit = 256;      ///< scans waiting for a worker; more are refused
   size_t cache_entries = 10000;  ///< in-process LRU size
   std::chrono::seconds store_ttl{std::chrono::hours(24 * 30)};  ///< verdict lifetime in the store
@@ -60,6 +64,9 @@ struct Outcome {
 /// of it: 10 s for the default hour), within 1 s and 10 s. It is renewed every third of it while
 /// the scan runs, so a replica that died (SIGKILL, node lost) holds the others off that long.
 std::chrono::milliseconds LockLease(std::chrono::seconds scan_deadline);
+
+/// The registry host of a scan's reference ("docker://HOST/repo@digest" or "HOST/repo@digest").
+std::string_view RegistryOf(std::string_view reference);
 
 class Verdicts {
   using Clock = std::chrono::steady_clock;
@@ -135,6 +142,9 @@ class Verdicts {
   std::optional<Outcome> Process(const WorkItem& item);
   Outcome Scan(const std::string& digest, const std::string& reference);
   std::shared_ptr<const Verdict> FromStore(const std::string& digest);
+  /// Puts `item`, whose registry has its share of the workers, back at the end of the queue;
+  /// false when the queue is full (the item is then scanned all the same, never lost).
+  bool Defer(const WorkItem& item, const std::string& registry);
 
   Scanner scanner_;
   VerdictOptions options_;  ///< identity under identity_mu_
@@ -154,6 +164,7 @@ class Verdicts {
   std::map<std::string, std::pair<std::chrono::steady_clock::time_point, std::string>> failed_;
   std::unique_ptr<WorkQueue> queue_;
   int sweeping_ = 0;  ///< workers on sweeps, under mu_: at most workers - 1 (at least 1)
+  std::map<std::string, int, std::less<>> registry_busy_;  ///< scans by registry, under mu_
   std::vector<std::thread> threads_;
   int live_workers_ = 0;            ///< under mu_
   std::condition_variable exited_;  ///< a worker returned
