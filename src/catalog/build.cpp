@@ -265,6 +265,13 @@ void Builder::Visit(const std::string& path, const Node& node) {
   if (!parsed) {
     Diagnose(path, node.layer, "corrupt ELF: " + parsed.error().message);
   } else if (parsed->has_value()) {
+    // A dependency or search path it could not read is one the loader does not know of.
+    const std::vector<std::string>& unread = (*parsed)->names_unread;
+    if (!unread.empty())
+      Diagnose(
+          path, node.layer,
+          "dynamic section not read whole: " + unread.front() +
+              (unread.size() > 1 ? " (and " + std::to_string(unread.size() - 1) + " more)" : ""));
     cat_.mutable_elves().emplace(path, std::move(**parsed));
     return;
   }

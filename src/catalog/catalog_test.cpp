@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "catalog/test_rules.h"
+#include "elf_builder.h"
 #include "fake_image.h"
 #include "support.h"
 
@@ -343,6 +344,40 @@ TEST_CASE("pip wheels, frameworks and conda", "[catalog]") {
     REQUIRE(cat.diagnostics.size() == 1);
     CHECK(cat.diagnostics[0].path == "/opt/conda/conda-meta/broken.json");
   }
+}
+
+TEST_CASE("a DT_NEEDED whose name was not captured is a diagnostic, never a library named ''",
+          "[catalog]") {
+  FakeImage f(2);
+  elf::fixture::ElfSpec spec;
+  spec.soname = "libtensorflow_framework.so.2";
+  spec.needed = {"libcudart.so.12", "libgone.so.1"};
+  std::string bytes = elf::fixture::BuildElf(spec);
+  const size_t gone = bytes.find(std::string("\0libgone.so.1\0", 14)) + 1;
+  const size_t dynstr = bytes.find(std::string("\0libcudart.so.12\0", 17));
+  REQUIRE(gone > dynstr);
+  // A reading that kept everything but that name's bytes.
+  util::SparseFile kept(bytes.size());
+  kept.Add(0, std::string_view(bytes).substr(0, gone));
+  kept.Add(gone + 12, std::string_view(bytes).substr(gone + 12));
+  const std::string path =
+      "/usr/local/lib/python3.11/dist-packages/tensorflow/"
+      "libtensorflow_framework.so.2";
+  testing::AddFile(f.image().tree, path, "", 1).content =
+      std::make_shared<util::SparseFile>(std::move(kept));
+  Catalog cat = Build(f.image(), BuiltInRules());
+  REQUIRE(cat.diagnostics.size() == 1);
+  CHECK(cat.diagnostics[0].path == path);
+  CHECK(cat.diagnostics[0].layer == 1);
+  char offset[32];
+  std::snprintf(offset, sizeof offset, "0x%zx", gone - dynstr);
+  CHECK(cat.diagnostics[0].message ==
+        "dynamic section not read whole: DT_NEEDED at .dynstr offset " + std::string(offset) +
+            " not captured");
+  const elf::ElfInfo* info = cat.Elf(path);
+  REQUIRE(info);
+  CHECK(info->needed == std::vector<std::string>{"libcudart.so.12"});
+  CHECK(info->soname == "libtensorflow_framework.so.2");
 }
 
 TEST_CASE("a corrupt ELF is a diagnostic and the scan goes on", "[catalog]") {

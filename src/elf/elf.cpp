@@ -159,37 +159,63 @@ class Parser {
       strtab_ = part->substr(0, tables_.strsz);
     }
     Touch(*tables_.strtab, strtab_.size());
+    // A name that cannot be read is left out (never an empty name the loader would search
+    // for), and said in names_unread.
     for (const auto& d : dynamic_) {
-      switch (d.tag) {
-        case format::kDtNeeded:
-          info_.needed.push_back(String(d.value, "DT_NEEDED"));
-          break;
-        case format::kDtSoname:
-          info_.soname = String(d.value, "DT_SONAME");
-          break;
-        case format::kDtRpath:
-          info_.rpath = util::Split(String(d.value, "DT_RPATH"), ':');
-          break;
-        case format::kDtRunpath:
-          info_.has_runpath = true;
-          info_.runpath = util::Split(String(d.value, "DT_RUNPATH"), ':');
-          break;
-        default:
-          break;
+      const char* tag = NameTag(d.tag);
+      if (tag == nullptr) continue;
+      if (d.tag == format::kDtRunpath) info_.has_runpath = true;  // present, even unread
+      std::optional<std::string> name = String(d.value, tag);
+      if (!name) {
+        if (!info_.table_limit_reached && info_.names_unread.size() < format::kMaxProblems)
+          info_.names_unread.push_back(tag + StringProblem(d.value));
+        continue;
       }
+      if (d.tag == format::kDtNeeded) info_.needed.push_back(std::move(*name));
+      if (d.tag == format::kDtSoname) info_.soname = std::move(*name);
+      if (d.tag == format::kDtRpath) info_.rpath = util::Split(*name, ':');
+      if (d.tag == format::kDtRunpath) info_.runpath = util::Split(*name, ':');
     }
   }
 
-  /// The dynamic string at `offset`; a problem and "" when it cannot be read.
-  std::string String(uint64_t offset, const char* what) {
+  /// The name of a dynamic entry whose value is a string of the table; null for the others.
+  static const char* NameTag(int64_t tag) {
+    switch (tag) {
+      case format::kDtNeeded:
+        return "DT_NEEDED";
+      case format::kDtSoname:
+        return "DT_SONAME";
+      case format::kDtRpath:
+        return "DT_RPATH";
+      case format::kDtRunpath:
+        return "DT_RUNPATH";
+      default:
+        return nullptr;
+    }
+  }
+
+  /// The dynamic string at `offset` (`what` names its user: "DT_NEEDED"), or nullopt with a
+  /// problem saying why it cannot be read.
+  std::optional<std::string> String(uint64_t offset, const char* what) {
     auto s = KeptString(offset);
     if (!s) {
-      Problem(std::string(what) + " string at " + format::Hex(offset) +
-              " outside the string table");
-      return "";
+      Problem(std::string(what) + StringProblem(offset));
+      return std::nullopt;
     }
-    if (!Spend(s->size())) return "";
+    if (!Spend(s->size())) return std::nullopt;
     return std::string(*s);
+  }
+
+  /// Why the string at `offset` of the string table cannot be read, after the name of its user.
+  std::string StringProblem(uint64_t offset) const {
+    if (offset >= tables_.strsz)
+      return " string at " + format::Hex(offset) + " outside the string table";
+    auto at = util::CheckedAdd(*tables_.strtab, offset);
+    auto rest = at ? file_.ViewFrom(*at) : std::nullopt;
+    // The capture kept the table's bytes from `offset` to its end, and no NUL among them.
+    if (rest && rest->size() >= tables_.strsz - offset)
+      return " string at " + format::Hex(offset) + " not terminated in the string table";
+    return " at .dynstr offset " + format::Hex(offset) + " not captured";
   }
 
   /// The string at `offset` of the string table: in its first captured extent, or in a later
@@ -271,7 +297,7 @@ class Parser {
         if (!name) {
           Problem("DT_VERDEF auxiliary entry not captured");
         } else {
-          std::string n = String(*name, "verdef");
+          std::string n = String(*name, "verdef").value_or("");
           version_names_[ndx & kVersymIndexMask] = n;
           if (!(flags & kVerFlgBase) || info_.version_definitions.empty())
             info_.version_definitions.push_back(n);
@@ -301,7 +327,7 @@ class Parser {
       uint16_t cnt = *r.Read<uint16_t>();
       uint32_t file = *r.Read<uint32_t>(), aux = *r.Read<uint32_t>(), next = *r.Read<uint32_t>();
       used = std::max(used, r.offset());
-      VersionNeed need{String(file, "verneed file"), {}};
+      VersionNeed need{String(file, "verneed file").value_or(""), {}};
       uint64_t apos = pos + aux;
       for (uint16_t j = 0; j < cnt && ++aux_seen <= kMaxVersionEntries; ++j) {
         util::Reader a(*bytes, h_.big_endian);
@@ -313,7 +339,7 @@ class Parser {
         uint16_t other = *a.Read<uint16_t>();
         uint32_t name = *a.Read<uint32_t>(), anext = *a.Read<uint32_t>();
         used = std::max(used, a.offset());
-        std::string n = String(name, "vernaux");
+        std::string n = String(name, "vernaux").value_or("");
         version_names_[other & kVersymIndexMask] = n;
         need.versions.push_back(n);
         if (anext == 0) break;

@@ -70,6 +70,10 @@ struct ElfInfo {
   /// the bytes it kept). Unset: ExportKeys() derives them from `exported`.
   bool has_export_keys = false;
   std::vector<uint64_t> export_keys;
+  /// The problems (also in `problems`) of the DT_NEEDED, DT_SONAME, DT_RPATH and DT_RUNPATH
+  /// entries whose strings could not be read ("DT_NEEDED at .dynstr offset 0x... not
+  /// captured"): such a library is missing from `needed`, never named "".
+  std::vector<std::string> names_unread;
   /// Why the dynamic symbols were not all read (the first problem met reading the dynamic
   /// section, the version tables or the symbol table); empty when every symbol was read.
   std::string symbols_unread;
