@@ -360,8 +360,9 @@ std::string CapturePolicyId(const LibraryRules& rules, bool sbom_hashes) {
   // Bump the number when the code's table of catalogued files changes. 6: the MD5 is the
   // reading's DigestPlan's (DigestRule), no longer every family library's; and the symbol
   // tables IC013's binding reads are captured. 7: the strings of a .dynstr that patchelf moved
-  // into a large PT_LOAD at the end of the file are hashed (libcusparseLt.so.0).
-  return "catalog-capture-7:" + rules.CaptureDigest() + (sbom_hashes ? ":sha256" : "");
+  // into a large PT_LOAD at the end of the file are hashed (libcusparseLt.so.0). 8: the hashed
+  // strings that may be the dynamic section's names are kept whole (libtensorflow_framework.so.2).
+  return "catalog-capture-8:" + rules.CaptureDigest() + (sbom_hashes ? ":sha256" : "");
 }
 
 image::DigestRule DigestRule(const LibraryRules& rules) {

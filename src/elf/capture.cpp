@@ -9,7 +9,12 @@
 //    holds (a control character) or an empty string (two NULs); from the last kRing bytes before
 //    that byte the bytes are kept again, up to kMovedTablesCap more (GNU ld puts the version tables
 //    after .dynstr). Which of those strings are symbol names is known only at the dynamic section,
-//    so Finish keeps the hashes Parse used;
+//    so Finish keeps the hashes Parse used. The strings that may be names the dynamic section
+//    uses (MaybeDynamicName: a soname, a path or search path, a version name) are kept whole as
+//    well, at their offsets, as if the prefix had reached them (DT_NEEDED, DT_SONAME, DT_RPATH,
+//    DT_RUNPATH and the version tables' names can lie anywhere in the table: TensorFlow 2.21's
+//    libtensorflow_framework.so.2 has them 20 KB before the end of its 15.5 MB .dynstr, with a
+//    20 KB DT_RUNPATH between them and the end);
 //  - PT_DYNAMIC, PT_NOTE and PT_INTERP as the stream passes them;
 //  - once the dynamic section is known, every table it points to that still lies ahead (patchelf
 //    and some NVIDIA libraries put .dynstr/.dynsym after it), up to the end of its PT_LOAD;
@@ -23,8 +28,8 @@
 // with the sorted binding keys of the defined symbols in the result's annex (annex.h), so a
 // cached reading binds without hashing or sorting again.
 //
-// Memory bound per capturer: while streaming at most kBudget (40 MiB) of kept bytes and string
-// hashes (24 bytes each), plus the
+// Memory bound per capturer: while streaming at most kBudget (40 MiB) of kept bytes, string
+// hashes (24 bytes each) and kept names (at most kMaxNames, kNameBytes in all), plus the
 // bookkeeping of at most kMaxFatbinRanges small ranges (about 4 MiB); 44 MiB in the worst case,
 // and real libraries stay far below (libcublasLt.so.13, 540 MB: 16 MiB peak, the prefix). After
 // Finish only the bytes Parse reads remain (headers, dynamic tables, fatbin headers: 437 KB of
@@ -58,8 +63,34 @@ constexpr uint64_t kTrimThreshold = 256u << 10;
 constexpr uint64_t kRing = 4u << 10;
 /// The string that runs across the prefix's end is hashed whole when it is no longer than this.
 constexpr uint64_t kMaxSeed = 64u << 10;
+/// The hashed strings kept whole because they may be names the dynamic section uses: at most
+/// kMaxNames of them and kNameBytes in all (TensorFlow 2.21's libtensorflow_framework.so.2 has
+/// 52 such strings, 21 KB, past its prefix); a path at most kMaxPathName long (that library's
+/// DT_RUNPATH: 20,297 bytes), any other at most kMaxShortName.
+constexpr size_t kMaxNames = 4096;
+constexpr uint64_t kNameBytes = 256u << 10;
+constexpr uint64_t kMaxPathName = 64u << 10;
+constexpr uint64_t kMaxShortName = 512;
 
 bool InSymbolName(unsigned char c) { return c >= 0x20 && c != 0x7f; }
+
+/// Whether a string of a string table may be one the dynamic section names: a path or search
+/// path list (DT_RPATH, DT_RUNPATH: "/", "$ORIGIN"), a soname (DT_NEEDED, DT_SONAME, a
+/// DT_VERNEED file: ".so"), or a version name ("GLIBC_2.2.5", "CXXABI_1.3": capitals, digits,
+/// '_' and '.'). Symbol names rarely are; the cost is a byte or two, and a memchr on short
+/// strings only (this runs for every string hashed, at decompression speed).
+bool MaybeDynamicName(std::string_view s) {
+  if (s.empty() || s.size() > kMaxPathName) return false;
+  if (s[0] == '$' || s[0] == '/') return true;
+  if (s.size() > kMaxShortName) return false;
+  if (s[0] >= 'A' && s[0] <= 'Z') {
+    bool version = std::all_of(s.begin(), s.end(), [](char c) {
+      return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
+    });
+    if (version && s.find('_') != std::string_view::npos) return true;
+  }
+  return s.find(".so") != std::string_view::npos;
+}
 
 class ElfCapturer : public util::Capturer {
  public:
@@ -117,10 +148,19 @@ class ElfCapturer : public util::Capturer {
 
   util::SparseFile Finish(uint64_t size) override {
     util::SparseFile all(size);
-    for (auto& r : ranges_) all.Take(r.begin, std::move(r.bytes));
-    for (auto& r : done_) all.Take(r.begin, std::move(r.bytes));
+    // In file order, so that each extent lands at the end or merges with the last one: the
+    // kept names and fatbin headers can be thousands of small extents.
+    std::vector<std::pair<uint64_t, std::string*>> parts;
+    parts.reserve(ranges_.size() + done_.size() + names_.size());
+    for (auto* list : {&ranges_, &done_})
+      for (Range& r : *list) parts.emplace_back(r.begin, &r.bytes);
+    for (util::SparseFile::Extent& n : names_) parts.emplace_back(n.offset, &n.bytes);
+    std::stable_sort(parts.begin(), parts.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto& [offset, bytes] : parts) all.Take(offset, std::move(*bytes));
     ranges_.clear();
     done_.clear();
+    names_.clear();
     hash_from_ = hash_to_ = 0;  // a string the stream ended in is no symbol name
     Annex annex;
     annex.strings = std::move(strings_);
@@ -474,6 +514,8 @@ class ElfCapturer : public util::Capturer {
         string_hash_ = NameHash(seed_);
         string_ok_ = usable;
         ring_ = seed_.size() <= kRing ? seed_ : seed_.substr(seed_.size() - kRing);
+        pending_.clear();
+        if (usable) pending_ = seed_;  // [string_start_, hash_from_)
         seed_.clear();
         seed_.shrink_to_fit();
       }
@@ -498,7 +540,9 @@ class ElfCapturer : public util::Capturer {
           if (reserved_ + sizeof(StringHash) > kBudget || at - string_start_ > UINT32_MAX) break;
           reserved_ += sizeof(StringHash);
           strings_.push_back({string_start_, static_cast<uint32_t>(at - string_start_), h});
+          KeepIfName(chunk, pos, at);
         }
+        pending_.clear();
         for (StringHash& tail : tails_) {
           if (at == tail.offset || reserved_ + sizeof(StringHash) > kBudget) continue;
           reserved_ += sizeof(StringHash);
@@ -517,6 +561,7 @@ class ElfCapturer : public util::Capturer {
     }
     string_hash_ = h;
     hashed_bytes_ += at - pos;
+    if (at == stop && at < hash_to_) HoldPending(chunk, pos, at);
     std::string_view passed = chunk.substr(pos - base_, at - pos);
     if (passed.size() >= kRing) {
       ring_.assign(passed.substr(passed.size() - kRing));
@@ -525,6 +570,48 @@ class ElfCapturer : public util::Capturer {
       if (ring_.size() > kRing) ring_.erase(0, ring_.size() - kRing);
     }
     if (at < stop || at == hash_to_) StopHashing(at);
+  }
+
+  /// The hashed string [string_start_, at) ended at `at`; this chunk holds it from `pos` on
+  /// (pending_ what came before). Keeps it when it may be a name the dynamic section uses.
+  void KeepIfName(std::string_view chunk, uint64_t pos, uint64_t at) {
+    const uint64_t len = at - string_start_;
+    if (len > kMaxPathName) return;
+    std::string_view s;
+    if (string_start_ >= pos) {
+      s = chunk.substr(string_start_ - base_, len);
+    } else if (pending_.size() == pos - string_start_) {
+      pending_.append(chunk.substr(pos - base_, at - pos));
+      s = pending_;
+    } else {
+      return;
+    }
+    if (!MaybeDynamicName(s) || names_.size() >= kMaxNames || name_bytes_ + len + 1 > kNameBytes ||
+        reserved_ + len + 1 > kBudget)
+      return;
+    name_bytes_ += len + 1;
+    reserved_ += len + 1;
+    std::string bytes;
+    bytes.reserve(len + 1);
+    bytes.append(s);
+    bytes.push_back('\0');  // as the table has it: the parser reads up to the NUL
+    names_.push_back({string_start_, std::move(bytes)});
+  }
+
+  /// The chunk ends inside the string [string_start_, ...): holds its bytes so far in pending_
+  /// while it may still become a kept name (KeepIfName), so a name split across chunks is kept.
+  void HoldPending(std::string_view chunk, uint64_t pos, uint64_t at) {
+    if (!string_ok_ || at <= string_start_) return;
+    const bool fresh = string_start_ >= pos;  // it began in this chunk
+    if (!fresh && pending_.size() != pos - string_start_) return;
+    const char first = fresh ? chunk[string_start_ - base_] : pending_[0];
+    if (at - string_start_ > (first == '$' || first == '/' ? kMaxPathName : kMaxShortName)) {
+      pending_.clear();
+    } else if (fresh) {
+      pending_.assign(chunk.substr(string_start_ - base_, at - string_start_));
+    } else {
+      pending_.append(chunk.substr(pos - base_, at - pos));
+    }
   }
 
   /// Ends the hashed strings at `at` and keeps the bytes from kRing before it on.
@@ -538,6 +625,7 @@ class ElfCapturer : public util::Capturer {
     hash_from_ = hash_to_ = keep_to_ = 0;
     name_refs_.clear();
     tails_.clear();
+    pending_.clear();
     KeepAfterStrings(at, goal, table);
     StartMovedStrings(at);
   }
@@ -597,9 +685,14 @@ class ElfCapturer : public util::Capturer {
   std::vector<StringHash> tails_;
   std::string seed_;  // before hash_from_: the bytes since the last NUL
   std::string ring_;  // the last kRing bytes hashed
+  // The current string's bytes before those HashStrings is passing, while it may be a name
+  // KeepIfName keeps; a size other than theirs means they were not held.
+  std::string pending_;
   uint64_t string_start_ = 0, string_hash_ = 0;
   bool string_ok_ = false;  // the current string is hashed from its first byte
   std::vector<StringHash> strings_;
+  std::vector<util::SparseFile::Extent> names_;  // hashed strings kept whole, with their NUL
+  uint64_t name_bytes_ = 0;                      // of names_, at most kNameBytes
 };
 
 }  // namespace

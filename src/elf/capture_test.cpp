@@ -6,6 +6,7 @@
 #include "elf/elf.h"
 #include "elf_builder.h"
 #include "elf_test_util.h"
+#include "image/layer_cache.h"
 #include "support.h"
 
 using namespace imgcheck;
@@ -210,6 +211,95 @@ TEST_CASE("Names past the kept prefix are hashed as they stream and bind like th
     CHECK(SymbolNameHash(captured.imported[0]) == NameHash(whole.imported[0].name));
     CHECK(captured.needed == whole.needed);
   }
+}
+
+// The dynamic section's names in the middle of a .dynstr that runs past the kept prefix (4 KiB
+// here, standing for 16 MiB), more than the last kRing (4 KiB) before its end, as TensorFlow
+// 2.21's libtensorflow_framework.so.2 has them (15.5 MB of strings, its NEEDED names 20 KB before
+// the end, its DT_RUNPATH 20 KB long).
+fixture::ElfSpec NamesMidTable(std::vector<std::string>* runpath = nullptr) {
+  fixture::ElfSpec spec;
+  spec.soname = "libtensorflow_framework.so.2";
+  spec.needed = {"libpthread.so.0", "ld-linux-x86-64.so.2", "/opt/vendor/libabs.so"};
+  spec.rpath = "/opt/rpath/lib";
+  for (int i = 0; i < 300; ++i) {  // 7.2 KB: longer than what is kept of the table's end
+    std::string dir = "$ORIGIN/../nvidia/lib" + std::to_string(i);
+    spec.runpath += (i ? ":" : "") + dir;
+    if (runpath) runpath->push_back(dir);
+  }
+  spec.filler_strings = 64u << 10;  // before the names
+  for (int i = 0; i < 80; ++i)      // 9 KB after them
+    spec.exported.push_back("tf_" + std::to_string(i) + "_" + std::string(100, 'x'));
+  return spec;
+}
+
+/// What the layer cache stores of a reading (its extents and annex) and gives back.
+util::SparseFile ThroughLayerCache(const util::SparseFile& kept) {
+  image::LayerContents layer;
+  layer.entries.push_back({"/lib/libtensorflow_framework.so.2", image::EntryKind::kFile, 0644,
+                           kept.size(), "", std::make_shared<util::SparseFile>(kept), false});
+  std::optional<image::LayerContents> back = image::ParseLayer(image::SerializeLayer(layer, 0), 0);
+  REQUIRE(back);
+  REQUIRE(back->entries.size() == 1);
+  REQUIRE(back->entries[0].content);
+  return *back->entries[0].content;
+}
+
+TEST_CASE("The dynamic section's names past the kept prefix are kept whole as they stream") {
+  std::vector<std::string> runpath;
+  fixture::ElfSpec spec = NamesMidTable(&runpath);
+  std::string bytes = fixture::BuildElf(spec);
+  const ElfInfo whole = ParseCaptured(util::SparseFile::Whole(bytes));
+  REQUIRE(spec.runpath.size() > 7000);
+  // The names lie past the prefix and more than 4 KiB before the end of the file.
+  const size_t needed_at = bytes.find(std::string("\0libpthread.so.0\0", 17));
+  const size_t runpath_at = bytes.find(spec.runpath);
+  REQUIRE(needed_at != std::string::npos);
+  REQUIRE(runpath_at != std::string::npos);
+  CHECK(needed_at > 4096);
+  CHECK(bytes.size() - (runpath_at + spec.runpath.size()) > 8192);
+  for (size_t chunk : {1, 7, 64, 333, 4096, 65536}) {
+    INFO("chunk " << chunk);
+    util::SparseFile kept = CaptureInSmallChunks(bytes, chunk);
+    CHECK(kept.captured_bytes() < spec.filler_strings);  // not the table's middle
+    for (const util::SparseFile& reading : {kept, ThroughLayerCache(kept)}) {
+      ElfInfo captured = ParseCaptured(reading);
+      CHECK(captured.problems.empty());
+      CHECK(captured.names_unread.empty());
+      CHECK(captured.needed == std::vector<std::string>{"libpthread.so.0", "ld-linux-x86-64.so.2",
+                                                        "/opt/vendor/libabs.so"});
+      CHECK(captured.soname == "libtensorflow_framework.so.2");
+      CHECK(captured.rpath == std::vector<std::string>{"/opt/rpath/lib"});
+      CHECK(captured.has_runpath);
+      CHECK(captured.runpath == runpath);
+      CHECK(captured.symbols_unread.empty());
+      CHECK(captured.exported.size() < whole.exported.size());  // the rest: hashes only
+      CHECK(ExportKeys(captured) == ExportKeys(whole));
+    }
+  }
+}
+
+TEST_CASE("A dynamic section's name that was not captured is left out and said so") {
+  fixture::ElfSpec spec = NamesMidTable();
+  // No soname, path or version: a name the capturer has no reason to keep.
+  spec.needed = {"libpthread.so.0", "liboddname"};
+  std::string bytes = fixture::BuildElf(spec);
+  const size_t dynstr = bytes.find(std::string("\0filler_0_", 10));
+  const size_t odd = bytes.find(std::string("\0liboddname\0", 12));
+  REQUIRE(dynstr != std::string::npos);
+  REQUIRE(odd != std::string::npos);
+  ElfInfo captured = ParseCaptured(CaptureInSmallChunks(bytes, 4096));
+  CHECK(captured.needed == std::vector<std::string>{"libpthread.so.0"});  // never ""
+  const std::string problem = "DT_NEEDED at .dynstr offset 0x" + [&] {
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "%zx", odd + 1 - dynstr);
+    return std::string(hex);
+  }() + " not captured";
+  CHECK(captured.names_unread == std::vector<std::string>{problem});
+  CHECK(std::find(captured.problems.begin(), captured.problems.end(), problem) !=
+        captured.problems.end());
+  CHECK(captured.symbols_unread == problem);  // so no symbol of it is judged unbound
+  CHECK(captured.soname == "libtensorflow_framework.so.2");
 }
 
 TEST_CASE("A name that can be neither kept nor hashed says the symbols were not read whole") {

@@ -125,11 +125,12 @@ util::Expected<std::optional<ElfInfo>> Parse(const util::SparseFile& file,
 /// false after the first 4 bytes of a non-ELF file. Memory: at most 44 MiB while streaming
 /// (16 MiB for real libraries), and after Finish only the bytes Parse reads (0.08% of
 /// libcublasLt.so.13). A string table that runs past CaptureLimits::prefix is hashed as it
-/// streams instead (Symbol::hash, ElfInfo::export_keys, kept in the result's annex). Details in
-/// capture.cpp.
+/// streams instead (Symbol::hash, ElfInfo::export_keys, kept in the result's annex), but for the
+/// strings that may be the dynamic section's names (sonames, search paths, version names), kept
+/// whole. Details in capture.cpp.
 struct CaptureLimits {
   /// The most of the file's start kept whole (headers, symbol and version tables, strings);
-  /// past it a string table's names are hashed as they stream, not kept.
+  /// past it a string table's symbol names are hashed as they stream, not kept.
   uint64_t prefix = 16u << 20;
 };
 std::unique_ptr<util::Capturer> MakeCapturer(const CaptureLimits& limits = {});
