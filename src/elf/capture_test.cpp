@@ -408,6 +408,15 @@ TEST_CASE("Strings in a large PT_LOAD of their own are hashed as they stream") {
   CHECK(captured.needed == whole.needed);
   CHECK(captured.soname == whole.soname);
   CHECK(captured.runpath == whole.runpath);
+  // 80 KB of names after them: past the last 64 KiB kept too, they are kept as they stream.
+  middle.exported = spec.exported;
+  middle.exported.resize(10);
+  bytes = fixture::BuildElf(middle);
+  captured = ParseCaptured(CaptureInSmallChunks(bytes, 65536));
+  CHECK(captured.problems.empty());
+  CHECK(captured.needed == std::vector<std::string>{"libcublas.so.12"});
+  CHECK(captured.soname == "libcusparseLt.so.0");
+  CHECK(captured.runpath == std::vector<std::string>{"$ORIGIN"});
   // Without section headers nothing says where they start before the dynamic section: the
   // symbols are said to be unread, as before.
   spec.section_headers = false;
