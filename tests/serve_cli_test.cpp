@@ -1391,9 +1391,9 @@ TEST_CASE(
   Fleet fleet(work);
   HoldingProxy proxy(fleet.reg_port);  // counts the blob requests the replicas make
   // 200 images that share their layer and differ in their config (an environment variable).
-  constexpr int kImages = 200;
+  constexpr size_t kImages = 200;
   std::string adds;
-  for (int i = 0; i < kImages; ++i) {
+  for (size_t i = 0; i < kImages; ++i) {
     ImageRecipe r;
     r.env = {"PATH=/usr/bin", "IMAGE=" + std::to_string(i)};
     r.layers.push_back(MakeLayer({Dir("etc"), File("etc/marker", "shared")}, Compression::kGzip,
@@ -1431,7 +1431,7 @@ TEST_CASE(
                                     Catch::Contains("; 0 digests judged before queued"));
   auto reloaded = Clock::now();
   REQUIRE(Eventually([&] { return fleet.Verdicts() == 2 * kImages; }, 120s));  // per policy
-  std::printf("fleet: %d digests re-judged by two replicas %.1f s after the reload\n", kImages,
+  std::printf("fleet: %zu digests re-judged by two replicas %.1f s after the reload\n", kImages,
               std::chrono::duration<double>(Clock::now() - reloaded).count());
   CHECK(Eventually([&] { return fleet.Cli("xlen imgcheck:work:sweep") == "0"; }, 10s));
   CHECK(proxy.blobs() == blobs_before);  // no blob asked for, not even a HEAD
