@@ -215,6 +215,7 @@ class Client {
         tls_(MakeTls(options, ref_.domain)),
         cred_(FindCredential(ref_.domain, options.credentials)),
         sleep_(options.sleep),
+        pace_(options.pace),
         deadline_s_(options.deadline_s) {
     for (const auto& r : options.allow_registries) {
       util::Expected<Reference> allowed = ParseReference(r + "/x");
@@ -253,6 +254,37 @@ class Client {
   std::string RepoUrl(const std::string& rest) const {
     return origin_url_ + "/v2/" + ref_.path + "/" + rest;
   }
+  std::string ApiUrl(const std::string& rest) const { return origin_url_ + "/v2/" + rest; }
+  /// Waits for the caller's pace (RegistryOptions::pace) before a request.
+  void Pace() const {
+    if (pace_) pace_();
+  }
+
+  /// A page of a listing (`key`: "repositories" or "tags") at `url`: its names, and the next
+  /// page's URL from its Link header. util::Fatal when the registry will not list `what`, the
+  /// page is larger than 4 MiB or no listing, or its next page is elsewhere.
+  ListingPage GetPage(const std::string& url, const char* key, const std::string& what) {
+    auto ex = Send("GET", url, {"Accept: application/json"});
+    if (ex->status() != 200) Fail(what, *ex);
+    std::string body;
+    if (!ex->ReadAll(body, kMaxSmallBody * 4))
+      throw util::Fatal(what + " on " + host_ + ": a page larger than 4 MiB");
+    CheckDeadline(*ex);
+    if (ex->error() != TransportError::kNone)
+      throw util::Fatal("reading " + what + " from " + host_ + " broke: " + ex->error_message());
+    nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+    // A repository without tags may answer "tags": null.
+    if (!j.is_object() || !j.contains(key) || !(j[key].is_array() || j[key].is_null()))
+      throw util::Fatal(what + " on " + host_ + ": the page is not a listing");
+    ListingPage page;
+    if (j[key].is_array())
+      for (const auto& n : j[key])
+        if (n.is_string()) page.names.push_back(n.get<std::string>());
+    util::Expected<std::string> next = NextPageUrl(ex->url(), ex->Header("link"));
+    if (!next) throw util::Fatal(what + " on " + host_ + ": " + next.error().message);
+    page.next = std::move(*next);
+    return page;
+  }
 
   /// Sends a request and returns it with its final response headers in: authenticated,
   /// redirected and retried as needed. Redirects are followed here, one hop at a time, each hop
@@ -277,6 +309,7 @@ class Client {
         sent_auth = token_auth;
       }
       if (!sent_auth.empty()) req.headers.push_back(sent_auth);
+      Pace();
       auto ex = std::make_unique<HttpExchange>(req, tls_, "", bounds_);
       milliseconds delay{0};
       if (!ex->WaitHeaders()) {
@@ -417,8 +450,10 @@ class Client {
   void Ping() {
     origin_url_ = "https://" + host_;
     if (!tls_.verify || IsLocalHost(host_)) {
+      Pace();
       HttpExchange https({"GET", origin_url_ + "/v2/", {}, {}}, tls_, "", bounds_);
       if (!https.WaitHeaders() && https.error() != TransportError::kConnect) {
+        Pace();
         HttpExchange http({"GET", "http://" + host_ + "/v2/", {}, {}}, tls_, "", bounds_);
         if (http.WaitHeaders() && (http.status() == 200 || http.status() == 401)) {
           origin_url_ = "http://" + host_;
@@ -503,6 +538,7 @@ class Client {
   HttpBounds bounds_;
   Credential cred_;
   std::function<void(milliseconds)> sleep_;
+  std::function<void()> pace_;
   int deadline_s_;
   std::string origin_url_;                     // "https://host:port"
   std::string origin_;                         // UrlOrigin(origin_url_): where credentials may go
@@ -725,7 +761,102 @@ class RegistrySource : public Source {
   std::string root_body_;
 };
 
+// "?n=N" of a listing's first page, N within 1 and kMaxPageSize.
+std::string PageQuery(size_t n) {
+  return "?n=" + std::to_string(std::clamp<size_t>(n, 1, kMaxPageSize));
+}
+
+// The path of an absolute URL, without its query or fragment; "" when it is not one.
+std::string UrlPath(const std::string& url) {
+  size_t scheme = url.find("://");
+  if (scheme == std::string::npos) return "";
+  size_t slash = url.find('/', scheme + 3);
+  if (slash == std::string::npos) return "/";
+  return url.substr(slash, url.find_first_of("?#", slash) - slash);
+}
+
 }  // namespace
+
+util::Expected<std::string> NextPageUrl(const std::string& page_url, std::string_view link) {
+  // link-value = "<" URI-Reference ">" *( OWS ";" OWS link-param ), link-values separated by
+  // commas (RFC 8288 section 3); rel holds space-separated relation types.
+  size_t at = 0;
+  auto skip = [&](std::string_view chars) {
+    while (at < link.size() && chars.find(link[at]) != std::string_view::npos) ++at;
+  };
+  while (at < link.size()) {
+    skip(" \t,");
+    if (at >= link.size() || link[at] != '<') return std::string();  // malformed: ignored
+    size_t close = link.find('>', at);
+    if (close == std::string_view::npos) return std::string();
+    std::string target(link.substr(at + 1, close - at - 1));
+    at = close + 1;
+    bool next = false;
+    for (;;) {  // the parameters, up to the next link-value
+      skip(" \t");
+      if (at >= link.size() || link[at] != ';') break;
+      ++at;
+      skip(" \t");
+      size_t eq = link.find_first_of("=;,", at);
+      std::string name = Lower(std::string(
+          link.substr(at, eq == std::string_view::npos ? std::string_view::npos : eq - at)));
+      while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) name.pop_back();
+      at = eq == std::string_view::npos ? link.size() : eq;
+      std::string value;
+      if (at < link.size() && link[at] == '=') {
+        ++at;
+        skip(" \t");
+        if (at < link.size() && link[at] == '"') {
+          size_t end = link.find('"', at + 1);
+          if (end == std::string_view::npos) return std::string();
+          value = link.substr(at + 1, end - at - 1);
+          at = end + 1;
+        } else {
+          size_t end = link.find_first_of(";, \t", at);
+          value =
+              link.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
+          at = end == std::string_view::npos ? link.size() : end;
+        }
+      }
+      if (name != "rel") continue;
+      for (size_t from = 0; from < value.size();) {
+        size_t end = std::min(value.find(' ', from), value.size());
+        next = next || Lower(value.substr(from, end - from)) == "next";
+        from = end + 1;
+      }
+    }
+    if (!next) continue;
+    std::string url = ResolveUrl(page_url, target);
+    if (url.empty()) return std::string();
+    if (UrlOrigin(url) != UrlOrigin(page_url))
+      return util::MakeError("the next page is on another host (" +
+                             ClipRegistryText(UrlOrigin(url), 120) + "), refused");
+    if (UrlPath(url) != UrlPath(page_url))
+      return util::MakeError("the next page is another listing (" +
+                             ClipRegistryText(UrlPath(url), 120) + "), refused");
+    return url;
+  }
+  return std::string();
+}
+
+struct Catalog::Impl {
+  std::shared_ptr<Client> client;
+};
+
+Catalog::Catalog(const std::string& host, const RegistryOptions& options) {
+  // The client is for one repository; the catalog's requests name none.
+  util::Expected<Reference> ref = ParseReference(host + "/catalog");
+  if (!ref) throw util::Fatal("registry '" + host + "': " + ref.error().message);
+  impl_ = std::make_unique<Impl>(Impl{std::make_shared<Client>(std::move(ref.value()), options)});
+}
+
+Catalog::~Catalog() = default;
+
+ListingPage Catalog::Repositories(const std::string& next, size_t n) {
+  Client& client = *impl_->client;
+  return client.GetPage(next.empty() ? client.ApiUrl("_catalog" + PageQuery(n)) : next,
+                        "repositories", "the catalog");
+}
 
 struct Repository::Impl {
   std::shared_ptr<Client> client;
@@ -808,6 +939,12 @@ std::string Repository::PutManifest(const std::string& tag, const std::string& b
                          {"Content-Type: " + std::string(media_type)}, Fetch::kApi, "", body);
   if (put->status() != 201) client.Fail("the manifest " + Name() + ":" + tag, *put);
   return util::Sha256Digest(body);
+}
+
+ListingPage Repository::Tags(const std::string& next, size_t n) {
+  Client& client = *impl_->client;
+  return client.GetPage(next.empty() ? client.RepoUrl("tags/list" + PageQuery(n)) : next, "tags",
+                        "the tags of " + Name());
 }
 
 std::string PushToRegistry(const std::string& reference, const std::vector<std::string>& blobs,

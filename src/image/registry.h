@@ -11,6 +11,7 @@
 
 #include "image/registry_auth.h"
 #include "image/source.h"
+#include "util/error.h"
 
 namespace imgcheck::image {
 
@@ -38,11 +39,48 @@ struct RegistryOptions {
   int read_timeout_s = 60;
   uint64_t min_rate = 0;  ///< util::Limits::min_rate
   int deadline_s = 3600;
+  /// Called before each request to the registry or its token service (serve --crawl-rate paces
+  /// a crawl with it); it may wait, or throw to give the operation up. Null: nothing.
+  std::function<void()> pace;
 };
 
 /// A source for `reference` ("nvidia/cuda:12.1.1-runtime-ubuntu22.04", "host:5000/x@sha256:...").
 /// Throws util::Fatal with a message the user can act on.
 std::unique_ptr<Source> OpenRegistry(const std::string& reference, const RegistryOptions& options);
+
+/// One page of a registry's listing: the catalog's repositories or a repository's tags
+/// (distribution-spec "Listing Tags"; docker-registry's /v2/_catalog pages the same way).
+struct ListingPage {
+  std::vector<std::string> names;  ///< as the registry spelled them (hostile: check before use)
+  std::string next;                ///< the next page's URL (NextPageUrl); empty at the end
+};
+
+/// The next page of a listing at `page_url`: the target of the RFC 8288 (5988) `Link` header
+/// `link` whose rel is "next", resolved against `page_url`. Empty when there is none or it is
+/// malformed; an error when it leaves the page's origin (credentials go only to the registry
+/// they are for) or its endpoint (/v2/_catalog, /v2/REPO/tags/list).
+util::Expected<std::string> NextPageUrl(const std::string& page_url, std::string_view link);
+
+/// Page sizes a listing asks for (`n`), within 1 and this.
+inline constexpr size_t kMaxPageSize = 1000;
+
+/// The catalog of a registry (GET /v2/_catalog), page by page; credentials, redirects, retries
+/// and deadlines as Repository's. A page's body is bounded (4 MiB).
+class Catalog {
+ public:
+  /// `host`: the registry, HOST[:PORT] ("docker.io" for Docker Hub).
+  Catalog(const std::string& host, const RegistryOptions& options);
+  ~Catalog();
+  Catalog(const Catalog&) = delete;
+  Catalog& operator=(const Catalog&) = delete;
+  /// The first page of at most `n` repositories when `next` is empty, else the page `next`
+  /// (a ListingPage::next). util::Fatal when the registry will not list them.
+  ListingPage Repositories(const std::string& next, size_t n);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 /// One repository of a registry, for callers that read and write small objects by name (attest:
 /// cosign's attestation tags): manifests by tag or digest, blobs by digest, uploads. One API
@@ -77,6 +115,9 @@ class Repository {
   /// again afterwards (attest::Attach).
   std::string PutManifest(const std::string& tag, const std::string& body,
                           std::string_view media_type);
+  /// The first page of at most `n` tags when `next` is empty, else the page `next` (a
+  /// ListingPage::next). util::Fatal when the registry will not list them.
+  ListingPage Tags(const std::string& next, size_t n);
 
  private:
   struct Impl;

@@ -194,6 +194,43 @@ struct IsolatedAuth {
   ScopedEnv p5{"ALL_PROXY", std::nullopt};
 };
 
+TEST_CASE("a listing's next page comes from its Link header, on its own origin and endpoint",
+          "[registry]") {
+  const std::string page = "http://127.0.0.1:5000/v2/_catalog?n=2";
+  auto next = [&](std::string_view link) { return NextPageUrl(page, link); };
+  // docker-registry's form: a relative reference, rel quoted.
+  CHECK(*next(R"(</v2/_catalog?last=b&n=2>; rel="next")") ==
+        "http://127.0.0.1:5000/v2/_catalog?last=b&n=2");
+  // Absolute on the same origin; rel unquoted, in another case, among other relations and links.
+  CHECK(*next("<http://127.0.0.1:5000/v2/_catalog?last=c>; rel=NEXT") ==
+        "http://127.0.0.1:5000/v2/_catalog?last=c");
+  CHECK(
+      *next(
+          R"(</v2/_catalog?first>; rel="first", </v2/_catalog?last=d>; title="x;y"; rel="prev next")") ==
+      "http://127.0.0.1:5000/v2/_catalog?last=d");
+  CHECK(*NextPageUrl("http://127.0.0.1:5000/v2/team/app/tags/list?n=1",
+                     R"(</v2/team/app/tags/list?last=v1&n=1>; rel="next")") ==
+        "http://127.0.0.1:5000/v2/team/app/tags/list?last=v1&n=1");
+  // None, or malformed: the walk ends there.
+  for (std::string_view none :
+       {"", "   ", R"(</v2/_catalog?last=b>; rel="prev")", R"(/v2/_catalog?last=b; rel="next")",
+        R"(</v2/_catalog?last=b; rel="next")", R"(</v2/_catalog?last=b>; rel="next)", "garbage <",
+        ",,,"})
+    CHECK(next(none).value().empty());
+  // Another host, another port, another scheme, another listing: refused, with the reason.
+  for (std::string_view elsewhere :
+       {R"(<http://evil.example/v2/_catalog?last=b>; rel="next")",
+        R"(<http://127.0.0.1:5001/v2/_catalog?last=b>; rel="next")",
+        R"(<https://127.0.0.1:5000/v2/_catalog?last=b>; rel="next")"}) {
+    util::Expected<std::string> refused = next(elsewhere);
+    REQUIRE_FALSE(refused);
+    CHECK_THAT(refused.error().message, Catch::Contains("another host"));
+  }
+  util::Expected<std::string> other = next(R"(</v2/team/app/manifests/latest>; rel="next")");
+  REQUIRE_FALSE(other);
+  CHECK_THAT(other.error().message, Catch::Contains("another listing"));
+}
+
 TEST_CASE("credentials come from --creds, auth files and credential helpers", "[registry]") {
   IsolatedAuth env;
   // Nothing anywhere: anonymous, and the message says what was searched.
