@@ -11,8 +11,10 @@
 #include "attest/keys.h"
 #include "cli/commands.h"
 #include "cli/rule_args.h"
+#include "image/registry.h"
 #include "image/registry_auth.h"
 #include "scan/scan.h"
+#include "serve/crawl.h"
 #include "serve/facts_store.h"
 #include "serve/log.h"
 #include "serve/server.h"
@@ -47,6 +49,10 @@ struct ServeArgs {
   int max_deliveries = 5;
   uint64_t facts_max_bytes = uint64_t{1} << 30;  ///< --facts-max-bytes; 0: no facts store
   int registry_share = 0;                        ///< --registry-share; 0: workers - 1
+  std::vector<std::string> crawl;                ///< --crawl HOST[/REPO]
+  int crawl_interval = 3600;                     ///< --crawl-interval, seconds
+  double crawl_rate = 10;                        ///< --crawl-rate, requests a second
+  size_t crawl_page_size = 100;                  ///< --crawl-page-size
 };
 
 serve::Fallback ParseFallback(const std::string& flag, const std::string& value) {
@@ -220,6 +226,39 @@ void AddFleetArgs(CLI::App& sub, ServeArgs& args) {
                  "with --redis: bound of the facts store (layer readings and configs every "
                  "replica re-judges from without pulling; least recently used evicted); 0: none")
       ->capture_default_str();
+  sub.add_option("--crawl", args.crawl,
+                 "HOST[:PORT][/REPO]: walk the registry's catalog (or one repository) and its "
+                 "tags at startup and every --crawl-interval, and queue each image no verdict "
+                 "judged yet as a sweep (repeatable; HOST must pass --allow-registry)");
+  sub.add_option("--crawl-interval", args.crawl_interval, "seconds from one crawl to the next")
+      ->capture_default_str()
+      ->check(Positive());
+  sub.add_option("--crawl-rate", args.crawl_rate, "requests a second a crawl sends a registry")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sub.add_option("--crawl-page-size", args.crawl_page_size,
+                 "repositories or tags a crawl asks for per listing page (n)")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, image::kMaxPageSize));
+}
+
+// --crawl: the targets, each on a registry the server may contact, and the crawl's bounds.
+serve::CrawlOptions CrawlOptionsOf(const ServeArgs& args, const serve::Resolver& resolver) {
+  serve::CrawlOptions c;
+  for (const std::string& flag : args.crawl) {
+    auto target = serve::ParseCrawlTarget(flag);
+    if (!target) throw util::Fatal(target.error().message);
+    if (!resolver.Allowed(target->host))
+      throw util::Fatal("--crawl " + flag + ": registry " + target->host +
+                        " is not in --allow-registry");
+    c.targets.push_back(*target);
+  }
+  c.interval = std::chrono::seconds(args.crawl_interval);
+  c.rate = args.crawl_rate;
+  c.page_size = args.crawl_page_size;
+  c.load = ToLoadOptions(args.image);
+  c.load.platform = args.image.platform;
+  return c;
 }
 
 std::chrono::milliseconds Millis(double seconds) {
@@ -258,6 +297,7 @@ int Serve(ServeArgs& args) {
   // Before the verdicts: their workers' scans take the manifests its lookups fetched.
   serve::Resolver resolver(ToLoadOptions(args.image), args.allow_registry,
                            std::chrono::seconds(args.resolve_ttl));
+  serve::CrawlOptions crawl = CrawlOptionsOf(args, resolver);  // refused before anything starts
   // The facts store (issue 33): what a verdict needs, kept for every replica, so that a new
   // policy re-judges from it with the manifest as the only registry request.
   std::shared_ptr<serve::FactsStore> facts;
@@ -288,6 +328,7 @@ int Serve(ServeArgs& args) {
   attestations.SetIdentity(policy.identity);
   o.attestations = &attestations;
   Reloader reloader(args.rules, holder, verdicts, attestations);
+  serve::Crawler crawler(std::move(crawl), verdicts, metrics);
   return serve::Serve(o, verdicts, resolver, metrics);
 }
 

@@ -197,6 +197,7 @@ std::string Metrics::Render() const {
   for (const auto& [host, n] : work_deferred_)
     o << "imgcheck_work_deferred_total{registry=\"" << host << "\"} " << n << "\n";
   RenderFacts(o);
+  RenderCrawl(o);
   return o.str();
 }
 
@@ -261,6 +262,39 @@ void Metrics::RenderFacts(std::ostream& o) const {
        "read from the registry (re-judgements after a rules change).\n"
        "# TYPE imgcheck_judged_without_pull_total counter\nimgcheck_judged_without_pull_total "
     << judged_without_pull_ << "\n";
+}
+
+void Metrics::CrawlPage(std::string_view host) {
+  std::lock_guard lock(mu_);
+  Bump(crawl_pages_, host);
+}
+
+void Metrics::CrawlDigest(std::string_view host, bool queued) {
+  std::lock_guard lock(mu_);
+  Bump(crawl_digests_, host);
+  if (queued) Bump(crawl_queued_, host);
+}
+
+void Metrics::CrawlError(std::string_view host) {
+  std::lock_guard lock(mu_);
+  Bump(crawl_errors_, host);
+}
+
+void Metrics::RenderCrawl(std::ostream& o) const {
+  const std::pair<const char*, const std::map<std::string, uint64_t, std::less<>>*> series[] = {
+      {"pages_total Listing pages (catalog, tags) fetched", &crawl_pages_},
+      {"digests_total Distinct image digests found", &crawl_digests_},
+      {"queued_total Digests found without a verdict of the current policy, queued as sweeps",
+       &crawl_queued_},
+      {"errors_total Requests, pages, names or tags that failed or were refused", &crawl_errors_}};
+  for (const auto& [text, counts] : series) {
+    std::string_view t = text;
+    std::string name = "imgcheck_crawl_" + std::string(t.substr(0, t.find(' ')));
+    o << "# HELP " << name << " serve --crawl: " << t.substr(t.find(' ') + 1)
+      << ", by registry.\n# TYPE " << name << " counter\n";
+    for (const auto& [host, n] : *counts)
+      o << name << "{registry=\"" << host << "\"} " << n << "\n";
+  }
 }
 
 // serve --trust-key (h-attest).

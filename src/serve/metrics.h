@@ -58,6 +58,12 @@ class Metrics {
   void FactsStored(uint64_t bytes, int64_t evicted);
   /// A scan judged from stored facts alone: no blob read from the registry.
   void JudgedWithoutPull();
+  /// serve --crawl of registry `host`: a listing page fetched; a distinct digest found, `queued`
+  /// when it had no verdict under the current policy and was queued as a sweep; an error (a
+  /// request, a page, a name or a tag refused: logged with the crawl's line).
+  void CrawlPage(std::string_view host);
+  void CrawlDigest(std::string_view host, bool queued);
+  void CrawlError(std::string_view host);
 
   std::string Render() const;
 
@@ -96,6 +102,10 @@ class Metrics {
   uint64_t facts_read_bytes_ = 0, facts_stored_bytes_ = 0, facts_evicted_ = 0;
   uint64_t judged_without_pull_ = 0;
   void RenderFacts(std::ostream& o) const;
+  // serve --crawl, by registry (under mu_).
+  std::map<std::string, uint64_t, std::less<>> crawl_pages_, crawl_digests_, crawl_queued_,
+      crawl_errors_;
+  void RenderCrawl(std::ostream& o) const;
 };
 
 }  // namespace imgcheck::serve
