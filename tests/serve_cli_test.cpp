@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -677,6 +678,15 @@ TEST_CASE("serve: Redis without a verdict key, and a credential for no one host,
   CommandResult short_key = serve("--verdict-key-file " + (work / "short-key").string());
   CHECK(short_key.status == 2);
   CHECK_THAT(short_key.output, Catch::Contains("a key must be 32 to 4096 bytes"));
+  // A crawl goes only to a registry the server may contact, named as one.
+  CommandResult elsewhere = serve("--allow-registry a.example --crawl b.example/team/app");
+  CHECK(elsewhere.status == 2);
+  CHECK_THAT(elsewhere.output,
+             Catch::Contains("--crawl b.example/team/app: registry b.example is not in "
+                             "--allow-registry"));
+  CommandResult no_host = serve("--crawl team/app");
+  CHECK(no_host.status == 2);
+  CHECK_THAT(no_host.output, Catch::Contains("--crawl 'team/app': not HOST[:PORT]"));
 }
 
 namespace {
@@ -1445,6 +1455,73 @@ TEST_CASE(
     CHECK(s->Metric("imgcheck_work_deliveries_total{priority=\"sweep\"}") >= 1);
   CHECK(a.Stop() == 0);
   CHECK(b.Stop() == 0);
+}
+
+TEST_CASE(
+    "serve: a crawl walks the catalog and tag pages and judges every digest no one asked about, "
+    "once",
+    "[serve][redis][docker-registry][fleet]") {
+  if (!Need({"openssl", "docker-registry", "redis-server", "redis-cli"})) return;
+  TempDir work;
+  Fleet fleet(work);
+  // 5 repositories: each an image tagged 1 and latest (one digest), the even ones a second
+  // image tagged 2: 13 tags, 8 digests.
+  constexpr int kRepos = 5;
+  std::set<std::string> digests;
+  for (int i = 0; i < kRepos; ++i) {
+    std::string repo = "team/c" + std::to_string(i);
+    for (int image = 0; image < (i % 2 == 0 ? 2 : 1); ++image) {
+      ImageRecipe r;
+      r.env = {"PATH=/usr/bin", "IMAGE=" + repo + "-" + std::to_string(image)};
+      r.layers.push_back(MakeLayer({Dir("etc"), File("etc/marker", "crawl")}, Compression::kGzip,
+                                   "COPY marker /etc/"));
+      fs::path layout = work / "img" / (std::to_string(i) + "-" + std::to_string(image));
+      WrittenImage img = WriteOciLayout(layout, r);
+      for (const char* tag :
+           image == 0 ? std::vector<const char*>{"1", "latest"} : std::vector<const char*>{"2"})
+        PushLayout(fleet.reg.host(), layout, img, repo, tag);
+      digests.insert(img.manifest_digest);
+    }
+  }
+  REQUIRE(digests.size() == 8);
+  const std::string host = fleet.reg.host();
+  // Pages of 2: the catalog's 5 repositories take 3 (docker-registry's Link: </v2/_catalog?
+  // last=team/c1&n=2>; rel="next"), a repository's 3 tags 2 where the registry pages tags.
+  Server s(work / "s", fleet.certs,
+           fleet.Flags({"--allow-registry", host, "--crawl", host, "--crawl-page-size", "2",
+                        "--crawl-interval", "20", "--crawl-rate", "50"}));
+  INFO(s.Log());
+  REQUIRE(Eventually([&] { return fleet.Verdicts() == digests.size(); }, 90s));
+  auto metric = [&](const std::string& name) {
+    return s.Metric("imgcheck_crawl_" + name + "_total{registry=\"" + host + "\"}");
+  };
+  CHECK_THAT(s.Log(), Catch::Contains("crawl " + host +
+                                      ": 5 repositories, 13 tags, 8 digests, 8 queued in"));
+  CHECK(metric("pages") >= 3 + kRepos);  // more than one page of the catalog
+  CHECK(metric("digests") == 8);
+  CHECK(metric("queued") == 8);
+  CHECK(metric("errors") == 0);
+  CHECK(s.Metric("imgcheck_scans_total{result=\"ok\"}") == 8);
+  CHECK(s.Metric("imgcheck_work_deliveries_total{priority=\"sweep\"}") == 8);
+  CHECK(s.Metric("imgcheck_admission_decisions_total{outcome=\"allow\"}") == 0);  // none asked
+  for (const std::string& d : digests)  // each judged under the policy in use
+    CHECK(
+        fleet.Cli("--scan --pattern 'imgcheck:verdict:*" + d.substr(7) + "*'").find(d.substr(7)) !=
+        std::string::npos);
+
+  // The next crawl finds the same digests, all judged: nothing queued.
+  REQUIRE(Eventually(
+      [&] {
+        return s.Log().find("crawl " + host + ":", s.Log().find("crawl " + host + ":") + 1) !=
+               std::string::npos;
+      },
+      40s));
+  CHECK_THAT(s.Log(), Catch::Contains("8 digests, 0 queued in"));
+  CHECK(metric("digests") == 16);
+  CHECK(metric("queued") == 8);
+  CHECK(s.Metric("imgcheck_scans_total{result=\"ok\"}") == 8);
+  CHECK(fleet.Verdicts() == digests.size());
+  CHECK(s.Stop() == 0);
 }
 
 TEST_CASE("serve: a forged or corrupted facts entry is ignored and counted, never judged from",
