@@ -261,6 +261,31 @@ serve::CrawlOptions CrawlOptionsOf(const ServeArgs& args, const serve::Resolver&
   return c;
 }
 
+// The scans the workers run: the policy held at their start, the manifest the resolver
+// fetched, and with the facts store (issue 33) what a verdict needs kept for every replica, so
+// that a new policy re-judges from it with the manifest as the only registry request.
+serve::Scanner ScannerOf(const ServeArgs& args, PolicyHolder& holder, serve::Resolver& resolver,
+                         std::shared_ptr<serve::FactsStore> facts, serve::Metrics& metrics) {
+  return [&args, &holder, &resolver, facts = std::move(facts),
+          &metrics](const std::string& reference) {
+    ImageArgs image = args.image;
+    image.reference = reference;
+    std::shared_ptr<const scan::Policy> p = holder.Get();  // kept for the whole scan
+    scan::Request request = ScanRequest(image, p->knowledge, scan::Depth::kFindings);
+    request.policy = p.get();
+    request.load.known_manifest = resolver.TakeManifest(reference);
+    std::shared_ptr<serve::ScanFacts> seen;
+    if (facts) {
+      seen = std::make_shared<serve::ScanFacts>(facts);
+      request.load.shared_layers = seen;
+      request.load.stat_cached = false;
+    }
+    serve::Verdict v = serve::VerdictOf(scan::Run(request)->report);
+    if (seen && seen->FromFactsAlone()) metrics.JudgedWithoutPull();
+    return v;
+  };
+}
+
 std::chrono::milliseconds Millis(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
@@ -298,30 +323,11 @@ int Serve(ServeArgs& args) {
   serve::Resolver resolver(ToLoadOptions(args.image), args.allow_registry,
                            std::chrono::seconds(args.resolve_ttl));
   serve::CrawlOptions crawl = CrawlOptionsOf(args, resolver);  // refused before anything starts
-  // The facts store (issue 33): what a verdict needs, kept for every replica, so that a new
-  // policy re-judges from it with the manifest as the only registry request.
   std::shared_ptr<serve::FactsStore> facts;
   if (redis && args.facts_max_bytes > 0)
     facts = std::make_shared<serve::FactsStore>(redis, serve::VerdictSeal(vo.verdict_key),
                                                 args.facts_max_bytes, metrics);
-  serve::Scanner scanner = [&args, &holder, &resolver, &facts,
-                            &metrics](const std::string& reference) {
-    ImageArgs image = args.image;
-    image.reference = reference;
-    std::shared_ptr<const scan::Policy> p = holder.Get();  // kept for the whole scan
-    scan::Request request = ScanRequest(image, p->knowledge, scan::Depth::kFindings);
-    request.policy = p.get();
-    request.load.known_manifest = resolver.TakeManifest(reference);
-    std::shared_ptr<serve::ScanFacts> seen;
-    if (facts) {
-      seen = std::make_shared<serve::ScanFacts>(facts);
-      request.load.shared_layers = seen;
-      request.load.stat_cached = false;
-    }
-    serve::Verdict v = serve::VerdictOf(scan::Run(request)->report);
-    if (seen && seen->FromFactsAlone()) metrics.JudgedWithoutPull();
-    return v;
-  };
+  serve::Scanner scanner = ScannerOf(args, holder, resolver, facts, metrics);
   serve::Verdicts verdicts(scanner, vo, std::move(shared), metrics,
                            WorkQueue(args, redis, vo, metrics));
   serve::Attestations attestations(AttestationOptionsOf(args, policy), metrics);
