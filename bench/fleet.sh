@@ -23,34 +23,12 @@ for p in openssl docker-registry redis-server redis-cli curl python3; do need "$
 [ -x "$imgcheck" ] || { echo "bench: no imgcheck at $imgcheck (build it, or set IMGCHECK)" >&2; exit 1; }
 [ -f "$demo/index.json" ] || { echo "bench: no demo image at $demo (cmake --build build --target demo_image)" >&2; exit 1; }
 
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$work"; }
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
 now() { date +%s.%N; }
-
-(cd "$work" && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-   -keyout tls.key -out tls.crt -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1) \
-  >/dev/null 2>&1
+make_tls
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$work/verdict-key"
-
-# The registry, with its access log: the blob requests are counted there.
-reg_port=$(free_port)
-cat > "$work/registry.yml" <<YAML
-version: 0.1
-log:
-  level: info
-storage:
-  filesystem:
-    rootdirectory: $work/storage
-http:
-  addr: 127.0.0.1:$reg_port
-YAML
-docker-registry serve "$work/registry.yml" >"$work/registry.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do curl -fs "http://127.0.0.1:$reg_port/v2/" >/dev/null && break; sleep 0.1; done
-reg=127.0.0.1:$reg_port
+start_registry access  # the blob requests are counted in its access log
 redis_port=$(free_port)
 redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" \
   >"$work/redis.log" 2>&1 &

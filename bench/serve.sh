@@ -23,36 +23,12 @@ for p in wrk openssl docker-registry skopeo curl; do need "$p"; done
 [ -x "$imgcheck" ] || { echo "bench: no imgcheck at $imgcheck (build it, or set IMGCHECK)" >&2; exit 1; }
 [ -f "$demo/index.json" ] || { echo "bench: no demo image at $demo (cmake --build build --target demo_image)" >&2; exit 1; }
 
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$work"; }
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-# TLS for the server.
-(cd "$work" && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-   -keyout tls.key -out tls.crt -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1) \
-  >/dev/null 2>&1
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
+make_tls
 
 # The registry, and the images.
-reg_port=$(free_port)
-cat > "$work/registry.yml" <<YAML
-version: 0.1
-log:
-  level: error
-  accesslog:
-    disabled: true
-storage:
-  filesystem:
-    rootdirectory: $work/storage
-http:
-  addr: 127.0.0.1:$reg_port
-YAML
-docker-registry serve "$work/registry.yml" >"$work/registry.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do curl -fs "http://127.0.0.1:$reg_port/v2/" >/dev/null && break; sleep 0.1; done
-reg=127.0.0.1:$reg_port
+start_registry
 skopeo --insecure-policy copy -q --dest-tls-verify=false "oci:$demo:latest" "docker://$reg/demo:warm"
 # The cold image: the demo image with one more label, so a new config and manifest digest over
 # the same layers (skopeo would reuse blobs, and a recompressed copy would get the same digest).
