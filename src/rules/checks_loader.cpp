@@ -488,17 +488,6 @@ void CheckReplaced(Context& ctx) {
   }
 }
 
-// Whether installed `version` satisfies the exact pin `pinned` (PEP 440 `==`): a pin without a
-// local label ignores the installed one's ("2.5.1" holds for "2.5.1+cu121"); zero padding is
-// equal ("2.5" == "2.5.0"). Where the numbers agree but the text does not (rc, dev builds), the
-// pin is taken to hold: a finding needs a release that surely differs.
-bool PinHolds(std::string_view pinned, std::string_view version) {
-  if (pinned.find('+') == std::string_view::npos) version = version.substr(0, version.find('+'));
-  if (pinned == version) return true;
-  auto a = Version::Parse(pinned), b = Version::Parse(version);
-  return !a || !b || *a == *b;
-}
-
 // IC016: a distribution whose extension modules load into a framework's process (it requires a
 // package of dlopen.json's imports table) pins that framework exactly, and another release is
 // installed. Its C++ ABI is the release it was built against: the loader may bind every symbol

@@ -13,6 +13,7 @@
 #include "catalog/metadata.h"
 #include "loader/bind.h"
 #include "rules/context.h"
+#include "rules/version.h"
 #include "util/path.h"
 #include "util/profile.h"
 
@@ -208,7 +209,8 @@ void CheckUnboundSymbols(Context& ctx) {
       if (have && dist)
         for (const catalog::Requirement& req : dist->requires_dist)
           if (req.name == catalog::NormalizeDistName(have->name) && !req.Pinned().empty() &&
-              req.Pinned() != have->version && req.marker.find("extra") == std::string::npos)
+              !PinHolds(req.Pinned(), have->version) &&
+              req.marker.find("extra") == std::string::npos)
             message += "; " + dist->name + " " + dist->version + " pins " + req.name +
                        "==" + req.Pinned() + ", the image has " + have->version;
     }

@@ -814,6 +814,17 @@ TEST_CASE("IC013: an extension misses a C++ symbol of the framework it was built
   CHECK(m.message.find("libtorch_cpu.so should provide it and resolves to " + kSite +
                        "torch/lib/libtorch_cpu.so (torch 2.3.0)") != std::string::npos);
   CHECK(m.message.find("pins torch==2.3.0") == std::string::npos);  // the pin holds
+  // A local build label is no other release: torch==2.3.0 holds for 2.3.0+cu121 (PEP 440).
+  FakeImage local = TorchImport({.vision_imports = {kC10, kGone}, .torch_version = "2.3.0+cu121"});
+  std::vector<Finding> local_missing = Naming(Scan(local), "IC013", kVision);
+  REQUIRE(local_missing.size() == 1);
+  CHECK(local_missing[0].message.find(" pins torch") == std::string::npos);
+  // Another release is named, with what the image has.
+  FakeImage moved = TorchImport({.vision_imports = {kC10, kGone}, .torch_version = "2.4.0"});
+  std::vector<Finding> moved_missing = Naming(Scan(moved), "IC013", kVision);
+  REQUIRE(moved_missing.size() == 1);
+  CHECK(moved_missing[0].message.find(
+            "torchvision 0.18.0 pins torch==2.3.0, the image has 2.4.0") != std::string::npos);
   // Defined: silent.
   FakeImage ok = TorchImport({});
   CHECK(Naming(Scan(ok), "IC013", kVision).empty());

@@ -60,4 +60,11 @@ bool InRange(const Version& v, const Version& from, const Version& to) {
   return from <= v && v <= to;
 }
 
+bool PinHolds(std::string_view pinned, std::string_view version) {
+  if (pinned.find('+') == std::string_view::npos) version = version.substr(0, version.find('+'));
+  if (pinned == version) return true;
+  auto a = Version::Parse(pinned), b = Version::Parse(version);
+  return !a || !b || *a == *b;
+}
+
 }  // namespace imgcheck::rules

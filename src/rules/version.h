@@ -45,4 +45,10 @@ class Version {
 /// True when `v` lies in [from, to] (inclusive, padded with zeros).
 bool InRange(const Version& v, const Version& from, const Version& to);
 
+/// Whether installed `version` satisfies the exact pin `pinned` (PEP 440 `==`): a pin without a
+/// local label ignores the installed one's ("2.5.1" holds for "2.5.1+cu121"); zero padding is
+/// equal ("2.5" == "2.5.0"). Where the numbers agree but the text does not (rc, dev builds), the
+/// pin is taken to hold: a finding needs a release that surely differs.
+bool PinHolds(std::string_view pinned, std::string_view version);
+
 }  // namespace imgcheck::rules
