@@ -1415,8 +1415,9 @@ TEST_CASE(
             "/team/r" + std::to_string(i) + "@" + img.manifest_digest + "\n";
   }
   fs::path cache = work / "rules-cache";  // both replicas read the rule data `rules update` puts
-  auto flags = fleet.Flags(
-      {"--allow-registry", proxy.host(), "--scan-budget", "60", "--rules-cache", cache.string()});
+  // Sweeps paced at 10 scans a second per registry and replica.
+  auto flags = fleet.Flags({"--allow-registry", proxy.host(), "--scan-budget", "60",
+                            "--rules-cache", cache.string(), "--sweep-rate", "10"});
   Server a(work / "a", fleet.certs, flags);
   Server b(work / "b", fleet.certs, flags);
   // The 200 arrive as push events would: on the queue both replicas read.
@@ -1441,8 +1442,12 @@ TEST_CASE(
                                     Catch::Contains("; 0 digests judged before queued"));
   auto reloaded = Clock::now();
   REQUIRE(Eventually([&] { return fleet.Verdicts() == 2 * kImages; }, 120s));  // per policy
+  auto rejudged = Clock::now() - reloaded;
   std::printf("fleet: %zu digests re-judged by two replicas %.1f s after the reload\n", kImages,
-              std::chrono::duration<double>(Clock::now() - reloaded).count());
+              std::chrono::duration<double>(rejudged).count());
+  // At 10 a second each, two replicas start 200 scans in 9.9 s at the least (the first slot
+  // of each is at once), however they split them.
+  CHECK(rejudged >= 9500ms);
   CHECK(Eventually([&] { return fleet.Cli("xlen imgcheck:work:sweep") == "0"; }, 10s));
   CHECK(proxy.blobs() == blobs_before);  // no blob asked for, not even a HEAD
   double scans = a.Metric("imgcheck_scans_total{result=\"ok\"}") +

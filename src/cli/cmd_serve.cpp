@@ -49,6 +49,7 @@ struct ServeArgs {
   int max_deliveries = 5;
   uint64_t facts_max_bytes = uint64_t{1} << 30;  ///< --facts-max-bytes; 0: no facts store
   int registry_share = 0;                        ///< --registry-share; 0: workers - 1
+  double sweep_rate = 50;                        ///< --sweep-rate
   std::vector<std::string> crawl;                ///< --crawl HOST[/REPO]
   int crawl_interval = 3600;                     ///< --crawl-interval, seconds
   double crawl_rate = 10;                        ///< --crawl-rate, requests a second
@@ -222,6 +223,11 @@ void AddFleetArgs(CLI::App& sub, ServeArgs& args) {
                  "scans of one registry's images at once, so that one that stalls cannot hold "
                  "every worker (default: --workers - 1, at least 1)")
       ->check(CLI::NonNegativeNumber);
+  sub.add_option("--sweep-rate", args.sweep_rate,
+                 "scans of a sweep (re-judging after a rules update, a crawl's finds) started a "
+                 "second per registry")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   sub.add_option("--facts-max-bytes", args.facts_max_bytes,
                  "with --redis: bound of the facts store (layer readings and configs every "
                  "replica re-judges from without pulling; least recently used evicted); 0: none")
@@ -316,6 +322,7 @@ int Serve(ServeArgs& args) {
   vo.identity = policy.ShortIdentity();
   vo.workers = args.workers;
   vo.registry_share = args.registry_share;
+  vo.sweep_rate = args.sweep_rate;
   vo.scan_deadline = std::chrono::seconds(args.image.limits.deadline_s);
   vo.cache_entries = args.cache_entries;
   serve::Metrics metrics;

@@ -54,8 +54,9 @@ Crawler::Crawler(CrawlOptions options, Verdicts& verdicts, Metrics& metrics, Man
     : options_(std::move(options)),
       verdicts_(verdicts),
       metrics_(metrics),
-      fetch_(std::move(fetch)) {
-  options_.load.registry.pace = [this] { Pace(); };
+      fetch_(std::move(fetch)),
+      pacer_(options_.rate) {
+  options_.load.registry.pace = [this] { Pace(crawling_); };
   options_.load.registry.read_timeout_s = options_.load.limits.read_timeout_s;
   options_.load.registry.min_rate = options_.load.limits.min_rate;
   options_.load.registry.deadline_s = options_.load.limits.deadline_s;
@@ -85,14 +86,9 @@ Crawler::~Crawler() {
   if (thread_.joinable()) thread_.join();
 }
 
-void Crawler::Pace() {
-  // One request every 1/rate s: a token bucket of one token, so no burst exceeds the rate.
-  const auto gap = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(1.0 / std::max(options_.rate, 0.001)));
+void Crawler::Pace(const std::string& host) {
+  Pacer::Clock::time_point slot = pacer_.Reserve(host);
   std::unique_lock lock(mu_);
-  next_slot_ = std::max(next_slot_, Clock::now());
-  Clock::time_point slot = next_slot_;
-  next_slot_ += gap;
   if (wake_.wait_until(lock, slot, [this] { return stopping_; })) throw Stopping{};
 }
 
@@ -115,6 +111,7 @@ void Crawler::Offer(const CrawlTarget& target, const std::string& repository,
 CrawlResult Crawler::Crawl(const CrawlTarget& target) {
   CrawlResult r;
   const std::string& host = target.host;
+  crawling_ = host;  // what the pace hook (which is not told) paces
   auto start = Clock::now();
   auto error = [&](const std::string& what) {
     ++r.errors;

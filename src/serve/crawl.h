@@ -15,6 +15,7 @@
 
 #include "image/image.h"
 #include "serve/metrics.h"
+#include "serve/pacer.h"
 #include "serve/resolver.h"
 #include "serve/verdicts.h"
 #include "util/error.h"
@@ -63,8 +64,8 @@ class Crawler {
   CrawlResult Crawl(const CrawlTarget& target);
 
  private:
-  /// Waits for `target`'s registry's turn (options.rate); throws once stopping.
-  void Pace();
+  /// Waits for registry `host`'s turn (options.rate); throws once stopping.
+  void Pace(const std::string& host);
   /// Queues `digest` of `repository` unless the current policy judged it.
   void Offer(const CrawlTarget& target, const std::string& repository, const std::string& digest,
              CrawlResult& result);
@@ -76,8 +77,8 @@ class Crawler {
   std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;  ///< under mu_
-  std::chrono::steady_clock::time_point
-      next_slot_;  ///< the pace's next request, one crawl at a time
+  Pacer pacer_;
+  std::string crawling_;  ///< the registry being crawled (one crawl at a time)
   std::thread thread_;
 };
 

@@ -457,7 +457,7 @@ std::optional<Outcome> Verdicts::Process(const WorkItem& item) {
       keep.emplace([this, &item] { return queue_->Touch(item); }, lease / 3,
                    Clock::now() + options_.scan_deadline + lease, "work entry " + item.id);
     }
-    out = Scan(item.digest, item.reference);
+    out = Scan(item.digest, item.reference, item.priority == Priority::kSweep);
   }
   if (out.state == Outcome::State::kReady)
     queue_->Done(item);
@@ -466,7 +466,7 @@ std::optional<Outcome> Verdicts::Process(const WorkItem& item) {
   return out;
 }
 
-Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) {
+Outcome Verdicts::Scan(const std::string& digest, const std::string& reference, bool sweep) {
   Outcome out;
   // One key for the whole scan: a reload (SetIdentity) meanwhile must not file this verdict,
   // judged by the policy the scan started with, under the new policy's key.
@@ -521,6 +521,19 @@ Outcome Verdicts::Scan(const std::string& digest, const std::string& reference) 
       Log(e.what());
     }
   };
+  // A sweep's scans start at most --sweep-rate a second per registry: re-judging a fleet's
+  // images asks each registry for their manifests at that pace, not as fast as Redis serves.
+  if (sweep) {
+    Pacer::Clock::time_point slot = sweep_pacer_.Reserve(std::string(RegistryOf(reference)));
+    std::unique_lock lock(mu_);
+    if (stopped_.wait_until(lock, slot, [&] { return stopping_; })) {
+      lock.unlock();
+      release();
+      out.state = Outcome::State::kFailed;
+      out.error = "the server is shutting down";
+      return out;
+    }
+  }
   metrics_.ScanStarted();
   std::string_view host = RegistryOf(reference);
   metrics_.RegistryScans(host, 1);

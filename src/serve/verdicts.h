@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "serve/metrics.h"
+#include "serve/pacer.h"
 #include "serve/redis_store.h"
 #include "serve/verdict.h"
 #include "serve/verdict_seal.h"
@@ -39,6 +40,9 @@ struct VerdictOptions {
   /// no more workers than this, and the others' images are scanned by the rest. 0: workers - 1
   /// (at least 1), so one worker is always left for the other registries.
   int registry_share = 0;
+  /// Sweep scans started a second per registry (--sweep-rate): re-judging after a rules update
+  /// is paced, not as fast as the facts store answers.
+  double sweep_rate = 50;
   size_t queue_limit = 256;      ///< scans waiting for a worker; more are refused
   size_t cache_entries = 10000;  ///< in-process LRU size
   std::chrono::seconds store_ttl{std::chrono::hours(24 * 30)};  ///< verdict lifetime in the store
@@ -140,7 +144,8 @@ class Verdicts {
   /// Scans a queued item unless its verdict is known already; acknowledges it or says why not.
   /// nullopt: left for another replica (a sweep for a policy this one has not loaded).
   std::optional<Outcome> Process(const WorkItem& item);
-  Outcome Scan(const std::string& digest, const std::string& reference);
+  /// `sweep`: paced by options_.sweep_rate.
+  Outcome Scan(const std::string& digest, const std::string& reference, bool sweep);
   std::shared_ptr<const Verdict> FromStore(const std::string& digest);
   /// Puts `item`, whose registry has its share of the workers, back at the end of the queue;
   /// false when the queue is full (the item is then scanned all the same, never lost).
@@ -165,6 +170,7 @@ class Verdicts {
   std::unique_ptr<WorkQueue> queue_;
   int sweeping_ = 0;  ///< workers on sweeps, under mu_: at most workers - 1 (at least 1)
   std::map<std::string, int, std::less<>> registry_busy_;  ///< scans by registry, under mu_
+  Pacer sweep_pacer_{options_.sweep_rate};
   std::vector<std::thread> threads_;
   int live_workers_ = 0;            ///< under mu_
   std::condition_variable exited_;  ///< a worker returned
