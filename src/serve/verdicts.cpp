@@ -354,11 +354,9 @@ bool Verdicts::Sweep(const std::string& digest, const std::string& reference) {
 }
 
 bool Verdicts::Defer(const WorkItem& item, const std::string& registry) {
-  // A new entry at the end, then the old one acknowledged: delivered again as new work, so
-  // waiting for a share costs no delivery (--max-deliveries counts failures). A sweep loses
-  // its policy identity on the way: any replica may judge it, under its own policy.
-  if (!queue_->Add(item.digest, item.reference, item.priority)) return false;  // full
-  queue_->Done(item);
+  // A new entry at the end for the old one: waiting for a share costs no delivery
+  // (--max-deliveries counts failures), and a sweep keeps its policy identity.
+  if (!queue_->Requeue(item)) return false;
   metrics_.WorkDeferred(registry);
   // When only such work waits, this worker would take it back at once: a pause bounds that.
   std::unique_lock lock(mu_);

@@ -677,4 +677,22 @@ TEST_CASE(
   CHECK(own->digest == Digest('5'));
   b->Done(*next);
   c->Done(*own);
+
+  // Put back (its registry had its share of the workers): a new entry at the end, with the
+  // sweep's policy identity, and no delivery counted, however often.
+  redis.Cli("xadd imgcheck:work:sweep '*' d " + Digest('f') + " r docker://reg/f@" + Digest('f') +
+            " i 0123abcd");
+  for (int i = 0; i < 5; ++i) {
+    auto item = b->Take(0ms, true);
+    REQUIRE(item);
+    CHECK(item->identity == "0123abcd");
+    CHECK(b->Requeue(*item));
+    CHECK(redis.Cli("xlen imgcheck:work:sweep") == "1");
+  }
+  std::string waiting = redis.Cli("xpending imgcheck:work:sweep imgcheck");
+  CHECK(waiting.substr(0, waiting.find('\n')) == "0");  // none held: it waits as new
+  CHECK(redis.Cli("xlen imgcheck:work:dead") == "1");   // the earlier one only
+  auto last = b->Take(0ms, true);
+  REQUIRE(last);
+  b->Done(*last);
 }

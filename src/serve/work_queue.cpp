@@ -99,6 +99,7 @@ class LocalQueue : public WorkQueue {
   }
   bool Touch(const WorkItem&) override { return true; }
   void Done(const WorkItem&) override {}
+  bool Requeue(const WorkItem& item) override { return waiting_.Push(item); }
   void Failed(const WorkItem&, const std::string&) override {}
   void Judged(const std::string& digest, const std::string& reference) override {
     std::lock_guard lock(mu_);
@@ -157,6 +158,14 @@ constexpr const char* kAddScript =
     "if ARGV[4] == '' then return 1 end "
     "return redis.call('XREADGROUP', 'GROUP', ARGV[5], ARGV[4], 'COUNT', '1', 'STREAMS', "
     "KEYS[1], '>')";
+// Moves entry ARGV[2] of group ARGV[1] to the end of the stream: a new entry with its fields
+// (digest ARGV[3], reference ARGV[4], identity ARGV[5] when not empty), the old one acknowledged
+// and deleted with its last error (KEYS[2]), in one step, so it is never lost nor doubled.
+constexpr const char* kRequeueScript =
+    "if ARGV[5] == '' then redis.call('XADD', KEYS[1], '*', 'd', ARGV[3], 'r', ARGV[4]) "
+    "else redis.call('XADD', KEYS[1], '*', 'd', ARGV[3], 'r', ARGV[4], 'i', ARGV[5]) end "
+    "redis.call('XACK', KEYS[1], ARGV[1], ARGV[2]) redis.call('XDEL', KEYS[1], ARGV[2]) "
+    "redis.call('DEL', KEYS[2]) return 1";
 // Resets the idle time of entry ARGV[3] while consumer ARGV[2] of group ARGV[1] holds it.
 constexpr const char* kTouchScript =
     "local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1) "
@@ -301,6 +310,20 @@ class StreamQueue : public WorkQueue {
     } catch (const util::Fatal& e) {
       Down(e.what());  // delivered again later, and acknowledged then without work
     }
+  }
+
+  bool Requeue(const WorkItem& item) override {
+    if (item.id.empty()) return local_.Push(item);  // kept in memory while Redis was away
+    try {
+      client_->Command({"EVAL", kRequeueScript, "2", StreamKey(item.priority), ErrorKey(item.id),
+                        kGroup, item.id, item.digest, item.reference, item.identity});
+      Up();
+    } catch (const util::Fatal& e) {
+      Down(e.what());
+      return false;  // still ours: scanned now rather than lost
+    }
+    Release(item.id);
+    return true;
   }
 
   void Failed(const WorkItem& item, const std::string& error) override {

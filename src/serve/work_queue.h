@@ -51,6 +51,10 @@ class WorkQueue {
   virtual bool Touch(const WorkItem& item) = 0;
   /// Its verdict is stored (or was already): the item is gone for good.
   virtual void Done(const WorkItem& item) = 0;
+  /// Puts `item` back at the end of its priority's queue, with its fields (a sweep's identity
+  /// too), as a new entry: no delivery is counted against it. False when it could not be
+  /// (the queue in memory is full); it is then still this process's.
+  virtual bool Requeue(const WorkItem& item) = 0;
   /// Its scan failed with `error`: delivered again later (to any replica), or dead-lettered
   /// once delivered too often.
   virtual void Failed(const WorkItem& item, const std::string& error) = 0;
