@@ -14,23 +14,33 @@ constexpr const char* kSizes = "imgcheck:facts:sizes";  // name -> bytes
 constexpr const char* kTotal = "imgcheck:facts:bytes";  // the sum of kSizes
 
 // KEYS: the entry, kLru, kSizes, kTotal; ARGV: the value, now, the bound. Stores the entry and
-// evicts the least recently used until the total is within the bound; returns how many went.
-// Sizes read back from Redis may be anything: tonumber's nil counts as 0.
+// evicts the least recently used others until the total is within the bound (the entry itself
+// joins the order after, so it is never the one evicted for its own sake; alone over the bound,
+// it is dropped); returns how many went. Sizes read back from Redis may be anything:
+// tonumber's nil counts as 0.
 constexpr const char* kPutScript = R"(
+local bound = tonumber(ARGV[3])
 local old = tonumber(redis.call('hget', KEYS[3], KEYS[1])) or 0
 redis.call('set', KEYS[1], ARGV[1])
 redis.call('hset', KEYS[3], KEYS[1], #ARGV[1])
-redis.call('zadd', KEYS[2], ARGV[2], KEYS[1])
+redis.call('zrem', KEYS[2], KEYS[1])
 local total = redis.call('incrby', KEYS[4], #ARGV[1] - old)
 local evicted = 0
-while total > tonumber(ARGV[3]) do
+while total > bound do
   local oldest = redis.call('zpopmin', KEYS[2])
-  if #oldest == 0 then redis.call('set', KEYS[4], 0) break end
+  if #oldest == 0 then break end
   local size = tonumber(redis.call('hget', KEYS[3], oldest[1])) or 0
   redis.call('del', oldest[1])
   redis.call('hdel', KEYS[3], oldest[1])
   total = redis.call('decrby', KEYS[4], size)
   evicted = evicted + 1
+end
+if total > bound then
+  redis.call('del', KEYS[1])
+  redis.call('hdel', KEYS[3], KEYS[1])
+  redis.call('set', KEYS[4], 0)
+else
+  redis.call('zadd', KEYS[2], ARGV[2], KEYS[1])
 end
 return evicted)";
 

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "serve/events.h"
+#include "serve/facts_store.h"
 #include "serve/resolver.h"
 #include "serve/verdict_seal.h"
 #include "support.h"
@@ -695,4 +696,55 @@ TEST_CASE(
   auto last = b->Take(0ms, true);
   REQUIRE(last);
   b->Done(*last);
+}
+
+TEST_CASE("the facts store keeps its bound by evicting the least recently used, one account",
+          "[facts][redis]") {
+  if (!imgcheck::testing::HaveProgram("redis-server"))
+    return imgcheck::testing::Skip("redis-server not installed");
+  imgcheck::testing::TempDir dir;
+  RedisServer redis(dir.path());
+  auto client = RedisClient::Open(redis.url(), "test-pass");
+  REQUIRE(client);
+  Metrics metrics;
+  // Two replicas' stores over one Redis, 1,000 bytes in all; entries of 400 bytes once sealed
+  // (a 106-byte header: the MAC's magic, key id and hex). Pauses keep the millisecond scores
+  // of the order apart.
+  FactsStore a(*client, VerdictSeal(std::string(32, 'k')), 1000, metrics);
+  FactsStore b(*client, VerdictSeal(std::string(32, 'k')), 1000, metrics);
+  const std::string v1(294, '1'), v2(294, '2'), v3(294, '3');
+  auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(5)); };
+  a.Put("layer:one", v1);
+  pause();
+  b.Put("layer:two", v2);
+  pause();
+  CHECK(a.Get("layer:one") == v1);  // one is now the most recently used
+  pause();
+  b.Put("layer:three", v3);  // over the bound: two, the least recently used, goes
+  CHECK_FALSE(a.Get("layer:two"));
+  CHECK(b.Get("layer:one") == v1);
+  CHECK(a.Get("layer:three") == v3);
+  CHECK(std::stoul(redis.Cli("get imgcheck:facts:bytes")) <= 1000);
+  CHECK(redis.Cli("hlen imgcheck:facts:sizes") == "2");
+  CHECK(redis.Cli("exists imgcheck:facts:layer:two") == "0");
+  CHECK_THAT(metrics.Render(),
+             Catch::Contains("imgcheck_facts_evicted_total 1") &&
+                 Catch::Contains("imgcheck_facts_lookups_total{result=\"miss\"} 1"));
+  // A value larger than the whole bound is not stored at all.
+  a.Put("layer:huge", std::string(1001, 'h'));
+  CHECK_FALSE(b.Get("layer:huge"));
+  CHECK(a.Get("layer:one") == v1);
+  // A replica whose clock runs behind the others' writes an entry scored older than all: it is
+  // still never the one evicted for its own sake.
+  redis.Cli(
+      "zadd imgcheck:facts:lru 99999999999999 imgcheck:facts:layer:one 99999999999999 "
+      "imgcheck:facts:layer:three");
+  a.Put("layer:four", v3);
+  CHECK(b.Get("layer:four") == v3);
+  CHECK(std::stoul(redis.Cli("get imgcheck:facts:bytes")) <= 1000);
+  // Another key's store refuses what this one sealed (the replicas must share the key).
+  FactsStore other(*client, VerdictSeal(std::string(32, 'o')), 1000, metrics);
+  CHECK_FALSE(other.Get("layer:four"));
+  CHECK_THAT(metrics.Render(),
+             Catch::Contains("imgcheck_facts_rejected_total{reason=\"other_key\"} 1"));
 }
