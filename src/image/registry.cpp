@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "image/curl_lib.h"
+#include "image/manifest.h"
 #include "image/registry_auth.h"
 #include "image/registry_http.h"
 #include "image/registry_reference.h"
@@ -272,7 +273,7 @@ class Client {
     CheckDeadline(*ex);
     if (ex->error() != TransportError::kNone)
       throw util::Fatal("reading " + what + " from " + host_ + " broke: " + ex->error_message());
-    nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+    nlohmann::json j = ParseJson(body, kMaxSmallBody * 4, what + " on " + host_);
     // A repository without tags may answer "tags": null.
     if (!j.is_object() || !j.contains(key) || !(j[key].is_array() || j[key].is_null()))
       throw util::Fatal(what + " on " + host_ + ": the page is not a listing");
