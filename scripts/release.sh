@@ -52,7 +52,7 @@ step() { echo "== release: $* ($(date -u +%T))" >&2; }
 step "build $version in $build"
 command -v dpkg-buildflags >/dev/null || { echo "release.sh: no dpkg-buildflags (dpkg-dev)" >&2; exit 1; }
 mapfile -t hardening < <(scripts/hardening-flags)
-flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF
+flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF -DCMAKE_UNITY_BUILD=ON
        -DIMGCHECK_VERSION_OVERRIDE="$version" -DIMGCHECK_COMMIT_OVERRIDE="$commit" "${hardening[@]}")
 command -v ccache >/dev/null &&
   flags+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "util/text.h"
+
 namespace imgcheck::image {
 
 namespace {
@@ -18,18 +20,6 @@ std::string_view Strip(std::string_view s) {
   while (!s.empty() && IsBlank(s.front())) s.remove_prefix(1);
   while (!s.empty() && IsBlank(s.back())) s.remove_suffix(1);
   return s;
-}
-
-std::string Upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
 }
 
 bool IsKeyword(std::string_view word) {
@@ -150,7 +140,7 @@ util::Expected<Dockerfile> ParseDockerfile(std::string_view text) {
     std::string_view body = Strip(l.substr(1));
     size_t eq = body.find('=');
     if (eq == std::string_view::npos) break;
-    std::string name = Lower(Strip(body.substr(0, eq)));
+    std::string name = util::AsciiLower(Strip(body.substr(0, eq)));
     if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) {
           return std::isalnum(static_cast<unsigned char>(c));
         }))
@@ -189,7 +179,7 @@ util::Expected<Dockerfile> ParseDockerfile(std::string_view text) {
     std::string_view body = Strip(logical);
     size_t sp = 0;
     while (sp < body.size() && !IsBlank(body[sp])) ++sp;
-    ins.keyword = Upper(body.substr(0, sp));
+    ins.keyword = util::AsciiUpper(body.substr(0, sp));
     ins.args = std::string(Strip(body.substr(sp)));
     if (!IsKeyword(ins.keyword)) return fail(i, "unknown instruction \"" + ins.keyword + "\"");
     if (ins.keyword == "RUN" || ins.keyword == "COPY" || ins.keyword == "ADD") {
@@ -215,9 +205,10 @@ util::Expected<Dockerfile> ParseDockerfile(std::string_view text) {
         if (w.rfind("--", 0) != 0) words.push_back(std::move(w));
       if (words.empty()) return fail(i, "FROM names no image");
       st.base = words[0];
-      if (words.size() >= 3 && Lower(words[1]) == "as") st.name = Lower(words[2]);
+      if (words.size() >= 3 && util::AsciiLower(words[1]) == "as")
+        st.name = util::AsciiLower(words[2]);
       for (size_t s = 0; s < df.stages.size(); ++s)
-        if (!df.stages[s].name.empty() && df.stages[s].name == Lower(st.base))
+        if (!df.stages[s].name.empty() && df.stages[s].name == util::AsciiLower(st.base))
           st.parent = static_cast<int>(s);
       st.instructions.push_back(std::move(ins));
       df.stages.push_back(std::move(st));
@@ -250,7 +241,7 @@ std::string HistoryKeyword(std::string_view created_by) {
   }
   size_t sp = 0;
   while (sp < s.size() && !IsBlank(s[sp])) ++sp;
-  std::string word = Upper(s.substr(0, sp));
+  std::string word = util::AsciiUpper(s.substr(0, sp));
   return IsKeyword(word) && word != "FROM" ? word : "";
 }
 

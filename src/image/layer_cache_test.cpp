@@ -25,8 +25,8 @@ using testing::TempDir;
 const std::string kDigest = "sha256:" + std::string(64, 'a');
 const std::string kDiffId = "sha256:" + std::string(64, 'b');
 
-LayerEntry Entry(std::string path, EntryKind kind, uint32_t mode = 0644, uint64_t size = 0,
-                 std::string link = "") {
+LayerEntry MakeEntry(std::string path, EntryKind kind, uint32_t mode = 0644, uint64_t size = 0,
+                     std::string link = "") {
   LayerEntry e;
   e.path = std::move(path);
   e.kind = kind;
@@ -43,8 +43,8 @@ LayerContents Sample() {
   c.diff_id = kDiffId;
   c.compressed_size = 12345;
   c.size = 67890;
-  c.entries.push_back(Entry("/usr", EntryKind::kDirectory, 0755));
-  LayerEntry so = Entry("/usr/lib/libcudnn.so.9", EntryKind::kFile, 0755, 1 << 20);
+  c.entries.push_back(MakeEntry("/usr", EntryKind::kDirectory, 0755));
+  LayerEntry so = MakeEntry("/usr/lib/libcudnn.so.9", EntryKind::kFile, 0755, 1 << 20);
   util::SparseFile sparse(1 << 20);
   sparse.Add(0, std::string("\x7f"
                             "ELF\x02\x01\x01",
@@ -56,24 +56,25 @@ LayerContents Sample() {
   so.content = std::make_shared<const util::SparseFile>(sparse);
   so.digest_wanted = true;
   c.entries.push_back(so);
-  LayerEntry wanted_uncaptured = Entry("/usr/lib/libtiny.so", EntryKind::kFile, 0644, 10);
+  LayerEntry wanted_uncaptured = MakeEntry("/usr/lib/libtiny.so", EntryKind::kFile, 0644, 10);
   wanted_uncaptured.digest_wanted = true;  // wanted, but the policy kept nothing
   c.entries.push_back(wanted_uncaptured);
-  LayerEntry meta = Entry("/etc/os-release", EntryKind::kFile, 0644, 5);
+  LayerEntry meta = MakeEntry("/etc/os-release", EntryKind::kFile, 0644, 5);
   meta.content = std::make_shared<const util::SparseFile>(util::SparseFile::Whole("ID=x\n"));
   c.entries.push_back(meta);
-  LayerEntry empty_capture = Entry("/empty", EntryKind::kFile, 0600, 0);
+  LayerEntry empty_capture = MakeEntry("/empty", EntryKind::kFile, 0600, 0);
   empty_capture.content = std::make_shared<const util::SparseFile>(util::SparseFile(0));
   c.entries.push_back(empty_capture);
-  c.entries.push_back(Entry("/usr/lib/libcudnn.so", EntryKind::kSymlink, 0777, 0, "libcudnn.so.9"));
   c.entries.push_back(
-      Entry("/usr/lib/hard", EntryKind::kHardlink, 0755, 0, "/usr/lib/libcudnn.so.9"));
-  c.entries.push_back(Entry("/dev/null", EntryKind::kCharDevice, 0666));
-  c.entries.push_back(Entry("/dev/sda", EntryKind::kBlockDevice, 0660));
-  c.entries.push_back(Entry("/run/fifo", EntryKind::kFifo, 0600));
-  c.entries.push_back(Entry("/old", EntryKind::kWhiteout));
-  c.entries.push_back(Entry("/opt", EntryKind::kOpaque));
-  c.entries.push_back(Entry("/caf\xc3\xa9 with\nnewline", EntryKind::kFile, 04755, 7));
+      MakeEntry("/usr/lib/libcudnn.so", EntryKind::kSymlink, 0777, 0, "libcudnn.so.9"));
+  c.entries.push_back(
+      MakeEntry("/usr/lib/hard", EntryKind::kHardlink, 0755, 0, "/usr/lib/libcudnn.so.9"));
+  c.entries.push_back(MakeEntry("/dev/null", EntryKind::kCharDevice, 0666));
+  c.entries.push_back(MakeEntry("/dev/sda", EntryKind::kBlockDevice, 0660));
+  c.entries.push_back(MakeEntry("/run/fifo", EntryKind::kFifo, 0600));
+  c.entries.push_back(MakeEntry("/old", EntryKind::kWhiteout));
+  c.entries.push_back(MakeEntry("/opt", EntryKind::kOpaque));
+  c.entries.push_back(MakeEntry("/caf\xc3\xa9 with\nnewline", EntryKind::kFile, 04755, 7));
   c.diagnostics.push_back({"/x", 3, "tar entry '../x' climbs above the root; read as /x"});
   c.diagnostics.push_back({"", -1, "an image-level note"});
   return c;

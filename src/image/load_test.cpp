@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 using namespace imgcheck::testing;
 using Catch::Matchers::Contains;
 
-ImageRecipe Sample() {
+ImageRecipe SampleRecipe() {
   ImageRecipe r;
   r.env = {"PATH=/usr/local/nvidia/bin:/usr/bin", "CUDA_VERSION=12.1.1"};
   r.labels = {{"maintainer", "NVIDIA CORPORATION"}};
@@ -59,14 +59,14 @@ std::string Dump(const Image& img) {
 
 TEST_CASE("a reading pinned to a manifest digest refuses another manifest", "[load]") {
   TempDir tmp;
-  WrittenImage w = WriteOciLayout(tmp / "layout", Sample(), "v1");
+  WrittenImage w = WriteOciLayout(tmp / "layout", SampleRecipe(), "v1");
   std::string ref = "oci:" + (tmp / "layout").string() + ":v1";
   LoadOptions pinned;
   pinned.manifest_digest = w.manifest_digest;
   CHECK(Load(ref, pinned).manifest_digest == w.manifest_digest);
   // The tag now names another image (the layout rebuilt in its place): the reading stops,
   // saying which.
-  ImageRecipe other = Sample();
+  ImageRecipe other = SampleRecipe();
   other.env.push_back("REBUILT=1");
   WrittenImage w2 = WriteOciLayout(tmp / "rebuilt", other, "v1");
   std::filesystem::remove_all(tmp / "layout");
@@ -78,7 +78,7 @@ TEST_CASE("a reading pinned to a manifest digest refuses another manifest", "[lo
 
 TEST_CASE("an OCI layout loads with config, history and layer provenance", "[load]") {
   TempDir tmp;
-  WrittenImage w = WriteOciLayout(tmp / "layout", Sample(), "v1");
+  WrittenImage w = WriteOciLayout(tmp / "layout", SampleRecipe(), "v1");
   Image img = Load("oci:" + (tmp / "layout").string() + ":v1", CaptureAll());
   CHECK(img.transport == "oci");
   CHECK(img.manifest_digest == w.manifest_digest);
@@ -114,7 +114,7 @@ TEST_CASE("an OCI layout loads with config, history and layer provenance", "[loa
 
 TEST_CASE("every transport reads the same image identically", "[load]") {
   TempDir tmp;
-  ImageRecipe r = Sample();
+  ImageRecipe r = SampleRecipe();
   // docker save writes uncompressed layers.
   for (LayerRecipe& l : r.layers) l.compression = Compression::kNone;
   WriteOciLayout(tmp / "layout", r);
@@ -172,7 +172,7 @@ TEST_CASE("dir: reads an unpacked root file system as one layer, links unfollowe
 
 TEST_CASE("an index: the platform is chosen, and the available ones are listed", "[load]") {
   TempDir tmp;
-  ImageRecipe amd = Sample(), arm = Sample(), armv7 = Sample();
+  ImageRecipe amd = SampleRecipe(), arm = SampleRecipe(), armv7 = SampleRecipe();
   arm.architecture = "arm64";
   arm.variant = "v8";
   arm.layers[0].entries.push_back(File("arch", "arm64"));
@@ -194,7 +194,7 @@ TEST_CASE("an index: the platform is chosen, and the available ones are listed",
   o.platform = "linux";
   CHECK_THROWS_WITH(Load(ref, o), Contains("bad --platform 'linux'"));
 
-  ImageRecipe docker_amd = Sample();
+  ImageRecipe docker_amd = SampleRecipe();
   docker_amd.docker_media_types = true;
   WriteMultiPlatformLayout(tmp / "list", {docker_amd});
   CHECK(Load("oci:" + (tmp / "list").string(), {}).layers.size() == 3);
@@ -294,7 +294,7 @@ TEST_CASE("truncated or corrupt layer streams stop the run", "[load][bad]") {
 
 TEST_CASE("digest and diff_id mismatches, missing blobs", "[load][bad]") {
   TempDir tmp;
-  ImageRecipe r = Sample();
+  ImageRecipe r = SampleRecipe();
   WrittenImage w = WriteOciLayout(tmp / "layout", r);
   std::string layer_blob = ReadFile(BlobPath(tmp / "layout", w.layers[2].digest));
 
@@ -361,7 +361,7 @@ TEST_CASE("digest and diff_id mismatches, missing blobs", "[load][bad]") {
 
 TEST_CASE("malformed, huge and unknown JSON documents", "[load][bad]") {
   TempDir tmp;
-  WrittenImage w = WriteOciLayout(tmp / "layout", Sample());
+  WrittenImage w = WriteOciLayout(tmp / "layout", SampleRecipe());
   SECTION("malformed index.json") {
     WriteFile(tmp / "layout/index.json", "{\"manifests\": [");
     CHECK_THAT(LoadError(tmp / "layout"), Contains("index.json: malformed JSON"));
@@ -377,7 +377,7 @@ TEST_CASE("malformed, huge and unknown JSON documents", "[load][bad]") {
     CHECK_THAT(LoadError(tmp / "layout"), Contains("JSON nested too deeply"));
   }
   SECTION("unknown layer media type") {
-    ImageRecipe r = Sample();
+    ImageRecipe r = SampleRecipe();
     r.edit_manifest = [](nlohmann::json& m) {
       m["layers"][1]["mediaType"] = "application/x-squashfs";
     };
@@ -385,7 +385,7 @@ TEST_CASE("malformed, huge and unknown JSON documents", "[load][bad]") {
     CHECK_THAT(LoadError(tmp / "mt"), Contains("unknown layer media type application/x-squashfs"));
   }
   SECTION("unknown manifest media type") {
-    ImageRecipe r = Sample();
+    ImageRecipe r = SampleRecipe();
     r.edit_manifest = [](nlohmann::json& m) { m["mediaType"] = "application/vnd.example+json"; };
     WriteOciLayout(tmp / "mm", r);
     std::string idx = ReadFile(tmp / "mm/index.json");
@@ -402,11 +402,11 @@ TEST_CASE("malformed, huge and unknown JSON documents", "[load][bad]") {
                Contains("malformed digest 'sha256:../../../../etc/passwd'"));
   }
   SECTION("config with wrong types and a diff_id count that does not match") {
-    ImageRecipe r = Sample();
+    ImageRecipe r = SampleRecipe();
     r.edit_config = [](nlohmann::json& c) { c["config"]["Env"] = "PATH=/bin"; };
     WriteOciLayout(tmp / "env", r);
     CHECK_THAT(LoadError(tmp / "env"), Contains("'Env' is not a list of strings"));
-    ImageRecipe r2 = Sample();
+    ImageRecipe r2 = SampleRecipe();
     r2.edit_config = [](nlohmann::json& c) { c["rootfs"]["diff_ids"].erase(0); };
     WriteOciLayout(tmp / "count", r2);
     CHECK_THAT(LoadError(tmp / "count"),

@@ -23,6 +23,7 @@
 #include "util/file.h"
 #include "util/limits.h"
 #include "util/sha256.h"
+#include "util/text.h"
 
 namespace imgcheck::image {
 namespace {
@@ -140,11 +141,6 @@ bool HostMatches(const std::string& url, const std::string& pattern) {
   return host == want_host;
 }
 
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // What a request fetches, which decides where its redirects may go.
 enum class Fetch {
   kApi,    ///< /v2/, manifests, tags: the registry's origin, or an --allow-registry host
@@ -220,9 +216,9 @@ class Client {
         deadline_s_(options.deadline_s) {
     for (const auto& r : options.allow_registries) {
       util::Expected<Reference> allowed = ParseReference(r + "/x");
-      allow_registries_.push_back(Lower(allowed ? allowed->ApiHost() : r));
+      allow_registries_.push_back(util::AsciiLower(allowed ? allowed->ApiHost() : r));
     }
-    for (const auto& h : options.allow_blob_hosts) allow_blob_hosts_.push_back(Lower(h));
+    for (const auto& h : options.allow_blob_hosts) allow_blob_hosts_.push_back(util::AsciiLower(h));
     bounds_.read_timeout = std::chrono::seconds(options.read_timeout_s);
     // --min-rate over the window, saturating (the flag is the user's, unbounded).
     const auto window = static_cast<uint64_t>(std::max(1, options.read_timeout_s));
@@ -799,7 +795,7 @@ util::Expected<std::string> NextPageUrl(const std::string& page_url, std::string
       ++at;
       skip(" \t");
       size_t eq = link.find_first_of("=;,", at);
-      std::string name = Lower(std::string(
+      std::string name = util::AsciiLower(std::string(
           link.substr(at, eq == std::string_view::npos ? std::string_view::npos : eq - at)));
       while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) name.pop_back();
       at = eq == std::string_view::npos ? link.size() : eq;
@@ -822,7 +818,7 @@ util::Expected<std::string> NextPageUrl(const std::string& page_url, std::string
       if (name != "rel") continue;
       for (size_t from = 0; from < value.size();) {
         size_t end = std::min(value.find(' ', from), value.size());
-        next = next || Lower(value.substr(from, end - from)) == "next";
+        next = next || util::AsciiLower(value.substr(from, end - from)) == "next";
         from = end + 1;
       }
     }

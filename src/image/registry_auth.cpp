@@ -20,6 +20,7 @@
 
 #include "image/registry_reference.h"
 #include "util/error.h"
+#include "util/text.h"
 
 namespace imgcheck::image {
 namespace {
@@ -231,18 +232,13 @@ Credential CredentialFromHelper(const std::string& helper, const std::string& se
 
 namespace {
 
-std::string LowerAscii(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // "host", "host:5000", "[::1]:5000": a registry name as references spell it (docker.io's
 // aliases included), lower case; "" when `text` is not one.
 std::string RegistryDomain(const std::string& text) {
   if (text.empty() || text.find_first_of("/@ ") != std::string::npos) return "";
   util::Expected<Reference> ref = ParseReference(text + "/x");
   if (!ref || (ref->path != "x" && ref->path != "library/x")) return "";
-  std::string domain = LowerAscii(ref->domain);
+  std::string domain = util::AsciiLower(ref->domain);
   return domain == "registry-1.docker.io" ? "docker.io" : domain;
 }
 
@@ -270,7 +266,7 @@ CredsFlag ParseCredsFlag(const std::string& text) {
 }
 
 Credential FindCredential(const std::string& domain, const CredentialSources& sources) {
-  std::string want = LowerAscii(domain);
+  std::string want = util::AsciiLower(domain);
   std::optional<Credential> bare;
   for (const auto& text : sources.creds) {
     CredsFlag f = ParseCredsFlag(text);

@@ -18,12 +18,6 @@ constexpr int kPollMs = 500;
 constexpr long kConnectTimeoutS = 30;
 constexpr size_t kMaxHeaderBytes = 256 << 10;  // a response's headers, all together
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 }  // namespace
 
 struct HttpExchange::State {
@@ -65,7 +59,7 @@ struct HttpExchange::State {
     } else if (line.empty()) {
       if (s->status >= 200) s->headers_done = true;
     } else if (size_t colon = line.find(':'); colon != std::string_view::npos) {
-      s->response_headers.emplace_back(Lower(util::Trim(line.substr(0, colon))),
+      s->response_headers.emplace_back(util::AsciiLower(util::Trim(line.substr(0, colon))),
                                        std::string(util::Trim(line.substr(colon + 1))));
     }
     return len;
@@ -215,7 +209,7 @@ bool HttpExchange::WaitHeaders() {
 long HttpExchange::status() const { return s_->status; }
 
 std::string HttpExchange::Header(std::string_view name) const {
-  std::string key = Lower(name);
+  std::string key = util::AsciiLower(name);
   for (auto it = s_->response_headers.rbegin(); it != s_->response_headers.rend(); ++it) {
     if (it->first == key) return it->second;
   }
@@ -333,8 +327,8 @@ bool UrlParts(const std::string& url, std::string& scheme, std::string& host, st
             c.url_get(h, CURLUPART_HOST, &n, 0) == CURLUE_OK &&
             c.url_get(h, CURLUPART_PORT, &p, CURLU_DEFAULT_PORT) == CURLUE_OK;
   if (ok) {
-    scheme = Lower(s);
-    host = Lower(n);
+    scheme = util::AsciiLower(s);
+    host = util::AsciiLower(n);
     port = p;
   }
   c.free(s);

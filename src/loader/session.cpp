@@ -237,16 +237,17 @@ std::string Optional(const catalog::Catalog& catalog, const std::vector<Optional
   return "";
 }
 
-struct Root {
+struct LoadRoot {
   std::string path, role;
   const catalog::Component* framework;
 };
 
 // The consumers worth loading, in order (Session::Build's contract), at most `limit`.
-std::vector<Root> ChooseRoots(const catalog::Catalog& catalog, const ConsumerRules& consumer_rules,
-                              const Dists& dists, size_t limit) {
+std::vector<LoadRoot> ChooseRoots(const catalog::Catalog& catalog,
+                                  const ConsumerRules& consumer_rules, const Dists& dists,
+                                  size_t limit) {
   const catalog::LibraryRules& rules = *consumer_rules.libraries;
-  std::vector<Root> roots;
+  std::vector<LoadRoot> roots;
   std::set<std::string> seen;
   auto add = [&](const std::string& path, std::string role, const catalog::Component* fw) {
     if (roots.size() < limit && seen.insert(path).second)
@@ -372,7 +373,7 @@ Session Session::Build(const image::Image& image, const catalog::Catalog& catalo
   s.options_.resolved = std::make_shared<ResolvedPaths>(image.tree);
   const Options& base = s.options_;
   const Dists dists = PipDists(catalog);
-  std::vector<Root> roots = ChooseRoots(catalog, rules, dists, limit);
+  std::vector<LoadRoot> roots = ChooseRoots(catalog, rules, dists, limit);
   Options plain = base;
   plain.dlopen = rules.dlopen(nullptr);
   // One budget for every consumer's link map: together they are bounded, not each alone.
@@ -380,7 +381,7 @@ Session Session::Build(const image::Image& image, const catalog::Catalog& catalo
   std::map<std::pair<std::string, const PreloadRow*>, bool> fallbacks;
   // The process of each pip distribution's modules, once per distribution.
   std::map<std::string, std::vector<Preload>, std::less<>> processes;
-  for (Root& root : roots) {
+  for (LoadRoot& root : roots) {
     Options own = plain;
     if (root.framework) own.dlopen = rules.dlopen(&root.framework->build);
     if (const catalog::PackageRef* owner = catalog.Owner(root.path);

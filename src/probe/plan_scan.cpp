@@ -9,7 +9,7 @@ namespace imgcheck::probe {
 namespace {
 
 // The families the probe loads: cuDNN and what cuDNN needs to run a convolution.
-bool Wanted(std::string_view family) {
+bool WantedFamily(std::string_view family) {
   return family == "cudnn" || family == "cudart" || family == "cublas";
 }
 
@@ -31,7 +31,7 @@ class Planner {
 
   void AddObject(const loader::LoadedObject& obj) {
     auto it = by_path_.find(obj.real_path);
-    if (it == by_path_.end() || !Wanted(it->second->family)) return;
+    if (it == by_path_.end() || !WantedFamily(it->second->family)) return;
     std::string soname = obj.elf && !obj.elf->soname.empty() ? obj.elf->soname
                          : !obj.names.empty()                ? obj.names.front()
                                               : std::string(util::BaseName(obj.real_path));

@@ -12,6 +12,7 @@
 #include "report/escape.h"
 #include "report/report.h"
 #include "util/names.h"
+#include "util/text.h"
 
 namespace imgcheck::report {
 
@@ -81,11 +82,6 @@ static_assert(util::NamesEvery(kLevels));
 
 std::string Level(rules::Severity s) { return std::string(util::Name(kLevels, s, "error")); }
 
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 nlohmann::ordered_json RuleJson(const rules::RuleInfo& r) {
   std::string errors;
   for (const auto& e : r.errors) errors += "\n    " + e;
@@ -97,8 +93,8 @@ nlohmann::ordered_json RuleJson(const rules::RuleInfo& r) {
   nlohmann::ordered_json j;
   j["id"] = r.id;
   j["name"] = r.name;
-  j["helpUri"] =
-      std::string(kInformationUri) + "/blob/main/rules/README.md#" + Lower(r.id) + "-" + r.name;
+  j["helpUri"] = std::string(kInformationUri) + "/blob/main/rules/README.md#" +
+                 util::AsciiLower(r.id) + "-" + r.name;
   j["shortDescription"] = {{"text", r.summary}};
   j["fullDescription"] = {{"text", r.breaks}};
   j["help"] = {{"text", text}, {"markdown", markdown}};

@@ -7,6 +7,7 @@
 #include "rules/context.h"
 #include "rules/fixes.h"
 #include "util/path.h"
+#include "util/text.h"
 
 namespace imgcheck::rules {
 
@@ -189,18 +190,13 @@ void CheckDriverTooOld(Context& ctx) {
   ctx.findings.push_back(std::move(f));
 }
 
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // The CUDA a NVIDIA_REQUIRE_CUDA value lets through: the lowest `cuda>=X.Y` (or `cuda>X.Y`)
 // among its OR-ed terms (libnvidia-container's requirement grammar).
 std::optional<Version> DeclaredCuda(const std::string& value) {
   std::optional<Version> lowest;
   for (const auto& term : util::Split(value, ' ')) {
     for (const auto& expr : util::Split(term, ',')) {
-      std::string e = Lower(expr);
+      std::string e = util::AsciiLower(expr);
       if (!e.starts_with("cuda>")) continue;
       if (auto v = Version::Parse(e.substr(e[5] == '=' ? 6 : 5)); v && (!lowest || *v < *lowest))
         lowest = v;
@@ -212,7 +208,7 @@ std::optional<Version> DeclaredCuda(const std::string& value) {
 void CheckRequireCuda(Context& ctx) {
   const auto& config = ctx.catalog.config;
   if (auto disable = config.Env("NVIDIA_DISABLE_REQUIRE")) {
-    std::string d = Lower(*disable);
+    std::string d = util::AsciiLower(*disable);
     if (d == "1" || d == "t" || d == "true") return;
   }
   std::optional<Version> declared;

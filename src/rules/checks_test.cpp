@@ -1552,7 +1552,6 @@ TEST_CASE("IC012: CuPy's NCCL module without NCCL is info, its cuFFT module an e
   CHECK(errors["IC012"][0].severity == Severity::kError);
 }
 
-namespace imgcheck::rules {
 namespace {
 
 TEST_CASE("IC080: a release newer than the data knows names the row its checks fell back to",
@@ -1586,7 +1585,6 @@ TEST_CASE("IC080: a release newer than the data knows names the row its checks f
 }
 
 }  // namespace
-}  // namespace imgcheck::rules
 
 // ---- TensorFlow's dso_loader: the CUDA libraries it dlopens by name (dlopen.json)
 

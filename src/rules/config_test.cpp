@@ -6,7 +6,7 @@ using namespace imgcheck::rules;
 
 namespace {
 
-const Knowledge& Builtin() {
+const Knowledge& BuiltinRules() {
   static const Knowledge k = Knowledge::Load({IMGCHECK_RULES_DIR});
   return k;
 }
@@ -34,7 +34,7 @@ TEST_CASE("the YAML subset: severity overrides, ignores with reasons and paths, 
                        "  - rule: IC011\n"
                        "    path: /opt/legacy/**\n"
                        "    reason: kept for the old model server\n",
-                       Builtin());
+                       BuiltinRules());
   REQUIRE(c);
   CHECK(c->fail_on == FailOn{Severity::kWarning});
   CHECK(c->severity.at("IC051") == Severity::kWarning);
@@ -61,24 +61,24 @@ TEST_CASE("the same config as JSON") {
   auto c = ParseConfig(
       "policy.json",
       "{\"ignore\": [{\"rule\": \"IC051\", \"reason\": \"vendored\"}], \"fail-on\": \"none\"}",
-      Builtin());
+      BuiltinRules());
   REQUIRE(c);
   CHECK(c->fail_on == FailOn{});
   CHECK(c->ignores.at(0).rule == "IC051");
 }
 
 TEST_CASE("config errors name the line, and mistyped rules get a suggestion") {
-  auto no_reason = ParseConfig("c.yaml", "ignore:\n  - rule: IC051\n", Builtin());
+  auto no_reason = ParseConfig("c.yaml", "ignore:\n  - rule: IC051\n", BuiltinRules());
   REQUIRE_FALSE(no_reason);
   CHECK(no_reason.error().message == "c.yaml:2: the ignore of IC051 needs a \"reason\"");
-  auto typo = ParseConfig("c.yaml", "severity:\n  IC0051: error\n", Builtin());
+  auto typo = ParseConfig("c.yaml", "severity:\n  IC0051: error\n", BuiltinRules());
   REQUIRE_FALSE(typo);
   CHECK(typo.error().message ==
         "c.yaml:2: unknown rule \"IC0051\"; did you mean IC051 (unmanaged-library)?");
-  auto bad_json = ParseConfig("c.json", "{\n\"ignore\": [\n}", Builtin());
+  auto bad_json = ParseConfig("c.json", "{\n\"ignore\": [\n}", BuiltinRules());
   REQUIRE_FALSE(bad_json);
   CHECK(bad_json.error().message.rfind("c.json:3: ", 0) == 0);
-  auto bad_key = ParseConfig("c.yaml", "fail_on: error\n", Builtin());
+  auto bad_key = ParseConfig("c.yaml", "fail_on: error\n", BuiltinRules());
   REQUIRE_FALSE(bad_key);
   CHECK(bad_key.error().message.rfind("c.yaml:1: unknown key", 0) == 0);
 }
@@ -100,8 +100,8 @@ TEST_CASE("path globs for ignores") {
 }
 
 TEST_CASE("config: full YAML (flow collections, block scalars, comments)") {
-  auto flow =
-      ParseConfig("c.yaml", "ignore: [{rule: IC051, reason: x}]\nfail-on: warning\n", Builtin());
+  auto flow = ParseConfig("c.yaml", "ignore: [{rule: IC051, reason: x}]\nfail-on: warning\n",
+                          BuiltinRules());
   REQUIRE(flow);
   CHECK(flow->ignores.at(0).rule == "IC051");
   CHECK(flow->ignores.at(0).reason == "x");
@@ -109,14 +109,14 @@ TEST_CASE("config: full YAML (flow collections, block scalars, comments)") {
       ParseConfig("c.yaml",
                   "# team policy\nignore:\n  - rule: IC051\n    reason: >-\n      vendored\n"
                   "      on purpose\n    path: \"/opt/**\"\n",
-                  Builtin());
+                  BuiltinRules());
   REQUIRE(folded);
   CHECK(folded->ignores.at(0).reason == "vendored on purpose");
   CHECK(folded->ignores.at(0).path == "/opt/**");
-  auto broken = ParseConfig("c.yaml", "ignore:\n  - rule: IC051\n   reason: [\n", Builtin());
+  auto broken = ParseConfig("c.yaml", "ignore:\n  - rule: IC051\n   reason: [\n", BuiltinRules());
   REQUIRE_FALSE(broken);
   CHECK(broken.error().message.rfind("c.yaml:", 0) == 0);
-  auto twice = ParseConfig("c.yaml", "fail-on: error\nfail-on: none\n", Builtin());
+  auto twice = ParseConfig("c.yaml", "fail-on: error\nfail-on: none\n", BuiltinRules());
   REQUIRE_FALSE(twice);
   CHECK(twice.error().message == "c.yaml:2: \"fail-on\" appears twice");
 }
@@ -126,11 +126,11 @@ TEST_CASE("config: an ignore past its expires date is reported and no longer app
       "ignore:\n"
       "  - rule: IC051\n    reason: vendored until the wheel lands\n    expires: 2026-01-31\n"
       "  - rule: IC060\n    reason: entrypoint cds\n    expires: 2026-12-31\n";
-  auto before = ParseConfig("c.yaml", text, Builtin(), "2026-01-31");  // the last day it holds
+  auto before = ParseConfig("c.yaml", text, BuiltinRules(), "2026-01-31");  // the last day it holds
   REQUIRE(before);
   CHECK(before->ignores.size() == 2);
   CHECK(before->expired.empty());
-  auto after = ParseConfig("c.yaml", text, Builtin(), "2026-02-01");
+  auto after = ParseConfig("c.yaml", text, BuiltinRules(), "2026-02-01");
   REQUIRE(after);
   REQUIRE(after->ignores.size() == 1);
   CHECK(after->ignores[0].rule == "IC060");
@@ -143,7 +143,7 @@ TEST_CASE("config: an ignore past its expires date is reported and no longer app
   CHECK(ApplyConfig(*after, findings).empty());  // reported again
   CHECK(findings.size() == 1);
   auto bad = ParseConfig("c.yaml", "ignore:\n  - {rule: IC051, reason: x, expires: 31/01/2026}\n",
-                         Builtin());
+                         BuiltinRules());
   REQUIRE_FALSE(bad);
   CHECK(bad.error().message.find("expires must be a date, YYYY-MM-DD") != std::string::npos);
 }

@@ -23,12 +23,6 @@ Version VersionField(const Row& row, std::string_view key, bool required = true)
   return *v;
 }
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 // A table version such as "5.1" or "2.7" matches every release it is a prefix of.
 bool PrefixMatches(const Version& table, const Version& actual) {
   return actual.Prefix(table.size()) == table && actual.size() >= table.size();
@@ -312,14 +306,14 @@ Knowledge Knowledge::FromFiles(std::vector<DataFile> files) {
 }
 
 const RuleInfo* Knowledge::Rule(std::string_view id) const {
-  std::string want = Lower(id);
+  std::string want = util::AsciiLower(id);
   for (const auto& r : rules_)
-    if (Lower(r.id) == want || r.name == want) return &r;
+    if (util::AsciiLower(r.id) == want || r.name == want) return &r;
   return nullptr;
 }
 
 std::string Knowledge::SuggestRule(std::string_view word) const {
-  std::string want = Lower(word);
+  std::string want = util::AsciiLower(word);
   // "IC0051", "51", "ic-51": the same number as a rule is the likeliest meaning.
   std::string digits;
   for (char c : want)
@@ -330,7 +324,7 @@ std::string Knowledge::SuggestRule(std::string_view word) const {
   std::string best;
   size_t best_distance = 3;  // further than two edits is not a typo
   for (const auto& r : rules_) {
-    for (const std::string& candidate : {Lower(r.id), r.name}) {
+    for (const std::string& candidate : {util::AsciiLower(r.id), r.name}) {
       size_t d = util::EditDistance(want, candidate);
       if (d < best_distance) {
         best_distance = d;
@@ -487,7 +481,7 @@ std::optional<Knowledge::KnownRelease> Knowledge::NewestKnown(std::string_view w
 }
 
 std::optional<int> Knowledge::GpuSm(std::string_view gpu) const {
-  std::string g = Lower(gpu);
+  std::string g = util::AsciiLower(gpu);
   while (!g.empty() && g.back() == ' ') g.pop_back();
   // "sm_86", "sm86", "compute_86", "86", "8.6"
   std::string_view digits = g;
@@ -510,7 +504,7 @@ std::optional<int> Knowledge::GpuSm(std::string_view gpu) const {
   size_t best_size = 0;
   for (const auto& r : gpus_) {
     // "GeForce RTX 4090" also answers to "RTX 4090": the brand word is optional.
-    std::string full = Lower(r.name);
+    std::string full = util::AsciiLower(r.name);
     std::vector<std::string> names = {full};
     for (std::string_view brand : {"geforce ", "tesla ", "quadro "})
       if (full.starts_with(brand)) names.push_back(full.substr(brand.size()));

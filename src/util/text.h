@@ -31,6 +31,22 @@ std::optional<T> ParseInt(std::string_view text) {
   return value;
 }
 
+/// `s` with ASCII letters lowered (no locale): hosts, header names, rule ids, keywords.
+inline std::string AsciiLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
+/// `s` with ASCII letters raised (no locale).
+inline std::string AsciiUpper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  return out;
+}
+
 /// Levenshtein distance (insertions, deletions, substitutions), for "did you mean".
 inline size_t EditDistance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
