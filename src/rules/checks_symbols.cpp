@@ -36,6 +36,29 @@ size_t CommonPrefix(std::string_view a, std::string_view b) {
   return n;
 }
 
+// The part of a symbol name that "should provide" compares, and how much of it must match: an
+// Itanium-mangled name without "_Z", "N" and its CV-qualifiers ("_ZNK3c10..." and "_ZN3c10..."
+// compare on "3c10..."), needing its first qualifier ("5torch", "3c10", "St"), since "_ZN" begins
+// every C++ library's names (libstdc++ was named for a torch symbol); a C name whole, needing 3.
+struct NameKey {
+  std::string_view key;
+  size_t floor;
+};
+NameKey KeyOf(std::string_view name) {
+  if (!name.starts_with("_Z")) return {name, 3};
+  size_t i = 2;
+  if (i < name.size() && name[i] == 'N') {
+    ++i;
+    while (i < name.size() && (name[i] == 'K' || name[i] == 'V' || name[i] == 'r')) ++i;
+  }
+  std::string_view key = name.substr(i);
+  if (key.starts_with("St")) return {key, 2};
+  size_t len = 0, j = 0;
+  while (j < key.size() && key[j] >= '0' && key[j] <= '9' && len <= key.size())
+    len = len * 10 + static_cast<size_t>(key[j++] - '0');
+  return {key, j == 0 ? std::min<size_t>(3, key.size()) : std::min(key.size(), j + len)};
+}
+
 // Whether `elf` defines the name of hash `h` (any version but a hidden one when `version` is
 // empty; else that version or none).
 bool DefinesName(const elf::ElfInfo& elf, uint64_t h, const std::string& version) {
@@ -76,11 +99,13 @@ void NameHashedSymbols(const catalog::Catalog& cat, std::vector<loader::Unbound>
 
 // The DT_NEEDED of `object` a failed reference was meant to bind to: the file its version is
 // needed from, else the dependency whose exports share the longest prefix with the name
-// ("ncclCommRegister" -> libnccl.so.2). Null when none resolved.
+// ("ncclCommRegister" -> libnccl.so.2; KeyOf says what is compared). Null when none resolved
+// or none shares enough.
 const loader::Resolution* ExpectedFrom(const Context& ctx, const loader::LoadedObject& object,
                                        const loader::Unbound& u) {
   const loader::Resolution* best = nullptr;
   size_t best_len = 0;
+  const NameKey want = KeyOf(u.name);
   for (const loader::Resolution& r : object.resolutions) {
     if (r.kind != loader::Kind::kNeeded || !r.found()) continue;
     if (!u.from.empty()) {
@@ -90,13 +115,14 @@ const loader::Resolution* ExpectedFrom(const Context& ctx, const loader::LoadedO
     const elf::ElfInfo* elf = ctx.catalog.Elf(r.real_path);
     if (!elf) continue;
     size_t len = 0;
-    for (const elf::Symbol& s : elf->exported) len = std::max(len, CommonPrefix(s.name, u.name));
+    for (const elf::Symbol& s : elf->exported)
+      len = std::max(len, CommonPrefix(KeyOf(s.name).key, want.key));
     if (len > best_len) {
       best = &r;
       best_len = len;
     }
   }
-  return best_len >= 3 || !u.from.empty() ? best : nullptr;
+  return best_len >= want.floor || !u.from.empty() ? best : nullptr;
 }
 
 struct Failure {

@@ -798,6 +798,26 @@ TEST_CASE("process: an extension built against torch loads into torch's process 
   CHECK(Naming(found, "IC013", kVision).empty());
 }
 
+TEST_CASE("IC013: a missing C++ symbol names a library only when they share its namespace",
+          "[checks]") {
+  // Every C++ library's names begin "_ZN": that alone named libc10 as the provider of a
+  // symbol of a namespace none of the needed libraries has.
+  const std::string other = "_ZN5vtune3runEv";  // vtune::run(), in no library here
+  FakeImage f = TorchImport({.vision_imports = {kC10, other}});
+  std::vector<Finding> missing = Naming(Scan(f), "IC013", kVision);
+  REQUIRE(missing.size() == 1);
+  INFO(missing[0].message);
+  CHECK(missing[0].message.find("vtune::run()") != std::string::npos);
+  CHECK(missing[0].message.find("should provide") == std::string::npos);
+  // A const member of a namespace libc10 has ("_ZNK3c10"): libc10 is named.
+  const std::string member = "_ZNK3c1010TensorImpl4sizeEv";  // c10::TensorImpl::size() const
+  FakeImage g = TorchImport({.vision_imports = {member}});
+  std::vector<Finding> named = Naming(Scan(g), "IC013", kVision);
+  REQUIRE(named.size() == 1);
+  INFO(named[0].message);
+  CHECK(named[0].message.find("libc10.so should provide it") != std::string::npos);
+}
+
 TEST_CASE("IC013: an extension misses a C++ symbol of the framework it was built against",
           "[checks]") {
   // pip moved torch under torchvision: at::_ops::add::call() is gone from libtorch_cpu.so
