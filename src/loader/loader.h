@@ -146,6 +146,9 @@ struct DlopenRule {
   /// Non-zero: only for the objects of a framework built with this CUDA major (its build facts'
   /// cuda_version); the rules stage drops the rule elsewhere.
   int cuda_major = 0;
+  /// Non-empty: only for the objects of a framework release below this one ("2": TensorFlow
+  /// 1.x); the rules stage drops the rule elsewhere.
+  std::string framework_before{};
 };
 
 /// The loader build's platform: values glibc fixes at build time or takes from the CPU. The

@@ -383,7 +383,7 @@ Session Session::Build(const image::Image& image, const catalog::Catalog& catalo
   std::map<std::string, std::vector<Preload>, std::less<>> processes;
   for (LoadRoot& root : roots) {
     Options own = plain;
-    if (root.framework) own.dlopen = rules.dlopen(&root.framework->build);
+    if (root.framework) own.dlopen = rules.dlopen(root.framework);
     if (const catalog::PackageRef* owner = catalog.Owner(root.path);
         owner && owner->manager == catalog::PackageManager::kPip) {
       auto [it, fresh] = processes.try_emplace(owner->metadata);

@@ -83,9 +83,9 @@ struct ConsumerRules {
   /// in the process of every distribution whose Requires-Dist names the package, recursively,
   /// before that distribution's own modules.
   const std::vector<PreloadRow>* imports = nullptr;
-  /// The dlopen rules for the objects of a framework with these build facts (null: outside a
-  /// framework).
-  std::function<std::vector<DlopenRule>(const catalog::BuildFacts* build)> dlopen;
+  /// The dlopen rules for the objects of this framework (its build facts and release; null: outside
+  /// a framework).
+  std::function<std::vector<DlopenRule>(const catalog::Component* framework)> dlopen;
 };
 
 /// Loader options for the image: its Env's LD_LIBRARY_PATH, WorkingDir, ld.so.cache, the

@@ -1612,7 +1612,10 @@ namespace {
 
 // TensorFlow 2.18's libtensorflow_framework.so.2 as tensorflow[and-cuda] lays it out: a RUNPATH
 // into the nvidia wheels, build facts naming CUDA `cuda`; every wheel library but `missing`.
-FakeImage TfAndCuda(const std::string& cuda, const std::string& missing) {
+// `version` is the release its metadata says; the Python extension that NEEDS the framework
+// (no RUNPATH into the wheels, as in 2.20) is there too.
+FakeImage TfAndCuda(const std::string& cuda, const std::string& missing,
+                    const std::string& version = "2.18.0") {
   FakeImage f = WithLibs({});
   f.File(kSite + "tensorflow/python/platform/build_info.py",
          "import collections\nbuild_info = collections.OrderedDict([('cuda_version', '" + cuda +
@@ -1620,7 +1623,8 @@ FakeImage TfAndCuda(const std::string& cuda, const std::string& missing) {
   const std::vector<std::pair<std::string, std::string>> wheels = {
       {"cuda_runtime", "libcudart.so.12"}, {"cublas", "libcublas.so.12"},
       {"cublas", "libcublasLt.so.12"},     {"cufft", "libcufft.so.11"},
-      {"cusolver", "libcusolver.so.11"},   {"cusparse", "libcusparse.so.12"}};
+      {"cusolver", "libcusolver.so.11"},   {"cusparse", "libcusparse.so.12"},
+      {"cudnn", "libcudnn.so.9"}};
   elf::fixture::ElfSpec fw;
   fw.soname = "libtensorflow_framework.so.2";
   for (const auto& [dir, name] : wheels) {
@@ -1629,8 +1633,14 @@ FakeImage TfAndCuda(const std::string& cuda, const std::string& missing) {
     if (name != missing) f.File(kSite + "nvidia/" + dir + "/lib/" + name, So(name));
   }
   f.File(kSite + "tensorflow/libtensorflow_framework.so.2", elf::fixture::BuildElf(fw));
-  Dist(f, "tensorflow", "2.18.0", {},
-       {"tensorflow/python/platform/build_info.py", "tensorflow/libtensorflow_framework.so.2"});
+  elf::fixture::ElfSpec pywrap;
+  pywrap.needed = {"libtensorflow_framework.so.2"};
+  pywrap.runpath = "$ORIGIN/..";
+  f.File(kSite + "tensorflow/python/_pywrap_tensorflow_internal.so",
+         elf::fixture::BuildElf(pywrap));
+  Dist(f, "tensorflow", version, {},
+       {"tensorflow/python/platform/build_info.py", "tensorflow/libtensorflow_framework.so.2",
+        "tensorflow/python/_pywrap_tensorflow_internal.so"});
   return f;
 }
 
@@ -1653,6 +1663,16 @@ TEST_CASE("IC012: TensorFlow's dso_loader opens cuFFT by name (CUDA 12 builds)",
   // A CUDA 11 build opens other names (libcufft.so.10): the CUDA 12 rows stay silent.
   FakeImage cuda11 = TfAndCuda("11.8", "libcufft.so.11");
   CHECK(Ic012Naming(cuda11, "libcufft.so.11") == 0);
+}
+
+TEST_CASE("IC012: TensorFlow 1.x's extension opens cuDNN and 2.x's framework does", "[checks]") {
+  // 2.x's dso_loader is libtensorflow_framework.so.2's (dlopen searches its RUNPATH): the
+  // extension's own RUNPATH, without the cudnn wheel, draws nothing. TF 2.20 drew an error here.
+  FakeImage two = TfAndCuda("12.5.1", "");
+  CHECK(Ic012Naming(two, "_pywrap_tensorflow_internal.so") == 0);
+  // 1.x kept the dso_loader in the extension: libcudnn.so.9 from there cannot be resolved.
+  FakeImage one = TfAndCuda("12.5.1", "", "1.15.5");
+  CHECK(Ic012Naming(one, "_pywrap_tensorflow_internal.so") == 1);
 }
 
 }  // namespace imgcheck::rules

@@ -232,8 +232,9 @@ Knowledge Knowledge::FromFiles(std::vector<DataFile> files) {
     for (const auto& [major, names] : cudnn->sub_libraries)
       k.sublibraries_.push_back({major, names});
   for (const Row& r : TableRows(f, "dlopen"))
-    k.dlopen_.push_back(
-        {r.String("caller"), DlopenCalls(r), r.String("source"), r.Int("cuda_major", false)});
+    k.dlopen_.push_back({r.String("caller"), DlopenCalls(r), r.String("source"),
+                         r.Int("cuda_major", false),
+                         VersionField(r, "framework_before", false).str()});
   // True for RTLD_GLOBAL; a preload row without a mode loads RTLD_GLOBAL (ctypes.CDLL(path,
   // RTLD_GLOBAL), as torch's _load_global_deps), an imports row must say.
   auto global = [](const Row& r, bool required) {

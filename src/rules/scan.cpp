@@ -14,10 +14,13 @@ namespace {
 // (TensorFlow's dso_loader opens libcudnn.so.<the major it was built with>) gets the major from
 // the framework's build facts; without such facts (or outside a framework) the name is dropped.
 // A rule for one CUDA major (TensorFlow's libcufft.so.11: CUDA 12 builds) applies only to a build
-// whose facts name that major.
+// whose facts name that major; a rule for releases before one (TensorFlow 1.x's dso_loader in its
+// Python extension) only to a framework whose release is known and below it.
 std::vector<loader::DlopenRule> ForBuild(const std::vector<loader::DlopenRule>& rules,
-                                         const catalog::BuildFacts* facts) {
+                                         const catalog::Component* framework) {
   constexpr std::string_view kCudnnMajor = "{cudnn_major}";
+  const catalog::BuildFacts* facts = framework ? &framework->build : nullptr;
+  std::optional<Version> release = framework ? Version::Parse(framework->version) : std::nullopt;
   std::optional<Version> cudnn, cuda;
   if (facts != nullptr) {
     for (const char* key : {"cudnn_version", "cudnn"})
@@ -30,6 +33,9 @@ std::vector<loader::DlopenRule> ForBuild(const std::vector<loader::DlopenRule>& 
   std::vector<loader::DlopenRule> out;
   for (loader::DlopenRule rule : rules) {
     if (rule.cuda_major != 0 && (!cuda || cuda->major() != rule.cuda_major)) continue;
+    if (!rule.framework_before.empty() &&
+        (!release || !(*release < *Version::Parse(rule.framework_before))))
+      continue;
     std::vector<loader::DlopenCall> calls;
     for (loader::DlopenCall& call : rule.calls) {
       std::vector<std::string> names;
@@ -57,8 +63,8 @@ loader::ConsumerRules ConsumerRulesOf(const Knowledge& knowledge) {
   rules.preload = &knowledge.preload();
   rules.optional = &knowledge.optional();
   rules.imports = &knowledge.imports();
-  rules.dlopen = [&knowledge](const catalog::BuildFacts* build) {
-    return ForBuild(knowledge.dlopen(), build);
+  rules.dlopen = [&knowledge](const catalog::Component* framework) {
+    return ForBuild(knowledge.dlopen(), framework);
   };
   return rules;
 }
