@@ -44,15 +44,29 @@ const json& GetArray(const json& j, const char* key, const std::string& what) {
 
 }  // namespace
 
-json ParseJson(std::string_view bytes, uint64_t limit, const std::string& what) {
+namespace {
+
+template <class Json>
+Json ParseBounded(std::string_view bytes, uint64_t limit, const std::string& what) {
   if (bytes.size() > limit)
     throw util::Fatal(what + ": " + std::to_string(bytes.size()) + " bytes, over the limit of " +
                       std::to_string(limit));
   if (util::ScanJson(bytes).depth > kMaxDepth) throw util::Fatal(what + ": JSON nested too deeply");
-  json j = json::parse(bytes, nullptr, /*allow_exceptions=*/false);
+  Json j = Json::parse(bytes, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) throw util::Fatal(what + ": malformed JSON");
   if (!j.is_object()) throw util::Fatal(what + ": not a JSON object");
   return j;
+}
+
+}  // namespace
+
+json ParseJson(std::string_view bytes, uint64_t limit, const std::string& what) {
+  return ParseBounded<json>(bytes, limit, what);
+}
+
+nlohmann::ordered_json ParseOrderedJson(std::string_view bytes, uint64_t limit,
+                                        const std::string& what) {
+  return ParseBounded<nlohmann::ordered_json>(bytes, limit, what);
 }
 
 Descriptor ParseDescriptor(const json& j, const std::string& what) {

@@ -30,6 +30,9 @@ inline constexpr std::string_view kDockerConfig = "application/vnd.docker.contai
 /// Parses `bytes` as JSON of at most `limit` bytes and bounded nesting. `what` names the
 /// document in errors ("manifest sha256:...").
 nlohmann::json ParseJson(std::string_view bytes, uint64_t limit, const std::string& what);
+/// ParseJson keeping the members' order: for a document that is read, changed and written back.
+nlohmann::ordered_json ParseOrderedJson(std::string_view bytes, uint64_t limit,
+                                        const std::string& what);
 
 /// A descriptor from JSON; its digest must be a well-formed sha256 digest, or be absent with a
 /// location given as its first url (see Descriptor::location).

@@ -931,11 +931,45 @@ std::string Repository::PutBlob(const std::string& bytes) {
 
 std::string Repository::PutManifest(const std::string& tag, const std::string& body,
                                     std::string_view media_type) {
-  Client& client = *impl_->client;
-  auto put = client.Send("PUT", client.RepoUrl("manifests/" + tag),
-                         {"Content-Type: " + std::string(media_type)}, Fetch::kApi, "", body);
-  if (put->status() != 201) client.Fail("the manifest " + Name() + ":" + tag, *put);
+  Put(tag, body, media_type);
   return util::Sha256Digest(body);
+}
+
+bool Repository::PutReferrer(const std::string& body, std::string_view media_type) {
+  std::string digest = util::Sha256Digest(body);
+  // distribution-spec 1.1 "Pushing Manifests with Subject": a registry that indexes the subject
+  // answers with OCI-Subject naming it.
+  return !Put(digest, body, media_type).empty();
+}
+
+std::string Repository::Put(const std::string& reference, const std::string& body,
+                            std::string_view media_type) {
+  Client& client = *impl_->client;
+  auto put = client.Send("PUT", client.RepoUrl("manifests/" + reference),
+                         {"Content-Type: " + std::string(media_type)}, Fetch::kApi, "", body);
+  if (put->status() != 201) client.Fail("the manifest " + Name() + ":" + reference, *put);
+  return put->Header("oci-subject");
+}
+
+std::optional<std::string> Repository::GetReferrers(const std::string& digest,
+                                                    std::string_view artifact_type,
+                                                    uint64_t limit) {
+  RequireSha256Digest(digest, Name());
+  Client& client = *impl_->client;
+  std::string what = "the referrers of " + Name() + "@" + digest;
+  std::string query =
+      artifact_type.empty() ? "" : "?artifactType=" + UrlEscape(std::string(artifact_type));
+  auto ex = client.Send("GET", client.RepoUrl("referrers/" + digest + query),
+                        {"Accept: application/vnd.oci.image.index.v1+json"});
+  if (ex->status() == 404) return std::nullopt;  // no referrers API: the tag schema instead
+  if (ex->status() != 200) client.Fail(what, *ex);
+  std::string body;
+  if (!ex->ReadAll(body, limit))
+    throw util::Fatal(what + " is larger than " + std::to_string(limit) + " bytes");
+  client.CheckDeadline(*ex);
+  if (ex->error() != TransportError::kNone)
+    throw util::Fatal("reading " + what + " broke: " + ex->error_message());
+  return body;
 }
 
 ListingPage Repository::Tags(const std::string& next, size_t n) {

@@ -115,11 +115,24 @@ class Repository {
   /// again afterwards (attest::Attach).
   std::string PutManifest(const std::string& tag, const std::string& body,
                           std::string_view media_type);
+  /// Puts manifest `body` (one with a `subject`) by its digest. True when the registry answered
+  /// with the OCI-Subject header, i.e. it lists the manifest in its referrers API itself; false:
+  /// the writer must update the referrers tag schema's index (distribution-spec 1.1).
+  bool PutReferrer(const std::string& body, std::string_view media_type);
+  /// The body (at most `limit` bytes, not parsed) of GET /v2/NAME/referrers/DIGEST, asking for
+  /// `artifact_type` only when not empty (a registry may ignore the filter). nullopt when the
+  /// registry has no referrers API (404: distribution-spec 1.1 "Listing Referrers").
+  /// util::Fatal on any other failure.
+  std::optional<std::string> GetReferrers(const std::string& digest, std::string_view artifact_type,
+                                          uint64_t limit);
   /// The first page of at most `n` tags when `next` is empty, else the page `next` (a
   /// ListingPage::next). util::Fatal when the registry will not list them.
   ListingPage Tags(const std::string& next, size_t n);
 
  private:
+  /// PUT of a manifest by tag or digest; returns the OCI-Subject response header ("" if none).
+  std::string Put(const std::string& reference, const std::string& body,
+                  std::string_view media_type);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
