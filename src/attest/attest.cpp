@@ -45,7 +45,8 @@ bool Covers(const image::Repository::Manifest& m, const std::string& digest) {
 
 Attested AttestScan(const std::string& reference, const report::Report& report,
                     const scan::Policy& policy, const Signer& signer,
-                    const image::RegistryOptions& options, const AttachOptions& attach) {
+                    const image::RegistryOptions& options, Layout layout,
+                    const AttachOptions& attach) {
   image::Reference ref = RegistryReference(reference, "--attest");
   image::Repository repo(ref.String(), options);
   image::Repository::Manifest root = Resolve(repo, ref);
@@ -58,7 +59,17 @@ Attested AttestScan(const std::string& reference, const report::Report& report,
   Attested a;
   a.digest = root.digest;
   a.repository = repo.Name();
-  a.manifest = Attach(repo, root.digest, envelope, kPredicateType, attach);
+  if (layout == Layout::kAtt) {
+    a.manifest = Attach(repo, root.digest, envelope, kPredicateType, attach);
+    a.where = repo.Name() + ":" + AttestationTag(root.digest);
+    return a;
+  }
+  Referred r =
+      AttachBundle(repo, root, MakeBundle(envelope, signer.KeyId()), kPredicateType, attach);
+  a.manifest = r.manifest;
+  a.where = repo.Name() + "@" + r.manifest +
+            (r.tag_index ? " (listed at tag " : " (a referrer of ") +
+            (r.tag_index ? ReferrersTag(root.digest) : root.digest) + ")";
   return a;
 }
 
@@ -66,7 +77,9 @@ Decision VerifyDigest(image::Repository& repo, const std::string& digest,
                       const std::vector<PublicKey>& keys, const std::string& policy_identity) {
   Decision d;
   d.digest = digest;
-  for (Fetched& f : FetchAttestations(repo, digest)) {
+  std::vector<Fetched> all = FetchAttestations(repo, digest);
+  for (Fetched& f : FetchBundles(repo, digest)) all.push_back(std::move(f));
+  for (Fetched& f : all) {
     if (!f.error.empty()) {
       d.refused.push_back({f.layer_digest, Rejection::kUnreadable, f.error});
       continue;
@@ -76,7 +89,7 @@ Decision VerifyDigest(image::Repository& repo, const std::string& digest,
       d.refused.push_back({f.layer_digest, c.rejection, c.message});
       continue;
     }
-    d.accepted = std::move(c);  // later layers are newer
+    d.accepted = std::move(c);  // later layers are newer; bundles last
   }
   return d;
 }

@@ -2,23 +2,37 @@
 // find the verdict of an image from its attestations (verify, serve --trust-key).
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "attest/attach.h"
+#include "attest/bundle.h"
 #include "attest/keys.h"
 #include "attest/verify.h"
 #include "image/registry.h"
 #include "report/report.h"
 #include "scan/policy.h"
+#include "util/formats.h"
 
 namespace imgcheck::attest {
+
+/// Where scan --attest puts the attestation (--attest-format); verify reads both.
+enum class Layout : uint8_t { kAtt, kBundle };
+inline constexpr std::array<util::FormatInfo<Layout>, 2> kLayouts = {{
+    {Layout::kAtt, "att", "a layer of cosign's sha256-HEX.att manifest"},
+    {Layout::kBundle, "bundle",
+     "a Sigstore bundle in an OCI 1.1 referrer; tag sha256-HEX lists it where the registry "
+     "has no referrers API"},
+}};
 
 struct Attested {
   std::string digest;      ///< the subject: the manifest digest the reference resolves to
   std::string repository;  ///< "host:5000/app"
-  std::string manifest;    ///< the .att manifest's digest after the append
+  std::string manifest;    ///< the .att manifest's digest after the append, or the referrer's
+  std::string where;       ///< for people: "HOST/app:sha256-HEX.att", "HOST/app@sha256:..."
 };
 
 /// Signs the statement of `report` (a scan of registry image `reference` under `policy`) with
@@ -28,14 +42,15 @@ struct Attested {
 /// a registry image, and for every registry failure.
 Attested AttestScan(const std::string& reference, const report::Report& report,
                     const scan::Policy& policy, const Signer& signer,
-                    const image::RegistryOptions& options, const AttachOptions& attach = {});
+                    const image::RegistryOptions& options, Layout layout = Layout::kAtt,
+                    const AttachOptions& attach = {});
 
 /// What the attestations of one image say.
 struct Decision {
   std::string digest;               ///< the image's manifest digest
   std::optional<Checked> accepted;  ///< the newest attestation that verified, if any
   struct Refused {
-    std::string layer;  ///< the .att layer's digest
+    std::string layer;  ///< the .att layer's or the bundle's digest (the referrer's if unread)
     Rejection reason;
     std::string message;
   };
@@ -43,7 +58,8 @@ struct Decision {
 };
 
 /// Verifies every attestation of image `digest` in `repo` against `keys` and `policy_identity`
-/// (empty: any policy). util::Fatal as FetchAttestations.
+/// (empty: any policy): the .att layers, then the bundle referrers. util::Fatal as
+/// FetchAttestations and FetchBundles.
 Decision VerifyDigest(image::Repository& repo, const std::string& digest,
                       const std::vector<PublicKey>& keys, const std::string& policy_identity);
 

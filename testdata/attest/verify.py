@@ -10,12 +10,21 @@ python3-cryptography) and the standard library only: no imgcheck code.
         attestation of application/vnd.dsse.envelope.v1+json with cosign's predicateType and
         signature annotations, each blob matching its digest), holding COUNT attestations, each
         accepted as above.
+    verify.py bundle http://HOST:PORT REPOSITORY DIGEST PUBLIC_KEY COUNT
+        the Sigstore bundle referrers of DIGEST (cosign's --new-bundle-format layout,
+        sigstore/cosign pkg/oci/remote/write.go WriteReferrer): listed by the referrers API or,
+        where the registry has none (404), the index at tag sha256-HEX (distribution-spec 1.1);
+        COUNT of artifactType application/vnd.dev.sigstore.bundle.v0.3+json, each an OCI
+        manifest with the empty config, one bundle layer, subject DIGEST and cosign's
+        annotations, its bundle (v0.3, publicKey.hint = base64 SHA-256 of the key's DER) holding
+        a DSSE envelope accepted as above.
 Prints one line per attestation; exits 1 with the reason when any check fails.
 """
 import base64
 import hashlib
 import json
 import sys
+import urllib.error
 import urllib.request
 
 from cryptography.hazmat.primitives import hashes, serialization
@@ -71,14 +80,79 @@ def get(url, accept=None):
         return r.read(), r.headers.get("Content-Type", "")
 
 
+BUNDLE_MEDIA = "application/vnd.dev.sigstore.bundle.v0.3+json"
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+OCI_INDEX = "application/vnd.oci.image.index.v1+json"
+
+
+def blob_of(base, repo, desc):
+    blob, _ = get("%s/v2/%s/blobs/%s" % (base, repo, desc["digest"]))
+    if "sha256:" + hashlib.sha256(blob).hexdigest() != desc["digest"] or len(blob) != desc["size"]:
+        fail("blob " + desc["digest"] + " does not match its descriptor")
+    return blob
+
+
+def check_referrer(base, repo, digest, key, entry):
+    body, _ = get("%s/v2/%s/manifests/%s" % (base, repo, entry["digest"]), OCI_MANIFEST)
+    if "sha256:" + hashlib.sha256(body).hexdigest() != entry["digest"]:
+        fail("referrer manifest " + entry["digest"] + " does not match its digest")
+    m = json.loads(body)
+    if m.get("mediaType") != OCI_MANIFEST or m.get("artifactType") != BUNDLE_MEDIA:
+        fail("referrer media/artifact type " + repr((m.get("mediaType"), m.get("artifactType"))))
+    c = m["config"]
+    if (c["mediaType"], c["size"], c["digest"]) != (
+            "application/vnd.oci.empty.v1+json", 2, "sha256:" + hashlib.sha256(b"{}").hexdigest()):
+        fail("config is not the OCI empty descriptor: " + repr(c))
+    if m["subject"]["digest"] != digest:
+        fail("subject " + m["subject"]["digest"] + " is not " + digest)
+    ann = m.get("annotations", {})
+    if ann.get("dev.sigstore.bundle.content") != "dsse-envelope" or ann.get(
+            "dev.sigstore.bundle.predicateType") != PREDICATE or not ann.get(
+                "org.opencontainers.image.created"):
+        fail("referrer annotations " + repr(ann))
+    if len(m["layers"]) != 1 or m["layers"][0]["mediaType"] != BUNDLE_MEDIA:
+        fail("layers " + repr(m["layers"]))
+    bundle = json.loads(blob_of(base, repo, m["layers"][0]))
+    if bundle.get("mediaType") != BUNDLE_MEDIA:
+        fail("bundle mediaType " + repr(bundle.get("mediaType")))
+    der = key.public_bytes(serialization.Encoding.DER,
+                           serialization.PublicFormat.SubjectPublicKeyInfo)
+    hint = base64.b64encode(hashlib.sha256(der).digest()).decode()
+    if bundle["verificationMaterial"]["publicKey"]["hint"] != hint:
+        fail("publicKey.hint is not the key's")
+    check_envelope(json.dumps(bundle["dsseEnvelope"]), key, digest)
+
+
+def check_bundles(base, repo, digest, key, count):
+    try:
+        body, _ = get("%s/v2/%s/referrers/%s" % (base, repo, digest), OCI_INDEX)
+        print("listed by the referrers API")
+    except urllib.error.HTTPError as e:
+        if e.code != 404:
+            raise
+        body, ctype = get("%s/v2/%s/manifests/%s" % (base, repo, digest.replace(":", "-")),
+                          OCI_INDEX)
+        if ctype != OCI_INDEX:
+            fail("the referrers tag holds " + ctype)
+        print("listed at the referrers tag")
+    entries = [e for e in json.loads(body)["manifests"] if e.get("artifactType") == BUNDLE_MEDIA]
+    if len(entries) != int(count):
+        fail("%d bundle referrers, not %s" % (len(entries), count))
+    for e in entries:
+        check_referrer(base, repo, digest, key, e)
+
+
 def main():
     if sys.argv[1] == "envelope":
         _, _, path, pub, digest = sys.argv
         key = serialization.load_pem_public_key(open(pub, "rb").read())
         check_envelope(open(path, "rb").read(), key, digest)
         return
-    _, _, base, repo, digest, pub, count = sys.argv
+    _, mode, base, repo, digest, pub, count = sys.argv
     key = serialization.load_pem_public_key(open(pub, "rb").read())
+    if mode == "bundle":
+        check_bundles(base, repo, digest, key, count)
+        return
     tag = digest.replace(":", "-") + ".att"  # cosign's AttestationTag
     body, ctype = get("%s/v2/%s/manifests/%s" % (base, repo, tag),
                       "application/vnd.oci.image.manifest.v1+json")
