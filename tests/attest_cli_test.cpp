@@ -1,13 +1,22 @@
 // The CI gate's verdict travelling with the image, end to end through the command line: `key
 // generate`, `scan --attest` against a real docker-registry (its .att tag read back by skopeo,
 // an independent client), `verify` with the right key, another key, another policy and none.
+#include <httplib.h>
+
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include "image_writer.h"
 #include "registry_server.h"
 #include "support.h"
+#include "util/sha256.h"
 
 namespace fs = std::filesystem;
 using namespace imgcheck::testing;
@@ -31,7 +40,173 @@ std::string Tags(const Registry& reg, const std::string& repo) {
   return r.output;
 }
 
+// docker-registry 2.8 (no referrers API) behind a proxy that adds it, as distribution-spec 1.1
+// has it: a manifest PUT with a `subject` is answered with OCI-Subject and listed by
+// GET /v2/NAME/referrers/DIGEST (an image index; ?artifactType= filters, OCI-Filters-Applied).
+class ReferrersProxy {
+ public:
+  explicit ReferrersProxy(int registry_port) : registry_port_(registry_port) {
+    server_.Get(R"(/v2/(.+)/referrers/(sha256:[0-9a-f]{64}))",
+                [this](const httplib::Request& req, httplib::Response& res) { List(req, res); });
+    auto forward = [this](const httplib::Request& req, httplib::Response& res) {
+      Forward(req, res);
+    };
+    server_.Get(R"(/v2/.*)", forward);
+    server_.Post(R"(/v2/.*)", forward);
+    server_.Put(R"(/v2/.*)", forward);
+    server_.Patch(R"(/v2/.*)", forward);
+    server_.Delete(R"(/v2/.*)", forward);
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    REQUIRE(port_ > 0);
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~ReferrersProxy() {
+    server_.stop();
+    thread_.join();
+  }
+  ReferrersProxy(const ReferrersProxy&) = delete;
+  ReferrersProxy& operator=(const ReferrersProxy&) = delete;
+
+  std::string host() const { return "127.0.0.1:" + std::to_string(port_); }
+  int listings() const { return listings_; }
+
+ private:
+  void Forward(const httplib::Request& req, httplib::Response& res) {
+    httplib::Request up;
+    up.method = req.method;
+    up.path = httplib::append_query_params(req.path, req.params);
+    // Host too: the registry's upload locations then name the proxy.
+    for (const char* h : {"Host", "Accept", "Content-Type"})
+      if (req.has_header(h)) up.set_header(h, req.get_header_value(h));
+    up.body = req.body;
+    httplib::Client registry("127.0.0.1", registry_port_);
+    httplib::Result r = registry.send(up);
+    if (!r) {
+      res.status = 502;
+      return;
+    }
+    res.status = r->status;
+    for (const auto& [k, v] : r->headers)
+      if (k != "Content-Length" && k != "Transfer-Encoding" && k != "Connection")
+        res.set_header(k, k == "Location" ? EscapedQuery(v) : v);
+    res.body = r->body;
+    size_t at = req.path.find("/manifests/");
+    if (req.method == "PUT" && r->status == 201 && at != std::string::npos)
+      Index(req.path.substr(4, at - 4), req, res);
+  }
+
+  // `url` with its query's values percent-encoded: cpp-httplib 0.11 cuts a value at a second '='
+  // (docker-registry's upload _state ends in base64 padding) when the client sends it back.
+  static std::string EscapedQuery(const std::string& url) {
+    size_t q = url.find('?');
+    if (q == std::string::npos) return url;
+    std::string out = url.substr(0, q);
+    char sep = '?';
+    std::istringstream query(url.substr(q + 1));
+    for (std::string part; std::getline(query, part, '&'); sep = '&') {
+      size_t eq = part.find('=');
+      out += sep + part.substr(0, eq);
+      if (eq != std::string::npos)
+        out += "=" + httplib::detail::encode_query_param(
+                         httplib::detail::decode_url(part.substr(eq + 1), false));
+    }
+    return out;
+  }
+
+  // A manifest with a subject joins the subject's referrers (distribution-spec 1.1 "Pushing
+  // Manifests with Subject": the descriptor carries its artifactType and annotations).
+  void Index(const std::string& name, const httplib::Request& req, httplib::Response& res) {
+    auto m = nlohmann::json::parse(req.body, nullptr, false);
+    if (!m.is_object() || !m.contains("subject")) return;
+    std::string subject = m["subject"]["digest"];
+    nlohmann::json d = {{"mediaType", req.get_header_value("Content-Type")},
+                        {"size", req.body.size()},
+                        {"digest", imgcheck::util::Sha256Digest(req.body)},
+                        {"artifactType", m.value("artifactType", m["config"]["mediaType"])}};
+    if (m.contains("annotations")) d["annotations"] = m["annotations"];
+    {
+      std::lock_guard lock(mu_);
+      referrers_[name + "@" + subject].push_back(d);
+    }
+    res.set_header("OCI-Subject", subject);
+  }
+
+  void List(const httplib::Request& req, httplib::Response& res) {
+    ++listings_;
+    std::string type = req.has_param("artifactType") ? req.get_param_value("artifactType") : "";
+    nlohmann::json list = nlohmann::json::array();
+    {
+      std::lock_guard lock(mu_);
+      for (const auto& d :
+           referrers_[std::string(req.matches[1]) + "@" + std::string(req.matches[2])])
+        if (type.empty() || d["artifactType"] == type) list.push_back(d);
+    }
+    if (!type.empty()) res.set_header("OCI-Filters-Applied", "artifactType");
+    nlohmann::json index = {{"schemaVersion", 2},
+                            {"mediaType", "application/vnd.oci.image.index.v1+json"},
+                            {"manifests", list}};
+    res.set_content(index.dump(), "application/vnd.oci.image.index.v1+json");
+  }
+
+  int registry_port_;
+  int port_ = 0;
+  std::atomic<int> listings_{0};
+  std::mutex mu_;
+  std::map<std::string, std::vector<nlohmann::json>> referrers_;
+  httplib::Server server_;
+  std::thread thread_;
+};
+
 }  // namespace
+
+TEST_CASE("attest: --attest-format bundle uses the referrers API where there is one",
+          "[attest][docker-registry]") {
+  if (!HaveRegistryTools()) return;
+  TempDir work;
+  Registry reg({});
+  reg.Push(CleanLayout(work / "clean"), "team/clean:1");
+  reg.Push(CleanLayout(work / "other"), "team/tagged:1");
+  ReferrersProxy proxy(reg.port());
+  REQUIRE(Run(ImgcheckCommand("key generate --output-key-prefix " + Quote(work / "ci"))).status ==
+          0);
+  const std::string key = " --key " + Quote(work / "ci.key");
+  const std::string pub = " --key " + Quote(work / "ci.pub");
+
+  // Through the proxy: a referrer, found by the API; no fallback tag written.
+  std::string via_api = "docker://" + proxy.host() + "/team/clean:1";
+  CommandResult scan =
+      Run(ImgcheckCommand("scan " + via_api + " --attest --attest-format bundle" + key));
+  INFO(scan.output);
+  REQUIRE(scan.status == 0);
+  CHECK_THAT(scan.output, Catch::Contains("imgcheck: attested " + proxy.host() + "/team/clean@"));
+  CHECK_THAT(scan.output, Catch::Contains("(a referrer of sha256:"));
+  CHECK_THAT(Tags(reg, "team/clean"), !Catch::Contains("sha256-"));
+  CommandResult verified = Run(ImgcheckCommand("verify " + via_api + pub));
+  INFO(verified.output);
+  CHECK(verified.status == 0);
+  CHECK_THAT(verified.output, Catch::Contains(": PASS (attested, signed by "));
+  CHECK(proxy.listings() > 0);
+  // The same registry without the API (and without the tag) has nothing to show.
+  CommandResult direct =
+      Run(ImgcheckCommand("verify docker://" + reg.host() + "/team/clean:1" + pub));
+  CHECK(direct.status == 2);
+  CHECK_THAT(direct.output, Catch::Contains("none is attached"));
+
+  // Straight to docker-registry: the referrers tag schema, which verify reads back.
+  std::string tagged = "docker://" + reg.host() + "/team/tagged:1";
+  CommandResult fallback =
+      Run(ImgcheckCommand("scan " + tagged + " --attest --attest-format bundle" + key));
+  INFO(fallback.output);
+  REQUIRE(fallback.status == 0);
+  CHECK_THAT(fallback.output, Catch::Contains("(listed at tag sha256-"));
+  CHECK_THAT(Tags(reg, "team/tagged"),
+             Catch::Matches("(?:.|\\n)*\"sha256-[0-9a-f]{64}\"(?:.|\\n)*"));
+  CHECK(Run(ImgcheckCommand("verify " + tagged + pub)).status == 0);
+  CommandResult bogus =
+      Run(ImgcheckCommand("scan " + tagged + " --attest --attest-format sig" + key));
+  CHECK(bogus.status == 2);
+  CHECK_THAT(bogus.output, Catch::Contains("att|bundle"));
+}
 
 TEST_CASE("attest: scan --attest signs the verdict into the registry, verify reads it back",
           "[attest][docker-registry]") {

@@ -37,6 +37,7 @@ struct ScanArgs {
   ProbeRunArgs probe_run;
   bool attest = false;  ///< --attest: sign the verdict and attach it to the image (src/attest)
   std::string key;      ///< --key: the private key that signs it
+  std::string attest_format = "att";  ///< --attest-format: attest::kLayouts
 };
 
 struct Output {
@@ -67,13 +68,14 @@ std::vector<Output> Outputs(const ScanArgs& args) {
   return out;
 }
 
-// --attest: the signed verdict appended to the image's attestations (cosign's .att layout).
+// --attest: the signed verdict added to the image's attestations (--attest-format's layout).
 void Attest(const ScanArgs& args, const report::Report& rep, const scan::Policy& policy,
             const attest::Signer& signer) {
   attest::Attested a = attest::AttestScan(args.image.reference, rep, policy, signer,
-                                          ToLoadOptions(args.image).registry);
-  std::cerr << "imgcheck: attested " << a.repository << "@" << a.digest << " as " << a.repository
-            << ":" << attest::AttestationTag(a.digest) << "\n";
+                                          ToLoadOptions(args.image).registry,
+                                          *util::ParseFormat(attest::kLayouts, args.attest_format));
+  std::cerr << "imgcheck: attested " << a.repository << "@" << a.digest << " as " << a.where
+            << "\n";
 }
 
 int Scan(const ScanArgs& args) {
@@ -145,9 +147,12 @@ Runner DefineScan(CLI::App& sub) {
   AddProbeRunArgs(sub, args->probe_run, "--probe-timeout");
   sub.add_flag("--attest", args->attest,
                "sign the verdict (in-toto statement, DSSE) and attach it to the registry image "
-               "where cosign and Kyverno look (tag sha256-HEX.att); needs --key");
+               "where cosign and Kyverno look (tag sha256-HEX.att; see --attest-format); "
+               "needs --key");
   sub.add_option("--key", args->key,
                  "the private key (PKCS#8 PEM, from `imgcheck key generate`) that signs --attest");
+  AddTableOption(sub, "--attest-format", args->attest_format, attest::kLayouts,
+                 util::FormatHelp(attest::kLayouts, "where --attest puts it"));
   return [args]() -> int { return Scan(*args); };
 }
 

@@ -78,17 +78,23 @@ void AddLimitArgs(CLI::App& sub, util::Limits& limits);
 const CLI::Validator& Positive();
 const CLI::Validator& NonNegative();
 
+/// Option `flags` into `value`, one of the names of `table`, as AddFormatOption's.
+template <class Table>
+CLI::Option* AddTableOption(CLI::App& sub, const std::string& flags, std::string& value,
+                            const Table& table, const std::string& help) {
+  CLI::Validator known([&table](std::string& name) { return util::UnknownFormat(table, name); },
+                       "");
+  return sub.add_option(flags, value, help)
+      ->type_name(util::FormatNames(table))
+      ->check(known)
+      ->capture_default_str();
+}
 /// -f/--format into `format`, from the command's one table of formats: the help lists each with
 /// its summary, the value shown is "text|json|..." (what shell completion offers), and a name
 /// the table lacks is refused as the command line is read.
 template <class Table>
 CLI::Option* AddFormatOption(CLI::App& sub, std::string& format, const Table& table) {
-  CLI::Validator known([&table](std::string& name) { return util::UnknownFormat(table, name); },
-                       "");
-  return sub.add_option("-f,--format", format, util::FormatHelp(table))
-      ->type_name(util::FormatNames(table))
-      ->check(known)
-      ->capture_default_str();
+  return AddTableOption(sub, "-f,--format", format, table, util::FormatHelp(table));
 }
 /// The format a value AddFormatOption accepted names.
 template <class Table>

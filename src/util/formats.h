@@ -32,10 +32,10 @@ std::string FormatNames(const Table& table) {
   return out;
 }
 
-/// "output format: text (for people), json (for tools)".
+/// "output format: text (for people), json (for tools)" (`what`: "output format").
 template <class Table>
-std::string FormatHelp(const Table& table) {
-  std::string out = "output format:";
+std::string FormatHelp(const Table& table, std::string_view what = "output format") {
+  std::string out = std::string(what) + ":";
   for (const auto& f : table)
     out += (out.back() == ':' ? " " : ", ") + std::string(f.name) + " (" + std::string(f.summary) +
            ")";
