@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attest/attest.h"
+#include "attest/bundle.h"
 #include "attest/dsse.h"
 #include "image/registry_auth.h"
 #include "registry_server.h"
@@ -158,6 +159,37 @@ TEST_CASE("serve: never admits from a forged, replayed, foreign or other-policy 
   auto v = a.Find(f.digests[0], f.Pinned(0));
   REQUIRE(v != nullptr);
   CHECK_FALSE(Decide({Judged(f.digests[0], v)}, {}).allowed);
+}
+
+TEST_CASE("serve: a bundle referrer decides as an .att layer does",
+          "[serve][attest][docker-registry]") {
+  if (!HaveRegistryTools()) return;
+  Fixture f;
+  Metrics metrics;
+  Attestations a(f.options, metrics);
+  a.SetIdentity(f.policy.identity);
+  auto refer = [&f](size_t onto, const std::string& envelope) {
+    image::Repository repo(f.Pinned(onto), f.reg.Options());
+    auto subject = repo.GetManifest(f.digests[onto], 1 << 20);
+    REQUIRE(subject.has_value());
+    attest::AttachBundle(repo, *subject, attest::MakeBundle(envelope, f.signer.KeyId()),
+                         attest::kPredicateType, NoSettle());
+  };
+  // Image 0's failing statement as a bundle on image 0 (docker-registry: the referrers tag),
+  // and the same copied onto image 1.
+  std::string failing = f.Envelope(0, 1, f.policy);
+  refer(0, failing);
+  refer(1, failing);
+  auto deny = a.Find(f.digests[0], f.Pinned(0));
+  REQUIRE(deny != nullptr);
+  CHECK(deny->source == "attestation");
+  CHECK_FALSE(Decide({Judged(f.digests[0], deny)}, {}).allowed);
+  CHECK(a.Find(f.digests[1], f.Pinned(1)) == nullptr);
+  std::string m = metrics.Render();
+  INFO(m);
+  CHECK(m.find("imgcheck_attestation_verdicts_total{verdict=\"fail\"} 1") != std::string::npos);
+  CHECK(m.find("imgcheck_attestations_rejected_total{reason=\"other-subject\"} 1") !=
+        std::string::npos);
 }
 
 }  // namespace
