@@ -181,6 +181,15 @@ TEST_CASE("attest: --attest-format bundle uses the referrers API where there is 
   CHECK_THAT(scan.output, Catch::Contains("imgcheck: attested " + proxy.host() + "/team/clean@"));
   CHECK_THAT(scan.output, Catch::Contains("(a referrer of sha256:"));
   CHECK_THAT(Tags(reg, "team/clean"), !Catch::Contains("sha256-"));
+  // The independent verifier finds it through the API too.
+  const std::string attested = "/team/clean@";
+  std::string digest = scan.output.substr(scan.output.find(attested) + attested.size(), 71);
+  CommandResult py =
+      Run("python3 " + Quote(SourceDir() / "testdata/attest/verify.py") + " bundle http://" +
+          proxy.host() + " team/clean " + digest + " " + Quote(work / "ci.pub") + " 1");
+  INFO(py.output);
+  CHECK(py.status == 0);
+  CHECK_THAT(py.output, Catch::Contains("listed by the referrers API"));
   CommandResult verified = Run(ImgcheckCommand("verify " + via_api + pub));
   INFO(verified.output);
   CHECK(verified.status == 0);
