@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "attest/bundle.h"
+#include "attest/keys.h"
+#include "attest/statement.h"
 #include "elf_builder.h"
 #include "fake_image.h"
 #include "fuzz_input.h"
@@ -244,6 +247,27 @@ void TextSeeds() {
        "\tEND\nCOPY --from=build /opt /opt\n");
 }
 
+// A signed envelope, the bundle around it, and the lists that name them.
+void AttestSeeds() {
+  using namespace imgcheck::attest;
+  const std::string hex(64, 'a');
+  Signer signer = *Signer::FromPem(GenerateKeyPair().private_pem, "fuzz");
+  std::string envelope = SignEnvelope(
+      kInTotoPayloadType,
+      R"({"_type":"https://in-toto.io/Statement/v1","subject":[{"name":"r/app","digest":)"
+      R"({"sha256":")" +
+          hex + R"("}}],"predicateType":")" + std::string(kPredicateType) +
+          R"(","predicate":{"verdict":"pass","policy":{"identity":"x"}}})",
+      signer);
+  Seed("fuzz_attest", "envelope.json", envelope);
+  Seed("fuzz_attest", "bundle.json", MakeBundle(envelope, signer.KeyId()));
+  const std::string entry = R"({"mediaType":"application/vnd.oci.image.manifest.v1+json","size":2,)"
+                            R"("digest":"sha256:)" +
+                            hex + R"(","artifactType":")" + std::string(kBundleMediaType) + R"("})";
+  Seed("fuzz_attest", "index.json",
+       R"({"schemaVersion":2,"manifests":[)" + entry + "]," + R"("layers":[)" + entry + "]}");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -260,6 +284,7 @@ int main(int argc, char** argv) {
     LdSoSeeds();
     PackageSeeds();
     TextSeeds();
+    AttestSeeds();
   } catch (const std::exception& e) {
     std::cerr << "fuzz_seeds: " << e.what() << "\n";
     return 2;
