@@ -1,6 +1,7 @@
 #include "attest/attest.h"
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "attest/dsse.h"
 #include "attest/statement.h"
@@ -78,7 +79,14 @@ Decision VerifyDigest(image::Repository& repo, const std::string& digest,
   Decision d;
   d.digest = digest;
   std::vector<Fetched> all = FetchAttestations(repo, digest);
-  for (Fetched& f : FetchBundles(repo, digest)) all.push_back(std::move(f));
+  // Bundle referrers that cannot be listed do not hide the .att layers: their error is kept as
+  // a refusal, and is the decision's only when no layer is accepted.
+  std::optional<util::Fatal> bundles_error;
+  try {
+    for (Fetched& f : FetchBundles(repo, digest)) all.push_back(std::move(f));
+  } catch (const util::Fatal& e) {
+    bundles_error = e;
+  }
   for (Fetched& f : all) {
     if (!f.error.empty()) {
       d.refused.push_back({f.layer_digest, Rejection::kUnreadable, f.error});
@@ -90,6 +98,10 @@ Decision VerifyDigest(image::Repository& repo, const std::string& digest,
       continue;
     }
     d.accepted = std::move(c);  // later layers are newer; bundles last
+  }
+  if (bundles_error) {
+    if (!d.accepted) throw *bundles_error;
+    d.refused.push_back({"referrers", Rejection::kUnreadable, bundles_error->what()});
   }
   return d;
 }
