@@ -963,7 +963,7 @@ std::optional<std::string> Repository::GetReferrers(const std::string& digest,
                         {"Accept: application/vnd.oci.image.index.v1+json"});
   // No referrers API: the tag schema instead. 404 is the distribution spec's answer; 405 and 501
   // are what registries that route no such endpoint answer.
-  if (int s = ex->status(); s == 404 || s == 405 || s == 501) return std::nullopt;
+  if (long s = ex->status(); s == 404 || s == 405 || s == 501) return std::nullopt;
   if (ex->status() != 200) client.Fail(what, *ex);
   std::string body;
   if (!ex->ReadAll(body, limit))
