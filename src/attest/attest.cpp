@@ -1,7 +1,6 @@
 #include "attest/attest.h"
 
 #include <nlohmann/json.hpp>
-#include <optional>
 
 #include "attest/dsse.h"
 #include "attest/statement.h"
@@ -78,31 +77,26 @@ Decision VerifyDigest(image::Repository& repo, const std::string& digest,
                       const std::vector<PublicKey>& keys, const std::string& policy_identity) {
   Decision d;
   d.digest = digest;
-  std::vector<Fetched> all = FetchAttestations(repo, digest);
-  // Bundle referrers that cannot be listed do not hide the .att layers: their error is kept as
-  // a refusal, and is the decision's only when no layer is accepted.
-  std::optional<util::Fatal> bundles_error;
-  try {
-    for (Fetched& f : FetchBundles(repo, digest)) all.push_back(std::move(f));
-  } catch (const util::Fatal& e) {
-    bundles_error = e;
-  }
-  for (Fetched& f : all) {
-    if (!f.error.empty()) {
-      d.refused.push_back({f.layer_digest, Rejection::kUnreadable, f.error});
-      continue;
+  auto consider = [&](std::vector<Fetched> fetched) {
+    for (Fetched& f : fetched) {
+      if (!f.error.empty()) {
+        d.refused.push_back({f.layer_digest, Rejection::kUnreadable, f.error});
+        continue;
+      }
+      Checked c = Verify(f.envelope, keys, {digest, policy_identity});
+      if (!c.ok()) {
+        d.refused.push_back({f.layer_digest, c.rejection, c.message});
+        continue;
+      }
+      d.accepted = std::move(c);  // later layers are newer
     }
-    Checked c = Verify(f.envelope, keys, {digest, policy_identity});
-    if (!c.ok()) {
-      d.refused.push_back({f.layer_digest, c.rejection, c.message});
-      continue;
-    }
-    d.accepted = std::move(c);  // later layers are newer; bundles last
-  }
-  if (bundles_error) {
-    if (!d.accepted) throw *bundles_error;
-    d.refused.push_back({"referrers", Rejection::kUnreadable, bundles_error->what()});
-  }
+  };
+  // The .att layers first (cosign's default layout), bundle referrers only when none verifies:
+  // one policy identity gives one verdict, so either decides, and serve asks the registry for
+  // the referrers (two requests where it has no API) only then. A referrers list that cannot
+  // be read thus never hides a valid .att attestation.
+  consider(FetchAttestations(repo, digest));
+  if (!d.accepted) consider(FetchBundles(repo, digest));
   return d;
 }
 

@@ -58,8 +58,8 @@ struct Decision {
 };
 
 /// Verifies every attestation of image `digest` in `repo` against `keys` and `policy_identity`
-/// (empty: any policy): the .att layers, then the bundle referrers. util::Fatal as
-/// FetchAttestations and FetchBundles.
+/// (empty: any policy): the .att layers, then, only when none verifies, the bundle referrers.
+/// util::Fatal as FetchAttestations and FetchBundles.
 Decision VerifyDigest(image::Repository& repo, const std::string& digest,
                       const std::vector<PublicKey>& keys, const std::string& policy_identity);
 
