@@ -77,8 +77,8 @@ Decision VerifyDigest(image::Repository& repo, const std::string& digest,
                       const std::vector<PublicKey>& keys, const std::string& policy_identity) {
   Decision d;
   d.digest = digest;
-  auto consider = [&](std::vector<Fetched> fetched) {
-    for (Fetched& f : fetched) {
+  auto consider = [&](const std::vector<Fetched>& fetched) {
+    for (const Fetched& f : fetched) {
       if (!f.error.empty()) {
         d.refused.push_back({f.layer_digest, Rejection::kUnreadable, f.error});
         continue;
