@@ -4,6 +4,7 @@
 #
 #   bench/attested.sh                  # build/imgcheck, 200 images
 #   IMAGES=500 bench/attested.sh
+#   FORMAT=bundle bench/attested.sh    # attested as Sigstore bundle referrers (--attest-format)
 #
 # N digests of the demo image (bench/lib.sh push_variants) are each scanned and attested by the
 # CLI (`scan --attest`, as the CI gate does), then a fresh imgcheck serve with --trust-key and no
@@ -16,6 +17,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 imgcheck=${IMGCHECK:-$root/build/imgcheck}
 demo=${DEMO:-$root/build/demo/image}
 images=${IMAGES:-200}
+format=${FORMAT:-att}
 
 need() { command -v "$1" >/dev/null || { echo "bench: $1 is missing (scripts/deps.sh installs it)" >&2; exit 1; }; }
 for p in openssl docker-registry curl python3; do need "$p"; done
@@ -29,11 +31,11 @@ start_registry
 push_variants "$images" > "$work/digests"
 "$imgcheck" key generate --output-key-prefix "$work/ci" >/dev/null
 
-echo "== attesting $images digests (scan --attest, the CI gate's step)"
+echo "== attesting $images digests (scan --attest --attest-format $format, the CI gate's step)"
 t0=$(date +%s)
 while read -r repo digest; do
   rc=0
-  "$imgcheck" scan "docker://$reg/$repo@$digest" --attest --key "$work/ci.key" \
+  "$imgcheck" scan "docker://$reg/$repo@$digest" --attest --attest-format "$format" --key "$work/ci.key" \
     --cache-dir "$work/cli-cache" >/dev/null 2>"$work/attest.err" || rc=$?
   [ "$rc" = 1 ] || { cat "$work/attest.err" >&2; echo "bench: scan --attest exited $rc" >&2; exit 1; }
 done < "$work/digests"
