@@ -258,6 +258,32 @@ std::string UnresolvedFix(const Context& ctx, const std::vector<std::string>& na
   return out.empty() ? out : out + ".";
 }
 
+// What a framework does without its GPU libraries (dlopen.json's cpu_fallback), when `callers`
+// dlopen only those and the image has no file named like any of them: a CPU install (pip install
+// tensorflow without [and-cuda]), not a broken one. "" otherwise: some of them present means the
+// image was meant for the GPU.
+std::string CpuInstall(const Context& ctx, const std::vector<std::string>& names,
+                       const std::vector<std::string>& callers,
+                       const std::map<std::string, std::string, std::less<>>& file_of) {
+  for (const CpuFallbackRow& row : ctx.knowledge.cpu_fallback()) {
+    auto gpu_library = [&](std::string_view name) {
+      return std::any_of(row.names.begin(), row.names.end(),
+                         [&](const std::string& g) { return util::GlobMatch(g, name); });
+    };
+    auto caller = [&](const std::string& path) {
+      const elf::ElfInfo* elf = ctx.catalog.Elf(path);
+      return util::GlobMatch(row.caller, util::BaseName(path)) ||
+             (elf && !elf->soname.empty() && util::GlobMatch(row.caller, elf->soname));
+    };
+    if (std::all_of(callers.begin(), callers.end(), caller) &&
+        std::all_of(names.begin(), names.end(), gpu_library) &&
+        std::none_of(file_of.begin(), file_of.end(),
+                     [&](const auto& e) { return gpu_library(e.first); }))
+      return row.runs;
+  }
+  return "";
+}
+
 // The objects on an import path, by real path: in the link map of a Python extension module
 // (Consumer::imported), the module, what its process preloaded, and what those need (DT_NEEDED,
 // recursively). What a dlopen rule loads (cuDNN's engine libraries, a provider) loads on use,
@@ -358,9 +384,15 @@ void CheckUnresolved(Context& ctx) {
       f.severity = Severity::kInfo;
       f.message += " (optional: " + optional->optional + ")";
     }
+    const std::string cpu =
+        r.kind == loader::Kind::kDlopen ? CpuInstall(ctx, cause.names, paths, file_of) : "";
+    if (!cpu.empty()) {
+      f.severity = Severity::kInfo;
+      f.message += " (a CPU install: the image has none of these libraries; " + cpu + ")";
+    }
     // Unreached: a warning; info when the image has the library and only this object's own
     // search misses it (NVIDIA's wheels leave that to the consumer, which loads it first).
-    if (!reached && !all_optional) {
+    if (!reached && !all_optional && cpu.empty()) {
       std::vector<std::string> at;
       for (const auto& n : cause.names)
         if (auto elsewhere = file_of.find(n); elsewhere != file_of.end())

@@ -12,6 +12,7 @@
 #include "elf_builder.h"
 #include "fake_image.h"
 #include "rules/scan.h"
+#include "util/path.h"
 #include "util/sha256.h"
 
 namespace imgcheck::rules {
@@ -1611,7 +1612,8 @@ TEST_CASE("IC080: a release newer than the data knows names the row its checks f
 namespace {
 
 // TensorFlow 2.18's libtensorflow_framework.so.2 as tensorflow[and-cuda] lays it out: a RUNPATH
-// into the nvidia wheels, build facts naming CUDA `cuda`; every wheel library but `missing`.
+// into the nvidia wheels, build facts naming CUDA `cuda`; every wheel library but those matching
+// the glob `missing`.
 // `version` is the release its metadata says; the Python extension that NEEDS the framework
 // (no RUNPATH into the wheels, as in 2.20) is there too.
 FakeImage TfAndCuda(const std::string& cuda, const std::string& missing,
@@ -1630,7 +1632,7 @@ FakeImage TfAndCuda(const std::string& cuda, const std::string& missing,
   for (const auto& [dir, name] : wheels) {
     fw.runpath +=
         (fw.runpath.empty() ? "" : ":") + std::string("$ORIGIN/../nvidia/") + dir + "/lib";
-    if (name != missing) f.File(kSite + "nvidia/" + dir + "/lib/" + name, So(name));
+    if (!util::GlobMatch(missing, name)) f.File(kSite + "nvidia/" + dir + "/lib/" + name, So(name));
   }
   f.File(kSite + "tensorflow/libtensorflow_framework.so.2", elf::fixture::BuildElf(fw));
   elf::fixture::ElfSpec pywrap;
@@ -1673,6 +1675,33 @@ TEST_CASE("IC012: TensorFlow 1.x's extension opens cuDNN and 2.x's framework doe
   // 1.x kept the dso_loader in the extension: libcudnn.so.9 from there cannot be resolved.
   FakeImage one = TfAndCuda("12.5.1", "", "1.15.5");
   CHECK(Ic012Naming(one, "_pywrap_tensorflow_internal.so") == 1);
+}
+
+TEST_CASE("IC012: a CPU install of TensorFlow is info and a GPU one missing libraries an error",
+          "[checks]") {
+  // pip install tensorflow without [and-cuda]: none of the GPU libraries its dso_loader opens;
+  // TensorFlow logs "Cannot dlopen some GPU libraries" and runs on the CPU (tf221-nocuda).
+  FakeImage cpu = TfAndCuda("12.5.1", "lib*");
+  auto found = Scan(cpu);
+  REQUIRE(found["IC012"].size() == 1);
+  const Finding& info = found["IC012"][0];
+  CHECK(info.severity == Severity::kInfo);
+  CHECK_THAT(info.message, Catch::Contains("libcudart.so.12") && Catch::Contains("libcudnn.so.9") &&
+                               Catch::Contains("a CPU install") &&
+                               Catch::Contains("runs on the CPU"));
+  // cuDNN and the runtime there: the image was meant for the GPU, which would be skipped as
+  // silently; the five libraries it lacks are an error (the fixture's cuDNN lacks its
+  // sub-libraries too: another finding).
+  FakeImage gpu = TfAndCuda("12.5.1", "libcu[!d]*");
+  found = Scan(gpu);
+  auto framework = std::find_if(found["IC012"].begin(), found["IC012"].end(), [](const Finding& x) {
+    return x.message.find("libtensorflow_framework.so.2") != std::string::npos;
+  });
+  REQUIRE(framework != found["IC012"].end());
+  CHECK(framework->severity == Severity::kError);
+  CHECK_THAT(framework->message, Catch::Contains("libcusolver.so.11") &&
+                                     !Catch::Contains("libcudart.so.12") &&
+                                     !Catch::Contains("a CPU install"));
 }
 
 }  // namespace imgcheck::rules

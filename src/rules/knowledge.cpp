@@ -261,6 +261,9 @@ Knowledge Knowledge::FromFiles(std::vector<DataFile> files) {
   for (const Row& r : TableRows(f, "optional"))
     k.optional_.push_back(
         {r.String("package"), r.Strings("files"), r.String("when"), r.String("source")});
+  for (const Row& r : TableRows(f, "cpu_fallback"))
+    k.cpu_fallback_.push_back(
+        {r.String("caller"), r.Strings("names"), r.String("runs"), r.String("source")});
   for (const Row& r : TableRows(f, "tensorflow_builds"))
     k.tensorflow_.push_back({VersionField(r, "tensorflow"), VersionField(r, "cudnn"),
                              VersionField(r, "cuda"), r.String("package"), r.String("source")});

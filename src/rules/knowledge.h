@@ -112,6 +112,13 @@ struct PreloadCallRow {
   std::string call, before, source;
 };
 using OptionalRow = loader::OptionalRow;
+/// A framework that runs on the CPU when its GPU libraries do not load (dlopen.json's
+/// cpu_fallback table): with none of them in the image, their unresolved dlopens are info.
+struct CpuFallbackRow {
+  std::string caller;              ///< glob on the calling object's soname or file name
+  std::vector<std::string> names;  ///< globs on the library names
+  std::string runs, source;
+};
 struct SublibrarySet {
   int major = 0;
   std::vector<std::string> libraries;
@@ -159,6 +166,7 @@ class Knowledge {
   const std::vector<PreloadRow>& imports() const { return imports_; }
   /// The optional table of dlopen.json.
   const std::vector<OptionalRow>& optional() const { return optional_; }
+  const std::vector<CpuFallbackRow>& cpu_fallback() const { return cpu_fallback_; }
   const std::vector<RuleInfo>& rules() const { return rules_; }
   const RuleInfo* Rule(std::string_view id) const;  ///< by ID or name, case-insensitive
   /// The closest rule ID or name to a mistyped `word`, "" when nothing is close.
@@ -214,6 +222,7 @@ class Knowledge {
   std::vector<PreloadRow> imports_;
   std::vector<PreloadCallRow> preload_calls_;
   std::vector<OptionalRow> optional_;
+  std::vector<CpuFallbackRow> cpu_fallback_;
   std::vector<RuleInfo> rules_;
   std::vector<DriverRow> drivers_;
   std::vector<Version> cuda_releases_;  ///< cuda.json cuda_releases (the cuda-toolkit wheels)
