@@ -259,9 +259,9 @@ std::string UnresolvedFix(const Context& ctx, const std::vector<std::string>& na
 }
 
 // What a framework does without its GPU libraries (dlopen.json's cpu_fallback), when `callers`
-// dlopen only those and the image has no file named like any of them: a CPU install (pip install
-// tensorflow without [and-cuda]), not a broken one. "" otherwise: some of them present means the
-// image was meant for the GPU.
+// miss only those (by dlopen, or by DT_NEEDED of a provider loaded on request) and the image has
+// no file named like any of them: a CPU install (pip install tensorflow without [and-cuda]), not
+// a broken one. "" otherwise: some of them present means the image was meant for the GPU.
 std::string CpuInstall(const Context& ctx, const std::vector<std::string>& names,
                        const std::vector<std::string>& callers,
                        const std::map<std::string, std::string, std::less<>>& file_of) {
@@ -384,11 +384,10 @@ void CheckUnresolved(Context& ctx) {
       f.severity = Severity::kInfo;
       f.message += " (optional: " + optional->optional + ")";
     }
-    const std::string cpu =
-        r.kind == loader::Kind::kDlopen ? CpuInstall(ctx, cause.names, paths, file_of) : "";
+    const std::string cpu = CpuInstall(ctx, cause.names, paths, file_of);
     if (!cpu.empty()) {
       f.severity = Severity::kInfo;
-      f.message += " (a CPU install: the image has none of these libraries; " + cpu + ")";
+      f.message += " (a CPU install: the image has none of its GPU libraries; " + cpu + ")";
     }
     // Unreached: a warning; info when the image has the library and only this object's own
     // search misses it (NVIDIA's wheels leave that to the consumer, which loads it first).

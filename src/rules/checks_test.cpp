@@ -1704,4 +1704,51 @@ TEST_CASE("IC012: a CPU install of TensorFlow is info and a GPU one missing libr
                                      !Catch::Contains("a CPU install"));
 }
 
+TEST_CASE("IC012: onnxruntime-gpu with no CUDA library is a CPU install and with some an error",
+          "[checks]") {
+  // onnxruntime-gpu 1.31.1 (readelf of the wheel): its CUDA and TensorRT providers (no RUNPATH)
+  // NEED CUDA 13's libraries and load when their execution provider is asked for; without them
+  // the session runs on the CPU. The [cuda] extra puts cuRAND in nvidia/cu13/lib but installs
+  // no cuBLAS.
+  auto image = [](bool cuda_extra) {
+    FakeImage f;
+    const std::string capi = "onnxruntime/capi/";
+    f.File(kSite + capi + "libonnxruntime_providers_cuda.so",
+           So("libonnxruntime_providers_cuda.so",
+              {"libcublasLt.so.13", "libcublas.so.13", "libcurand.so.10", "libcudart.so.13"}));
+    f.File(kSite + capi + "libonnxruntime_providers_tensorrt.so",
+           So("libonnxruntime_providers_tensorrt.so",
+              {"libcublas.so.13", "libnvinfer.so.10", "libcudart.so.13", "libcudnn.so.9"}));
+    if (cuda_extra) f.File(kSite + "nvidia/cu13/lib/libcurand.so.10", So("libcurand.so.10"));
+    Dist(
+        f, "onnxruntime-gpu", "1.31.1", {},
+        {capi + "libonnxruntime_providers_cuda.so", capi + "libonnxruntime_providers_tensorrt.so"});
+    return f;
+  };
+  auto saying = [](const std::vector<Finding>& list, const std::string& text) {
+    std::vector<Finding> out;
+    for (const Finding& x : list)
+      if (x.message.find(text) != std::string::npos) out.push_back(x);
+    return out;
+  };
+  auto serious = [](const std::vector<Finding>& list) {
+    return std::count_if(list.begin(), list.end(),
+                         [](const Finding& x) { return x.severity != Severity::kInfo; });
+  };
+  FakeImage cpu = image(false);
+  auto found = Scan(cpu);
+  CHECK(serious(found["IC012"]) == 0);
+  // Grouped by the objects that miss them: the CUDA provider's own, and those both NEED.
+  std::string said;
+  for (const Finding& x : saying(found["IC012"], "a CPU install")) said += x.message + "\n";
+  CHECK_THAT(said, Catch::Contains("libcublasLt.so.13") && Catch::Contains("libcudart.so.13") &&
+                       Catch::Contains("Failed to create CUDAExecutionProvider"));
+  FakeImage gpu = image(true);
+  found = Scan(gpu);
+  CHECK(saying(found["IC012"], "a CPU install").empty());
+  std::vector<Finding> missing = saying(found["IC012"], "libcublasLt.so.13");
+  REQUIRE(missing.size() == 1);
+  CHECK(missing[0].severity == Severity::kError);
+}
+
 }  // namespace imgcheck::rules
