@@ -1,6 +1,7 @@
 // Checks over how libraries are found: IC010-IC016, IC051, IC060, IC061.
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -157,14 +158,60 @@ std::vector<std::string> TriedDirs(const loader::Resolution& r) {
   return dirs;
 }
 
+// The NVIDIA wheels that ship `name` (libraries.json wheel_libraries), of the consumer's CUDA
+// major (its wheel's -cuN, or the CUDA runtime or cuBLAS it names) where that narrows them
+// (libcurand.so.10 is in the -cu11, -cu12 and unsuffixed CUDA 13 projects): "nvidia-curand-cu12",
+// "" when none does. A wheel that vendors a copy for itself (triton's CUPTI) is not a provider.
+std::string ShippedBy(const Context& ctx, const std::string& name, const std::string& consumer) {
+  std::vector<std::string> projects;
+  for (const WheelLibrariesRow& row : ctx.knowledge.wheel_libraries())
+    if (row.project.rfind("nvidia-", 0) == 0 &&
+        std::find(row.libraries.begin(), row.libraries.end(), name) != row.libraries.end() &&
+        std::find(projects.begin(), projects.end(), row.project) == projects.end())
+      projects.push_back(row.project);
+  auto digits = [](std::string_view text) {
+    return !text.empty() && std::all_of(text.begin(), text.end(),
+                                        [](unsigned char c) { return std::isdigit(c) != 0; });
+  };
+  // "nvidia-cudnn-cu12" -> 12; 0 for a project of no major suffix.
+  auto suffix_major = [&](const std::string& project) {
+    size_t cu = project.rfind("-cu");
+    return cu != std::string::npos && digits(std::string_view(project).substr(cu + 3))
+               ? std::atoi(project.c_str() + cu + 3)
+               : 0;
+  };
+  // The consumer's CUDA major: its own wheel's suffix, else its runtime or cuBLAS soname.
+  const catalog::Component* dist = OwningDist(ctx, consumer);
+  int major = dist ? suffix_major(dist->name) : 0;
+  if (const elf::ElfInfo* elf = ctx.catalog.Elf(consumer)) {
+    std::vector<std::string> names = elf->needed;
+    names.push_back(elf->soname);
+    for (const std::string& n : names)
+      for (std::string_view lib : {"libcudart.so.", "libcublas.so.", "libcublasLt.so."})
+        if (major == 0 && n.rfind(lib, 0) == 0) major = std::atoi(n.c_str() + lib.size());
+  }
+  std::vector<std::string> of_major;
+  for (const std::string& p : projects)
+    if (major != 0 && (suffix_major(p) != 0 ? suffix_major(p) == major : major >= 13))
+      of_major.push_back(p);
+  std::vector<std::string>& shown = of_major.empty() ? projects : of_major;
+  std::string out;
+  for (size_t i = 0; i < shown.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == shown.size() ? " or " : ", ") + shown[i];
+  return out;
+}
+
 // What provides a soname no file of the image has: the wheel the consumer's own distribution
-// pins (its Requires-Dist of the library's family), else the family's package kinds.
+// pins (its Requires-Dist of the library's family), else the wheels that ship it and the
+// family's other package kinds. A library of no family the tables know is still one the loader
+// must find: the wheel that ships it is named all the same.
 std::string Provider(const Context& ctx, const std::string& name, const std::string& consumer) {
   std::string family = ctx.FamilyOf(name);
   const catalog::Family* fam = nullptr;
   for (const auto& f : ctx.knowledge.libraries().families)
     if (f.family == family) fam = &f;
-  if (!fam) return "";
+  std::string wheels = ShippedBy(ctx, name, consumer);
+  if (!fam) return wheels.empty() ? "" : "install the pip wheel " + wheels + ", which ships it";
   if (std::string pinned = RequiredInstall(ctx, family, OwningDist(ctx, consumer)); !pinned.empty())
     return pinned;
   // The globs of libraries.json as names to fill in: "nvidia-cudnn-cu[0-9]*" -> "nvidia-cudnn-cuN".
@@ -174,7 +221,10 @@ std::string Provider(const Context& ctx, const std::string& name, const std::str
     return glob;
   };
   std::vector<std::string> kinds;
-  if (!fam->pip.empty()) kinds.push_back("the pip wheel " + shown(fam->pip[0]));
+  if (!wheels.empty())
+    kinds.push_back("the pip wheel " + wheels);
+  else if (!fam->pip.empty())
+    kinds.push_back("the pip wheel " + shown(fam->pip[0]));
   if (!fam->dpkg.empty()) kinds.push_back("the Debian/Ubuntu package " + shown(fam->dpkg[0]));
   if (!fam->conda.empty()) kinds.push_back("the conda package " + shown(fam->conda[0]));
   return kinds.empty() ? ""

@@ -148,7 +148,9 @@ TEST_CASE("IC012: one finding per requester and search path, with the fix the ev
   // Truly absent: what provides them, never "installed elsewhere".
   CHECK(both.remediation.find("no file of the image provides libcublasLt.so.12") !=
         std::string::npos);
-  CHECK(both.remediation.find("nvidia-cublas-cuN") != std::string::npos);
+  // The wheels that ship them, of the CUDA major libcublas.so.12 is.
+  CHECK(both.remediation.find("nvidia-cublas-cu12") != std::string::npos);
+  CHECK(both.remediation.find("nvidia-cuda-runtime-cu12") != std::string::npos);
   // Names one provider serves are said once, with it (the text report showed cuDNN's seven
   // sub-libraries each with the same install line).
   FakeImage same = WithLibs(
@@ -995,6 +997,29 @@ TEST_CASE("IC012: a library an import needs does not resolve, whatever its name"
   FakeImage ok = TorchImport({.python_needs = {unknown}});
   ok.File(kSite + "torch/lib/" + unknown, So(unknown));
   CHECK(Naming(Scan(ok), "IC012", python).empty());
+}
+
+TEST_CASE("IC012: a library of no known family that no file provides names the wheel that ships it",
+          "[checks]") {
+  // libtorch_python.so NEEDS libcusparseLt.so.0 (a family libraries.json does not classify) and
+  // the image has no copy: the fix names the NVIDIA wheel of its CUDA major that ships it
+  // (wheel_libraries, read from the wheels), not a family's placeholder.
+  const std::string unknown = "libcusparseLt.so.0";
+  const std::string python = kSite + "torch/lib/libtorch_python.so";
+  for (const auto& [cudart, wheel] : std::vector<std::pair<std::string, std::string>>{
+           {"libcudart.so.12", "nvidia-cusparselt-cu12"},
+           {"libcudart.so.13", "nvidia-cusparselt-cu13"}}) {
+    FakeImage f = TorchImport({.python_needs = {unknown, cudart}});
+    f.File(kSite + "torch/lib/" + cudart, So(cudart));
+    auto found = Scan(f);
+    std::vector<Finding> unresolved = Naming(found, "IC012", python);
+    REQUIRE(unresolved.size() == 1);
+    INFO(unresolved[0].remediation);
+    CHECK(unresolved[0].severity == Severity::kError);
+    CHECK(unresolved[0].remediation == "no file of the image provides " + unknown +
+                                           ": install the pip wheel " + wheel +
+                                           ", which ships it.");
+  }
 }
 
 TEST_CASE("IC012: what a dlopen rule loads is not on the import path", "[checks]") {

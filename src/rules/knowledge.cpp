@@ -261,6 +261,9 @@ Knowledge Knowledge::FromFiles(std::vector<DataFile> files) {
   for (const Row& r : TableRows(f, "optional"))
     k.optional_.push_back(
         {r.String("package"), r.Strings("files"), r.String("when"), r.String("source")});
+  for (const Row& r : TableRows(f, "wheel_libraries"))
+    k.wheel_libraries_.push_back(
+        {r.String("project"), r.String("version"), r.String("dir"), r.Strings("libraries")});
   for (const Row& r : TableRows(f, "cpu_fallback"))
     k.cpu_fallback_.push_back(
         {r.String("caller"), r.Strings("names"), r.String("runs"), r.String("source")});

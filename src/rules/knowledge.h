@@ -112,6 +112,12 @@ struct PreloadCallRow {
   std::string call, before, source;
 };
 using OptionalRow = loader::OptionalRow;
+/// The shared objects of one NVIDIA library wheel release (libraries.json wheel_libraries, read
+/// from the wheels on PyPI): which project ships a soname, and where it installs it.
+struct WheelLibrariesRow {
+  std::string project, version, dir;   ///< dir: relative to site-packages ("nvidia/cu13/lib")
+  std::vector<std::string> libraries;  ///< file names (the sonames the wheel ships)
+};
 /// A framework that runs on the CPU when its GPU libraries do not load (dlopen.json's
 /// cpu_fallback table): with none of them in the image, their unresolved dlopens are info.
 struct CpuFallbackRow {
@@ -167,6 +173,7 @@ class Knowledge {
   /// The optional table of dlopen.json.
   const std::vector<OptionalRow>& optional() const { return optional_; }
   const std::vector<CpuFallbackRow>& cpu_fallback() const { return cpu_fallback_; }
+  const std::vector<WheelLibrariesRow>& wheel_libraries() const { return wheel_libraries_; }
   const std::vector<RuleInfo>& rules() const { return rules_; }
   const RuleInfo* Rule(std::string_view id) const;  ///< by ID or name, case-insensitive
   /// The closest rule ID or name to a mistyped `word`, "" when nothing is close.
@@ -223,6 +230,7 @@ class Knowledge {
   std::vector<PreloadCallRow> preload_calls_;
   std::vector<OptionalRow> optional_;
   std::vector<CpuFallbackRow> cpu_fallback_;
+  std::vector<WheelLibrariesRow> wheel_libraries_;
   std::vector<RuleInfo> rules_;
   std::vector<DriverRow> drivers_;
   std::vector<Version> cuda_releases_;  ///< cuda.json cuda_releases (the cuda-toolkit wheels)
