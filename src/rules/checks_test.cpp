@@ -1112,6 +1112,31 @@ TEST_CASE("process: a package's own RTLD_LOCAL load satisfies its module's DT_NE
   CHECK(missing[0].message.find("libtorchaudio.so") != std::string::npos);
 }
 
+TEST_CASE("process: faiss-gpu preloads the CUDA runtime its SWIG module NEEDS", "[checks]") {
+  // faiss-gpu-cu12's _swigfaiss.so NEEDS libcudart.so.12 with an RPATH only into its .libs:
+  // faiss/loader.py loads the nvidia wheels' libcudart, libcublas, libcublasLt RTLD_GLOBAL
+  // first (dlopen.json preload), so glibc finds it already loaded. Without the wheel it fails.
+  auto image = [](bool runtime_wheel) {
+    FakeImage f;
+    elf::fixture::ElfSpec swig;
+    swig.needed = {"libcudart.so.12"};
+    swig.rpath = "$ORIGIN/../faiss_gpu_cu12.libs";
+    f.File(kSite + "faiss/_swigfaiss.so", elf::fixture::BuildElf(swig));
+    if (runtime_wheel)
+      f.File(kSite + "nvidia/cuda_runtime/lib/libcudart.so.12", So("libcudart.so.12"));
+    Dist(f, "faiss-gpu-cu12", "1.14.1.post1", {"nvidia-cuda-runtime-cu12>=12.1.105"},
+         {"faiss/_swigfaiss.so"});
+    return f;
+  };
+  FakeImage ok = image(true);
+  CHECK(Naming(Scan(ok), "IC012", kSite + "faiss/_swigfaiss.so").empty());
+  FakeImage bad = image(false);
+  auto missing = Naming(Scan(bad), "IC012", kSite + "faiss/_swigfaiss.so");
+  REQUIRE(missing.size() == 1);
+  CHECK(missing[0].severity == Severity::kError);
+  CHECK(missing[0].remediation.find("nvidia-cuda-runtime-cu12") != std::string::npos);
+}
+
 TEST_CASE("IC001: a framework loads a cuDNN its run-time check rejects", "[checks]") {
   auto image = [&](const std::string& found_version) {
     FakeImage f = Torch();  // compiled with cuDNN 8.9.2.26
