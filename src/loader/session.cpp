@@ -318,7 +318,7 @@ std::vector<LoadRoot> ChooseRoots(const catalog::Catalog& catalog,
     }
   if (!dependents.empty())
     for (const auto& [path, elf] : catalog.elves()) {
-      if (elf.type != elf::kTypeSharedObject || !ImportsAsModule(path)) continue;
+      if (elf.type != elf::kTypeSharedObject || !ImportsAsModule(path, elf)) continue;
       const catalog::PackageRef* owner = catalog.Owner(path);
       if (owner && owner->manager == catalog::PackageManager::kPip && dependents.count(owner->name))
         add(path, "extension " + owner->name, nullptr);
@@ -403,7 +403,8 @@ Session Session::Build(const image::Image& image, const catalog::Catalog& catalo
   std::set<std::string, std::less<>> file_names;
   for (const auto& [path, elf] : catalog.elves()) file_names.emplace(util::BaseName(path));
   for (Consumer& c : s.consumers_) {
-    c.imported = ImportsAsModule(c.path) && FindsLibc(c.graph);
+    const elf::ElfInfo* elf = catalog.Elf(c.path);
+    c.imported = elf && ImportsAsModule(c.path, *elf) && FindsLibc(c.graph);
     // An import that fails is a failure of its own (every DT_NEEDED it misses), not a module
     // that cannot run anyway.
     if (!c.imported) c.not_runnable = NotRunnable(c.graph, *rules.libraries, file_names);
@@ -436,9 +437,17 @@ Session Session::ForRoots(const image::Image& image, const catalog::Catalog& cat
   return s;
 }
 
-bool ImportsAsModule(std::string_view path) {
+bool ImportsAsModule(std::string_view path, const elf::ElfInfo& elf) {
   std::string_view name = util::BaseName(path);
-  return InPythonDir(path) && name.ends_with(".so") && !name.starts_with("lib") && name.size() > 3;
+  if (!InPythonDir(path) || !name.ends_with(".so") || name.size() <= 3) return false;
+  if (!name.starts_with("lib")) return true;
+  // paddle/base/libpaddle.so is the module paddle.base.libpaddle: CPython calls the
+  // PyInit_<name> a module's file defines, whatever the name.
+  const uint64_t init = elf::NameHash("PyInit_" + std::string(name.substr(0, name.find('.'))));
+  if (elf.has_export_keys)
+    return std::binary_search(elf.export_keys.begin(), elf.export_keys.end(), init);
+  return std::any_of(elf.exported.begin(), elf.exported.end(),
+                     [&](const elf::Symbol& s) { return elf::SymbolNameHash(s) == init; });
 }
 
 Session::Process Session::InterpreterOf(const Consumer& consumer) const {

@@ -36,10 +36,11 @@ struct Consumer {
   bool imported = false;
 };
 
-/// Whether `path` is a Python extension module that an import loads: under site-packages or
-/// dist-packages, a `.so` whose name is a module name (CPython's EXTENSION_SUFFIXES:
-/// `<name>.cpython-3XY-<platform>.so`, `<name>.abi3.so`, `<name>.so`), not a `lib*.so*` library.
-bool ImportsAsModule(std::string_view path);
+/// Whether `path` (its ELF facts `elf`) is a Python extension module that an import loads: under
+/// site-packages or dist-packages, a `.so` whose name is a module name (CPython's
+/// EXTENSION_SUFFIXES: `<name>.cpython-3XY-<platform>.so`, `<name>.abi3.so`, `<name>.so`), not a
+/// `lib*.so*` library unless it defines the module's PyInit_<name> (paddle's libpaddle.so).
+bool ImportsAsModule(std::string_view path, const elf::ElfInfo& elf);
 
 /// Whether some object of `graph` found libc.so: then a name that does not resolve is missing
 /// from the image, not provided by a runtime the scan was not given (a directory of wheels).

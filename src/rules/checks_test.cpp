@@ -960,7 +960,6 @@ TEST_CASE("process: a package whose __init__ imports torch first runs in torch's
   };
   FakeImage f = image("torchaudio");
   auto found = Scan(f);
-  for (const Finding& x : found["IC012"]) UNSCOPED_INFO(x.message);
   CHECK(found["IC012"].empty());
   CHECK(Naming(found, "IC013", audio).empty());
   // The same layout under a name no row says imports torch: its own process, as glibc would
@@ -1020,6 +1019,35 @@ TEST_CASE("IC012: a library of no known family that no file provides names the w
                                            ": install the pip wheel " + wheel +
                                            ", which ships it.");
   }
+}
+
+TEST_CASE("IC012: a lib*.so that defines its PyInit is a module an import loads", "[checks]") {
+  // paddlepaddle-gpu 2.6.2: paddle/base/libpaddle.so is the module paddle.base.libpaddle
+  // (PyInit_libpaddle); its libcommon.so NEEDS libgomp.so.1, which a Debian 12 root without
+  // libgomp1 lacks: `import paddle` fails. A lib*.so without a PyInit stays a library.
+  auto image = [](const std::string& init) {
+    FakeImage f = WithLibs({{"libc.so.6", So("libc.so.6")}});
+    elf::fixture::ElfSpec module;
+    module.soname = "libpaddle.so";
+    module.needed = {"libcommon.so", "libc.so.6"};
+    module.runpath = "$ORIGIN/../libs/";
+    module.exported = {init};
+    f.File(kSite + "paddle/base/libpaddle.so", elf::fixture::BuildElf(module));
+    f.File(kSite + "paddle/libs/libcommon.so", So("libcommon.so", {"libgomp.so.1", "libc.so.6"}));
+    Dist(f, "paddlepaddle-gpu", "2.6.2", {},
+         {"paddle/base/libpaddle.so", "paddle/libs/libcommon.so"});
+    return f;
+  };
+  FakeImage module = image("PyInit_libpaddle");
+  auto found = Scan(module);
+  std::vector<Finding> missing = Naming(found, "IC012", kSite + "paddle/libs/libcommon.so");
+  REQUIRE(missing.size() == 1);
+  CHECK(missing[0].severity == Severity::kError);
+  CHECK(missing[0].message.rfind("libgomp.so.1 (DT_NEEDED of " + kSite + "paddle/libs/libcommon.so",
+                                 0) == 0);
+  FakeImage library = image("paddle_init");
+  auto as_library = Scan(library);
+  for (const Finding& f : as_library["IC012"]) CHECK(f.severity != Severity::kError);
 }
 
 TEST_CASE("IC012: what a dlopen rule loads is not on the import path", "[checks]") {
