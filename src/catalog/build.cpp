@@ -6,6 +6,7 @@
 #include "catalog/builder.h"
 #include "catalog/metadata.h"
 #include "image/layer.h"
+#include "util/parallel.h"
 #include "util/path.h"
 
 namespace imgcheck::catalog {
@@ -178,7 +179,17 @@ bool HasDirComponent(std::string_view path, const std::vector<std::string>& name
 void Builder::Run() {
   cat_.layers = image_.layers;
   ReadConfig();
-  for (const auto& [path, node] : tree_.nodes()) Visit(path, node);
+  // Parsing ELF files is most of a catalog: `jobs_` threads parse, the visits keep the tree's
+  // order (the same catalog, diagnostics and first limit as one thread).
+  std::vector<std::pair<const std::string*, const Node*>> files;
+  for (const auto& [path, node] : tree_.nodes())
+    if (node.type == NodeType::kRegular && node.content) files.emplace_back(&path, &node);
+  std::vector<util::Expected<std::optional<elf::ElfInfo>>> parsed(files.size(),
+                                                                  std::optional<elf::ElfInfo>());
+  util::ParallelFor(files.size(), jobs_, [&](size_t i) {
+    parsed[i] = elf::Parse(*files[i].second->content, {limits_.elf_table_bytes});
+  });
+  for (size_t i = 0; i < files.size(); ++i) Visit(*files[i].first, *files[i].second, parsed[i]);
   ReadDpkg();
   ReadDists();
   ReadConda();
@@ -255,10 +266,8 @@ void Builder::ReadConfig() {
   }
 }
 
-void Builder::Visit(const std::string& path, const Node& node) {
-  if (node.type != NodeType::kRegular || !node.content) return;
-  util::Expected<std::optional<elf::ElfInfo>> parsed =
-      elf::Parse(*node.content, {limits_.elf_table_bytes});
+void Builder::Visit(const std::string& path, const Node& node,
+                    util::Expected<std::optional<elf::ElfInfo>>& parsed) {
   if (parsed && *parsed && (*parsed)->table_limit_reached)
     util::LimitExceeded("the dynamic tables of " + path, util::MiBText(limits_.elf_table_bytes),
                         "--max-elf-table-mb");
@@ -389,9 +398,10 @@ image::DigestRule DigestRule(const LibraryRules& rules) {
   return rule;
 }
 
-Catalog Build(const image::Image& image, const LibraryRules& rules, const util::Limits& limits) {
+Catalog Build(const image::Image& image, const LibraryRules& rules, const util::Limits& limits,
+              int jobs) {
   Catalog cat;
-  Builder(image, rules, limits, cat).Run();
+  Builder(image, rules, limits, jobs, cat).Run();
   return cat;
 }
 

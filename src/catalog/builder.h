@@ -23,8 +23,8 @@ bool HasDirComponent(std::string_view path, const std::vector<std::string>& name
 class Builder {
  public:
   Builder(const image::Image& image, const LibraryRules& rules, const util::Limits& limits,
-          Catalog& cat)
-      : image_(image), tree_(image.tree), rules_(rules), limits_(limits), cat_(cat) {}
+          int jobs, Catalog& cat)
+      : image_(image), tree_(image.tree), rules_(rules), limits_(limits), jobs_(jobs), cat_(cat) {}
 
   void Run();
 
@@ -59,7 +59,9 @@ class Builder {
                                           bool need_whole = false);
   void Diagnose(std::string path, int layer, std::string message);
   void ReadConfig();
-  void Visit(const std::string& path, const image::Node& node);
+  /// Catalogues one regular file, given what elf::Parse made of it.
+  void Visit(const std::string& path, const image::Node& node,
+             util::Expected<std::optional<elf::ElfInfo>>& parsed);
   void ReadLoaderConfig();
 
   // packages.cpp
@@ -91,6 +93,7 @@ class Builder {
   const image::Tree& tree_;
   const LibraryRules& rules_;
   const util::Limits& limits_;
+  int jobs_;  ///< threads that parse ELF files
   Catalog& cat_;
 
   std::vector<std::string> dpkg_databases_;                        // status, status.d/*

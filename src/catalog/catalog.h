@@ -244,8 +244,8 @@ image::DigestRule DigestRule(const LibraryRules& rules);
 /// Catalogues the merged tree of `image`, classified by `rules` (rules/libraries.json).
 /// Problems inside the image become diagnostics. A file that would make the catalog exceed
 /// `limits` (metadata_bytes, elf_table_bytes, include_depth, include_files) stops the run:
-/// util::LimitExceeded.
-Catalog Build(const image::Image& image, const LibraryRules& rules,
-              const util::Limits& limits = {});
+/// util::LimitExceeded. `jobs` threads parse the ELF files.
+Catalog Build(const image::Image& image, const LibraryRules& rules, const util::Limits& limits = {},
+              int jobs = 1);
 
 }  // namespace imgcheck::catalog

@@ -397,6 +397,43 @@ TEST_CASE("a corrupt ELF is a diagnostic and the scan goes on", "[catalog]") {
   CHECK(One(cat, ComponentKind::kCudaLibrary, "/usr/lib/libcublasLt.so.12").elf);
 }
 
+TEST_CASE("threads that parse the ELF files make the catalog one thread makes", "[catalog]") {
+  FakeImage f(2);
+  for (int i = 0; i < 40; ++i) {
+    std::string name = "libcublas" + std::to_string(i) + ".so.12";
+    std::string bytes = SharedObjectBytes(name);
+    if (i % 7 == 3)
+      for (size_t b = 0x20; b < 0x30; ++b) bytes[b] = '\xff';  // corrupt: a diagnostic
+    f.File("/usr/lib/" + name, bytes, i % 2);
+  }
+  Library(f, "/usr/lib/libcublasLt.so.12", "libcublasLt.so.12");
+  Catalog one = Build(f.image(), BuiltInRules(), {}, 1);
+  REQUIRE(one.diagnostics.size() == 6);
+  REQUIRE(one.elves().size() == 35);
+  for (int jobs : {2, 8}) {
+    Catalog many = Build(f.image(), BuiltInRules(), {}, jobs);
+    REQUIRE(many.diagnostics.size() == one.diagnostics.size());
+    for (size_t i = 0; i < one.diagnostics.size(); ++i) {
+      CHECK(many.diagnostics[i].path == one.diagnostics[i].path);
+      CHECK(many.diagnostics[i].layer == one.diagnostics[i].layer);
+      CHECK(many.diagnostics[i].message == one.diagnostics[i].message);
+    }
+    REQUIRE(many.elves().size() == one.elves().size());
+    for (const auto& [path, elf] : one.elves()) {
+      REQUIRE(many.elves().count(path) == 1);
+      CHECK(many.elves().at(path).soname == elf.soname);
+      CHECK(many.elves().at(path).exported.size() == elf.exported.size());
+    }
+    CHECK(many.components.size() == one.components.size());
+  }
+  // The first file in the tree's order over the ELF table bound is the one named.
+  util::Limits tight;
+  tight.elf_table_bytes = 16;
+  for (int jobs : {1, 8})
+    CHECK_THROWS_WITH(Build(f.image(), BuiltInRules(), tight, jobs),
+                      Catch::Contains("the dynamic tables of /usr/lib/libcublas0.so.12"));
+}
+
 TEST_CASE("capture policy: ELF capturer for libraries, prefixes for metadata", "[catalog]") {
   image::CapturePolicy policy = CapturePolicy(BuiltInRules());
   CHECK(policy("/usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.2", 1 << 20, 0644) != nullptr);

@@ -90,7 +90,7 @@ std::unique_ptr<Result> Run(const Request& request) {
   if (request.depth == Depth::kImage) return r;
   {
     util::ProfileSpan span(util::Stage::kCatalog);
-    r->catalog = catalog::Build(r->image, knowledge.libraries(), r->load.limits);
+    r->catalog = catalog::Build(r->image, knowledge.libraries(), r->load.limits, r->load.jobs);
   }
   r->input.image = &r->image;
   r->input.catalog = &r->catalog;

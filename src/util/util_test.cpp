@@ -1,16 +1,20 @@
 #include <sys/stat.h>
 
 #include <array>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <cstdint>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "support.h"
 #include "util/error.h"
 #include "util/file.h"
 #include "util/names.h"
+#include "util/parallel.h"
 #include "util/path.h"
 #include "util/reader.h"
 #include "util/sha256.h"
@@ -243,4 +247,25 @@ TEST_CASE("A name table answers both ways and names every enumerator") {
   CHECK(Name(kFruitNames, static_cast<Fruit>(9), "?") == "?");
   CHECK_FALSE(Parse(kFruitNames, "Pear"));
   CHECK_FALSE(Parse(kFruitNames, ""));
+}
+
+TEST_CASE("ParallelFor runs each index once and rethrows the lowest failing index") {
+  for (int threads : {1, 2, 8}) {
+    std::vector<std::atomic<int>> runs(1000);
+    ParallelFor(runs.size(), threads, [&](size_t i) { ++runs[i]; });
+    for (const auto& r : runs) REQUIRE(r == 1);
+    ParallelFor(0, threads, [](size_t) { FAIL("no index to run"); });
+    // 300 and 700 fail: a loop would stop at 300 having run all below it.
+    std::vector<std::atomic<int>> ran(1000);
+    try {
+      ParallelFor(ran.size(), threads, [&](size_t i) {
+        ++ran[i];
+        if (i == 300 || i == 700) throw std::runtime_error("index " + std::to_string(i));
+      });
+      FAIL("no exception");
+    } catch (const std::runtime_error& e) {
+      CHECK(std::string(e.what()) == "index 300");
+    }
+    for (size_t i = 0; i <= 300; ++i) REQUIRE(ran[i] == 1);
+  }
 }
