@@ -175,12 +175,14 @@ std::vector<Unbound> Bind(const LoadGraph& graph, const BindScope& scope, Symbol
   // Each object's DT_NEEDED that resolved, as graph indices; whether one did not resolve.
   std::vector<std::vector<int>> deps(static_cast<size_t>(n));
   std::vector<bool> unresolved(static_cast<size_t>(n), false),
-      runtime(static_cast<size_t>(n), false);
+      runtime(static_cast<size_t>(n), false), host(static_cast<size_t>(n), false);
   for (int i = 0; i < n; ++i) {
     for (const Resolution& r : objects[static_cast<size_t>(i)].resolutions) {
       if (r.kind != Kind::kNeeded) continue;
       if (!r.found()) {
-        (VersionsEverything(util::BaseName(r.name)) ? runtime
+        std::string_view name = util::BaseName(r.name);
+        (VersionsEverything(name)                   ? runtime
+         : scope.from_host && scope.from_host(name) ? host
                                                     : unresolved)[static_cast<size_t>(i)] = true;
         continue;
       }
@@ -229,7 +231,8 @@ std::vector<Unbound> Bind(const LoadGraph& graph, const BindScope& scope, Symbol
     /// when first asked (an object already bound in this scope by an earlier link map never
     /// asks).
     bool runtime_missing = false;
-    std::vector<int> members;  ///< graph objects in it
+    bool host_missing = false;  ///< a library of the host's (the driver) is not in the image
+    std::vector<int> members;   ///< graph objects in it
     std::optional<std::vector<uint64_t>> runtime_names;
     bool known = true;  ///< every symbol table in it read whole
     uint64_t fingerprint = 0;
@@ -252,9 +255,10 @@ std::vector<Unbound> Bind(const LoadGraph& graph, const BindScope& scope, Symbol
     for (int o : s.members) {
       if (unresolved[static_cast<size_t>(o)]) s.complete = false;
       if (runtime[static_cast<size_t>(o)]) s.runtime_missing = true;
+      if (host[static_cast<size_t>(o)]) s.host_missing = true;
     }
-    uint64_t f =
-        (scope.python_symbols ? 1 : 0) | (s.complete ? 2 : 0) | (s.runtime_missing ? 4 : 0);
+    uint64_t f = (scope.python_symbols ? 1 : 0) | (s.complete ? 2 : 0) |
+                 (s.runtime_missing ? 4 : 0) | (s.host_missing ? 8 : 0);
     for (std::string_view p : in) f = Mix(f * kFnvPrime, p) ^ 0x5a;  // sorted: order-free
     s.fingerprint = f;
   }
@@ -294,6 +298,8 @@ std::vector<Unbound> Bind(const LoadGraph& graph, const BindScope& scope, Symbol
         if (sym.version.empty() &&
             (!s.complete || (scope.python_symbols && PythonSymbol(sym.name))))
           continue;
+        // The driver the host mounts defines C names only (libcuda.so.1: cu*, no _Z symbol).
+        if (sym.version.empty() && s.host_missing && !sym.name.starts_with("_Z")) continue;
         // A runtime library the image lacks would define it: named so by the C++ runtime's
         // mangling, or versioned where another object of the scope references it.
         if (sym.version.empty() && s.runtime_missing &&

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -77,6 +78,9 @@ struct BindScope {
   /// The host is a Python interpreter the image does not have: Py* and _Py* are taken as
   /// bound (the interpreter that imports the module provides them).
   bool python_symbols = false;
+  /// Whether a library the image need not have is the host's (the driver the container runtime
+  /// mounts). Its absence hides only the C names it may define: it exports no C++ symbol.
+  std::function<bool(std::string_view soname)> from_host;
 };
 
 /// A reference no object of the scope defines.
@@ -97,7 +101,8 @@ struct Unbound {
 /// versioned reference to a file that does not resolve, or whose version the file does not
 /// define (glibc stops at the version check first); unversioned references of a scope in
 /// which some DT_NEEDED does not resolve, unless that one is a glibc or GCC runtime library
-/// (they version every symbol they export).
+/// (they version every symbol they export), or the host's (BindScope::from_host: then only its
+/// C names go unjudged).
 std::vector<Unbound> Bind(const LoadGraph& graph, const BindScope& scope, SymbolIndex& index);
 
 }  // namespace imgcheck::loader

@@ -163,6 +163,7 @@ void CheckUnboundSymbols(Context& ctx) {
     for (const loader::LoadedObject& o : c->graph.objects)
       if (o.elf && !index.Known(o.real_path)) unread.try_emplace(o.real_path, c);
     loader::BindScope scope;
+    scope.from_host = [&ctx](std::string_view name) { return ctx.FamilyOf(name) == "driver"; };
     if (loader::Session::Process process = ctx.input.session.InterpreterOf(*c); process.python) {
       if (!process.interpreter) {
         scope.python_symbols = true;  // the interpreter that imports it provides them

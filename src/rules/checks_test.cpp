@@ -713,6 +713,7 @@ struct TorchProcess {
   std::vector<std::string> python_needs = {};
   std::vector<std::string> vision_imports = {kC10, kCpu};
   std::vector<std::string> vision_weak = {};
+  std::vector<std::string> vision_needs = {};       // added to torchvision/_C.so's DT_NEEDED
   std::string torch_version = "2.3.0";              // torch's METADATA
   std::string vision_requires = "torch (==2.3.0)";  // torchvision's
 };
@@ -747,6 +748,7 @@ FakeImage TorchImport(const TorchProcess& p) {
         "torch/lib/libtorch_python.so", "torch/lib/libtorch_cpu.so", "torch/lib/libc10.so"});
   elf::fixture::ElfSpec vision;
   vision.needed = {"libc10.so", "libtorch_cpu.so", "libc.so.6"};
+  vision.needed.insert(vision.needed.end(), p.vision_needs.begin(), p.vision_needs.end());
   vision.imported = p.vision_imports;
   vision.weak_imported = p.vision_weak;
   vision.exported = {"PyInit__C"};
@@ -851,6 +853,34 @@ TEST_CASE("IC013: an extension misses a C++ symbol of the framework it was built
   // Defined: silent.
   FakeImage ok = TorchImport({});
   CHECK(Naming(Scan(ok), "IC013", kVision).empty());
+}
+
+TEST_CASE("IC012: an extension that NEEDS the host's driver is whole, and its C++ symbols bind",
+          "[checks]") {
+  // vllm's modules NEED libcuda.so.1, which the NVIDIA Container Toolkit mounts from the host:
+  // the image has none and `import` works on a GPU host (loader-diff vllm). The driver defines
+  // C names only (the CUDA 13 stub: 637 symbols, no _Z), so a C++ symbol torch lacks is still
+  // an error while cuInit goes unjudged.
+  FakeImage ok = TorchImport({.vision_imports = {kC10, kCpu, "cuInit"},
+                              .vision_needs = {"libcuda.so.1", "libnvidia-ml.so.1"}});
+  auto found = Scan(ok);
+  CHECK(Naming(found, "IC012", kVision).empty());
+  CHECK(Naming(found, "IC013", kVision).empty());
+  FakeImage moved =
+      TorchImport({.vision_imports = {kC10, kGone, "cuInit"}, .vision_needs = {"libcuda.so.1"}});
+  std::vector<Finding> missing = Naming(Scan(moved), "IC013", kVision);
+  REQUIRE(missing.size() == 1);
+  INFO(missing[0].message);
+  CHECK(missing[0].severity == Severity::kError);
+  CHECK(missing[0].message.find("at::_ops::add::call()") != std::string::npos);
+  CHECK(missing[0].message.find("cuInit") == std::string::npos);
+  // Any other library it NEEDS and the image lacks stays an error, and hides its C names.
+  FakeImage other = TorchImport({.vision_imports = {kC10, kCpu, "cuInit"},
+                                 .vision_needs = {"libcuda.so.1", "libnvjpeg.so.13"}});
+  std::vector<Finding> unresolved = Naming(Scan(other), "IC012", kVision);
+  REQUIRE(unresolved.size() == 1);
+  CHECK(unresolved[0].severity == Severity::kError);
+  CHECK(unresolved[0].message.rfind("libnvjpeg.so.13 (DT_NEEDED of " + kVision, 0) == 0);
 }
 
 TEST_CASE("IC013: a weak reference nothing defines is never missing", "[checks]") {
@@ -1054,7 +1084,8 @@ TEST_CASE("IC012: what a dlopen rule loads is not on the import path", "[checks]
   // jax's plugin module NEEDS libcudnn.so.9, which dlopens its sub-libraries on use;
   // libcudnn_engines_runtime_compiled.so.9 NEEDS libcuda.so.1, the driver the container runtime
   // mounts. `import jax` works in an image without a driver (scripts/loader-diff jax092): the
-  // driver is no import's DT_NEEDED. A DT_NEEDED of the module itself stays one.
+  // driver is no import's DT_NEEDED. A DT_NEEDED of the module itself is one, but of the host's
+  // driver: no image has it, and the import works where the runtime mounts it (vllm's modules).
   auto image = [](const std::string& module_needs) {
     elf::fixture::ElfSpec engines;
     engines.soname = "libcudnn_engines_runtime_compiled.so.9";
@@ -1079,11 +1110,13 @@ TEST_CASE("IC012: what a dlopen rule loads is not on the import path", "[checks]
   auto found = Scan(f);
   for (const Finding& x : found["IC012"])
     CHECK(x.message.find("libcuda.so.1") == std::string::npos);
-  FakeImage own = image("libcuda.so.1");  // the module itself NEEDS the driver: its import fails
-  std::vector<Finding> unresolved = Naming(Scan(own), "IC012", kSite + "plug/_plugin.so");
+  FakeImage own = image("libcuda.so.1");  // the module itself NEEDS the driver
+  CHECK(Naming(Scan(own), "IC012", kSite + "plug/_plugin.so").empty());
+  FakeImage other = image("libnvjpeg.so.13");  // any other library it NEEDS: its import fails
+  std::vector<Finding> unresolved = Naming(Scan(other), "IC012", kSite + "plug/_plugin.so");
   REQUIRE(unresolved.size() == 1);
-  CHECK(unresolved[0].message.rfind("libcuda.so.1 (DT_NEEDED of " + kSite + "plug/_plugin.so", 0) ==
-        0);
+  CHECK(unresolved[0].message.rfind("libnvjpeg.so.13 (DT_NEEDED of " + kSite + "plug/_plugin.so",
+                                    0) == 0);
 }
 
 TEST_CASE("IC012: a library only an optional module needs is info, with the citation", "[checks]") {
