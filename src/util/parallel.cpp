@@ -4,6 +4,7 @@
 #include <atomic>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -27,7 +28,13 @@ void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn) {
   };
   std::vector<std::thread> helpers;
   size_t count = std::min(static_cast<size_t>(std::max(threads, 1)), n);
-  for (size_t t = 1; t < count; ++t) helpers.emplace_back(work);
+  // A thread the system will not give is work for the ones it gave (a joinable thread left in
+  // `helpers` by a throw would terminate the process).
+  for (size_t t = 1; t < count; ++t) try {
+      helpers.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;
+    }
   work();
   for (std::thread& t : helpers) t.join();
   if (failure) std::rethrow_exception(failure);
