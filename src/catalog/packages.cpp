@@ -145,7 +145,12 @@ void Builder::ReadDists() {
             continue;
           }
           Own(abs, owner);
-          if (entry.size && r->node->type == NodeType::kRegular && r->node->size != *entry.size)
+          // Only a later layer's file counts, as with dpkg: in the RECORD's own layer the
+          // mismatch may be the wheel's (pip copies its RECORD rows and checks none:
+          // pynvvideocodec 2.0.4 states 2402945 bytes for a module of 2439136), which the
+          // layers cannot tell from a change the installing step made.
+          if (entry.size && r->node->type == NodeType::kRegular && r->node->size != *entry.size &&
+              r->node->layer > d.record->layer)
             cat_.replaced.push_back({r->path, owner, std::to_string(*entry.size),
                                      std::to_string(r->node->size) + " bytes", r->node->layer});
         }

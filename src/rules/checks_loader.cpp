@@ -549,7 +549,8 @@ void CheckReplaced(Context& ctx) {
     std::string record = pip ? "RECORD" : "md5sums";
     // The dist-info directory, or dpkg's md5sums file.
     std::string where = pip ? std::string(util::DirName(p.metadata)) : p.metadata;
-    std::string by = file.layer == p.layer ? "" : " by " + LayerText(ctx, file.layer);
+    // The catalog keeps only files a later layer than the package's wrote.
+    std::string by = " by " + LayerText(ctx, file.layer);
     Finding f = ctx.Make("IC015",
                          file.path + " is not the file " + package + " installed: " + file.found +
                              ", its " + record + " says " + file.stated + "; replaced" + by,
