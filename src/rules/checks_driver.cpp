@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "catalog/metadata.h"
 #include "rules/context.h"
 #include "rules/fixes.h"
 #include "util/path.h"
@@ -119,20 +120,36 @@ std::string OwnerKey(const Component& c) {
   return std::string(util::DirName(c.path));
 }
 
+// A copy auditwheel renamed (pynvvideocodec.libs/libcuda-40d19bb1.so, its SONAME rewritten the
+// same way) answers only to that name, which only the objects auditwheel repaired NEED. When no
+// link map loads it, nothing can: the modules NEED libcuda.so.1, which the host's driver
+// provides.
+bool NeverLoaded(const Context& ctx, const Component& c) {
+  return catalog::IsVendoredName(util::BaseName(c.path)) && ctx.Loaded(c.path).empty();
+}
+
 void CheckDriverInImage(Context& ctx) {
-  std::map<std::string, std::vector<const Component*>> groups;
+  // Per owner, and apart: the copies a load can reach, and those it cannot.
+  std::map<std::pair<std::string, bool>, std::vector<const Component*>> groups;
   for (const Component* c : ctx.catalog.Find(ComponentKind::kDriverLibrary))
-    if (!c->deleted) groups[OwnerKey(*c)].push_back(c);
-  for (const auto& [owner, list] : groups) {
+    if (!c->deleted) groups[{OwnerKey(*c), NeverLoaded(ctx, *c)}].push_back(c);
+  for (const auto& [key, list] : groups) {
+    const auto& [owner, dead] = key;
     std::vector<std::string> paths;
     for (const Component* c : list) paths.push_back(c->path);
     std::string version = list[0]->version.empty() ? "" : " " + list[0]->version;
-    Finding f = ctx.Make("IC021",
-                         std::to_string(list.size()) + " user-mode driver librar" +
-                             (list.size() == 1 ? "y" : "ies") + version + " from " + owner + " (" +
-                             paths[0] + (list.size() > 1 ? ", ..." : "") +
-                             ") are baked into the image; the host's driver must provide them",
-                         paths, list[0]->layer);
+    std::string what = std::to_string(list.size()) + " user-mode driver librar" +
+                       (list.size() == 1 ? "y" : "ies") + version + " from " + owner + " (" +
+                       paths[0] + (list.size() > 1 ? ", ..." : "") + ")";
+    Finding f = ctx.Make(
+        "IC021",
+        what + (list.size() == 1 ? " is" : " are") +
+            (dead ? " never loaded: renamed by auditwheel, so it answers only to its own "
+                    "SONAME, which nothing in the image NEEDS or dlopens; the host's driver is "
+                    "what loads"
+                  : " baked into the image; the host's driver must provide them"),
+        paths, list[0]->layer);
+    if (dead) f.severity = Severity::kInfo;
     for (const Component* c : list) Context::AddComponentEvidence(f, *c, c->name + " ");
     ctx.findings.push_back(std::move(f));
   }

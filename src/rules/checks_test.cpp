@@ -289,6 +289,36 @@ TEST_CASE("IC021: user-mode driver libraries baked into the image", "[checks]") 
   CHECK(Paths(Scan(ok), "IC021").empty());
 }
 
+TEST_CASE("IC021: a driver copy renamed by auditwheel is baked in only when something loads it",
+          "[checks]") {
+  // pynvvideocodec 2.0.4's wheel vendors pynvvideocodec.libs/libcuda-40d19bb1.so (SONAME the
+  // same), but its modules NEED libcuda.so.1: the host's driver loads, the copy never does.
+  // `needs`: what the module NEEDS of the driver.
+  const std::string copy = kSite + "pynvvideocodec.libs/libcuda-40d19bb1.so";
+  auto image = [&](const std::string& needs) {
+    FakeImage f = WithLibs({});
+    elf::fixture::ElfSpec module;
+    module.needed = {needs};
+    module.rpath = "$ORIGIN/../pynvvideocodec.libs";
+    const std::string name = "pynvvideocodec/PyNvVideoCodec_130.cpython-310-x86_64-linux-gnu.so";
+    f.File(kSite + name, elf::fixture::BuildElf(module));
+    f.File(copy, So("libcuda-40d19bb1.so"));
+    Dist(f, "pynvvideocodec", "2.0.4", {}, {name, "pynvvideocodec.libs/libcuda-40d19bb1.so"});
+    return f;
+  };
+  FakeImage dead = image("libcuda.so.1");
+  auto found = Scan(dead);
+  REQUIRE(Paths(found, "IC021") == std::vector<std::string>{copy});
+  CHECK(found["IC021"][0].severity == Severity::kInfo);
+  CHECK(found["IC021"][0].message.find("never loaded") != std::string::npos);
+  // auditwheel rewrote the module's DT_NEEDED to the copy: the image's driver is what loads.
+  FakeImage live = image("libcuda-40d19bb1.so");
+  auto live_found = Scan(live);
+  REQUIRE(Paths(live_found, "IC021") == std::vector<std::string>{copy});
+  CHECK(live_found["IC021"][0].severity == Severity::kError);
+  CHECK(live_found["IC021"][0].message.find("baked into the image") != std::string::npos);
+}
+
 TEST_CASE("IC022: forward-compatibility libraries on the loader path", "[checks]") {
   const std::string compat = "/usr/local/cuda-12.1/compat";
   auto image = [&](const std::string& llp) {
