@@ -221,19 +221,33 @@ std::vector<Preload> ProcessLoads(
   return out;
 }
 
-// Why the package owning `root` loads it only on request (the optional rows); "" if not.
-std::string Optional(const catalog::Catalog& catalog, const std::vector<OptionalRow>& rows,
-                     std::string_view root) {
+// Why the package owning `root` loads it only on request (the optional rows); "" if not, or
+// when it is the file a row's `select` picks for the installed release.
+std::string Optional(const catalog::Catalog& catalog, const Dists& dists,
+                     const std::vector<OptionalRow>& rows, std::string_view root) {
   const catalog::PackageRef* owner = catalog.Owner(root);
   if (!owner || owner->manager != catalog::PackageManager::kPip) return "";
   std::string site(util::DirName(util::DirName(owner->metadata)));
   if (root.size() <= site.size() + 1 || root.compare(0, site.size() + 1, site + "/") != 0)
     return "";
   std::string_view rel = root.substr(site.size() + 1);
-  for (const OptionalRow& row : rows)
-    if (util::GlobMatch(row.package, owner->name))
-      for (const std::string& file : row.files)
-        if (util::GlobMatch(file, rel)) return owner->name + " loads it when " + row.when;
+  for (const OptionalRow& row : rows) {
+    if (!util::GlobMatch(row.package, owner->name) ||
+        std::none_of(row.files.begin(), row.files.end(),
+                     [&](const std::string& file) { return util::GlobMatch(file, rel); }))
+      continue;
+    std::string why = owner->name + " loads it when " + row.when;
+    if (row.select.empty()) return why;
+    auto by = dists.find(catalog::NormalizeDistName(row.major_of));
+    std::string version = by == dists.end() ? "" : by->second->version;
+    std::string major = version.substr(0, version.find('.'));
+    if (major.empty() || major.find_first_not_of("0123456789") != std::string::npos)
+      return why + " (no " + row.major_of + " is installed to select one)";
+    std::string select = row.select;
+    if (size_t at = select.find("{major}"); at != std::string::npos) select.replace(at, 7, major);
+    if (util::GlobMatch(select, rel)) return "";
+    return why + " (the installed " + row.major_of + " " + version + " selects " + select + ")";
+  }
   return "";
 }
 
@@ -397,7 +411,7 @@ Session Session::Build(const image::Image& image, const catalog::Catalog& catalo
     c.graph = Load(image.tree, LookupIn(catalog), c.path, own);
     if (c.graph.objects.empty()) continue;
     c.package = catalog::PackageLabel(catalog, c.path);
-    c.optional = Optional(catalog, *rules.optional, c.path);
+    c.optional = Optional(catalog, dists, *rules.optional, c.path);
     s.consumers_.push_back(std::move(c));
   }
   std::set<std::string, std::less<>> file_names;

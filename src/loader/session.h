@@ -72,6 +72,11 @@ struct OptionalRow {
   std::vector<std::string> files;  ///< globs on paths relative to site-packages
   std::string when;                ///< "the TensorrtExecutionProvider is requested"
   std::string source;
+  /// Optional: the package loads the one file of `files` that also matches `select` with
+  /// "{major}" replaced by the major release of the installed distribution `major_of`
+  /// (nccl-extensions: "nccl/*/lib/cu{major}/*" of cuda-bindings); that file is no optional
+  /// one, the others are never loaded.
+  std::string select, major_of;
 };
 
 /// The data from rules/ that decides the consumers and how they load (rules::SessionRules

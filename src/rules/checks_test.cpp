@@ -1697,6 +1697,64 @@ TEST_CASE("IC012: a vendored cuDNN's sub-libraries, searched from its own path",
 
 // ---- optional modules (dlopen.json optional)
 
+TEST_CASE("IC012: nccl-extensions' library binds the NCCL that nccl4py loaded", "[checks]") {
+  // libnccl_ep.so NEEDS libnccl.so.2 with no RUNPATH; nccl4py (which nccl-extensions requires)
+  // loads nvidia/nccl/lib/libnccl.so.2 through cuda-pathfinder first. `nccl`: whether the
+  // nvidia-nccl wheel's library is there.
+  const std::string lib = "nccl/ep/lib/cu13/libnccl_ep.so";
+  auto image = [&](bool nccl) {
+    FakeImage f = WithLibs({});
+    f.File(kSite + lib, So("libnccl_ep.so.0", {"libnccl.so.2"}));
+    Dist(f, "nccl-extensions", "0.1.0", {"nccl4py"}, {lib});
+    Dist(f, "nccl4py", "0.6.0", {}, {});
+    Dist(f, "cuda-bindings", "13.4.4", {}, {});
+    if (nccl) f.File(kSite + "nvidia/nccl/lib/libnccl.so.2", So("libnccl.so.2"));
+    return f;
+  };
+  FakeImage ok = image(true);
+  CHECK(Paths(Scan(ok), "IC012").empty());
+  FakeImage bad = image(false);
+  auto found = Scan(bad);
+  REQUIRE(found["IC012"].size() == 1);
+  CHECK(found["IC012"][0].paths[0] == kSite + lib);
+  CHECK(found["IC012"][0].severity == Severity::kError);
+}
+
+TEST_CASE(
+    "IC012: of a package's per-CUDA variants, the one the installed release selects is checked",
+    "[checks]") {
+  // nccl-extensions loads nccl/ep/lib/cu<N>/libnccl_ep.so, N the major of cuda.bindings; the
+  // other variant is never loaded. `bindings`: the cuda-bindings release ("" for none).
+  const std::string lib = "nccl/ep/lib/cu12/libnccl_ep.so";
+  auto image = [&](const std::string& bindings) {
+    FakeImage f = WithLibs({});
+    f.File(kSite + lib, So("libnccl_ep.so.0", {"libnccl.so.2"}));
+    Dist(f, "nccl-extensions", "0.1.0", {"cuda-core"}, {lib});
+    if (!bindings.empty()) Dist(f, "cuda-bindings", bindings, {}, {});
+    return f;
+  };
+  FakeImage other = image("13.0.3");
+  auto found = Scan(other);
+  REQUIRE(found["IC012"].size() == 1);
+  CHECK(found["IC012"][0].severity == Severity::kInfo);
+  CHECK(
+      found["IC012"][0].message.find(
+          "(optional: nccl-extensions loads it when cuda.bindings is of that file's CUDA major") !=
+      std::string::npos);
+  CHECK(found["IC012"][0].message.find(
+            "(the installed cuda-bindings 13.0.3 selects nccl/*/lib/cu13/*)") != std::string::npos);
+  FakeImage none = image("");  // nothing can select: cuda_major() raises, nothing loads
+  auto none_found = Scan(none);
+  REQUIRE(none_found["IC012"].size() == 1);
+  CHECK(none_found["IC012"][0].severity == Severity::kInfo);
+  CHECK(none_found["IC012"][0].message.find("no cuda-bindings is installed") != std::string::npos);
+  FakeImage selected = image("12.9.0");
+  auto selected_found = Scan(selected);
+  REQUIRE(selected_found["IC012"].size() == 1);
+  CHECK(selected_found["IC012"][0].severity != Severity::kInfo);
+  CHECK(selected_found["IC012"][0].message.find("optional") == std::string::npos);
+}
+
 TEST_CASE("IC012: CuPy's NCCL module without NCCL is info, its cuFFT module an error", "[checks]") {
   auto image = [&](const std::string& module, const std::string& needed) {
     FakeImage f = WithLibs({});

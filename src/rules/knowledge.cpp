@@ -269,8 +269,9 @@ Knowledge Knowledge::FromFiles(std::vector<DataFile> files) {
     k.preload_calls_.push_back({r.String("package"), VersionField(r, "from"), r.String("call"),
                                 r.String("before"), r.String("source")});
   for (const Row& r : TableRows(f, "optional"))
-    k.optional_.push_back(
-        {r.String("package"), r.Strings("files"), r.String("when"), r.String("source")});
+    k.optional_.push_back({r.String("package"), r.Strings("files"), r.String("when"),
+                           r.String("source"), r.String("select", false),
+                           r.String("major_of", !r.String("select", false).empty())});
   for (const Row& r : TableRows(f, "wheel_libraries"))
     k.wheel_libraries_.push_back(
         {r.String("project"), r.String("version"), r.String("dir"), r.Strings("libraries")});
