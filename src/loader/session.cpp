@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "catalog/metadata.h"
@@ -221,16 +222,44 @@ std::vector<Preload> ProcessLoads(
   return out;
 }
 
+// A file of a pip distribution: its owner, and its path relative to the owner's
+// site-packages directory (where the *.dist-info directory lies).
+struct InSite {
+  const catalog::PackageRef* owner = nullptr;
+  std::string site, rel;
+};
+std::optional<InSite> SiteRelative(const catalog::Catalog& catalog, std::string_view path) {
+  const catalog::PackageRef* owner = catalog.Owner(path);
+  if (!owner || owner->manager != catalog::PackageManager::kPip) return std::nullopt;
+  std::string site(util::DirName(util::DirName(owner->metadata)));
+  if (path.size() <= site.size() + 1 || path.compare(0, site.size() + 1, site + "/") != 0)
+    return std::nullopt;
+  return InSite{owner, site, std::string(path.substr(site.size() + 1))};
+}
+
+// The major release of the installed distribution `name` ("13" of cuda-bindings 13.4.4); ""
+// when none is installed or its version does not start with a number.
+std::string MajorOf(const Dists& dists, std::string_view name) {
+  auto it = dists.find(catalog::NormalizeDistName(name));
+  std::string version = it == dists.end() ? "" : it->second->version;
+  std::string major = version.substr(0, version.find('.'));
+  return major.find_first_not_of("0123456789") == std::string::npos ? major : "";
+}
+
+// `text` with "{major}" replaced by `major`.
+std::string WithMajor(std::string text, const std::string& major) {
+  if (size_t at = text.find("{major}"); at != std::string::npos) text.replace(at, 7, major);
+  return text;
+}
+
 // Why the package owning `root` loads it only on request (the optional rows); "" if not, or
 // when it is the file a row's `select` picks for the installed release.
 std::string Optional(const catalog::Catalog& catalog, const Dists& dists,
                      const std::vector<OptionalRow>& rows, std::string_view root) {
-  const catalog::PackageRef* owner = catalog.Owner(root);
-  if (!owner || owner->manager != catalog::PackageManager::kPip) return "";
-  std::string site(util::DirName(util::DirName(owner->metadata)));
-  if (root.size() <= site.size() + 1 || root.compare(0, site.size() + 1, site + "/") != 0)
-    return "";
-  std::string_view rel = root.substr(site.size() + 1);
+  std::optional<InSite> in = SiteRelative(catalog, root);
+  if (!in) return "";
+  const catalog::PackageRef* owner = in->owner;
+  const std::string& rel = in->rel;
   for (const OptionalRow& row : rows) {
     if (!util::GlobMatch(row.package, owner->name) ||
         std::none_of(row.files.begin(), row.files.end(),
@@ -238,17 +267,52 @@ std::string Optional(const catalog::Catalog& catalog, const Dists& dists,
       continue;
     std::string why = owner->name + " loads it when " + row.when;
     if (row.select.empty()) return why;
-    auto by = dists.find(catalog::NormalizeDistName(row.major_of));
-    std::string version = by == dists.end() ? "" : by->second->version;
-    std::string major = version.substr(0, version.find('.'));
-    if (major.empty() || major.find_first_not_of("0123456789") != std::string::npos)
-      return why + " (no " + row.major_of + " is installed to select one)";
-    std::string select = row.select;
-    if (size_t at = select.find("{major}"); at != std::string::npos) select.replace(at, 7, major);
+    std::string major = MajorOf(dists, row.major_of);
+    if (major.empty()) return why + " (no " + row.major_of + " is installed to select one)";
+    std::string select = WithMajor(row.select, major);
     if (util::GlobMatch(select, rel)) return "";
-    return why + " (the installed " + row.major_of + " " + version + " selects " + select + ")";
+    return why + " (the installed " + row.major_of + " " +
+           dists.find(catalog::NormalizeDistName(row.major_of))->second->version + " selects " +
+           select + ")";
   }
   return "";
+}
+
+// The on_call rows of the module at `root`, applied to its loader options: each library found
+// in a row's directories joins the process as pathfinder loads it (full path, RTLD_GLOBAL);
+// otherwise the module dlopens its names (pathfinder's fallback, dlopen of the bare name).
+// Returns why its package loads them ("" when no row names the module).
+std::string OnCallLoads(const image::Tree& tree, const catalog::Catalog& catalog,
+                        const Dists& dists, const std::vector<OnCallRow>& rows,
+                        std::string_view root, Options& options) {
+  std::optional<InSite> in = SiteRelative(catalog, root);
+  if (!in) return "";
+  std::string why;
+  for (const OnCallRow& row : rows) {
+    if (!util::GlobMatch(row.package, in->owner->name) || !util::GlobMatch(row.module, in->rel))
+      continue;
+    std::string major = MajorOf(dists, in->owner->name);
+    std::vector<std::string> names;
+    for (const std::string& n : row.names) names.push_back(WithMajor(n, major));
+    auto load_from_dirs = [&] {
+      for (const std::string& pattern : row.dirs)
+        for (const std::string& dir : ExpandDirs(tree, in->site, WithMajor(pattern, major)))
+          for (const std::string& name : names) {
+            auto r = tree.Resolve(util::JoinPath(dir, name));
+            if (!r || !r->node || !catalog.Elf(r->path)) continue;
+            options.preload.push_back(
+                {r->path, "loaded by cuda-pathfinder for " + in->owner->name + " from " + dir,
+                 true});
+            return true;
+          }
+      return false;
+    };
+    if (!load_from_dirs())
+      options.dlopen.push_back(
+          {std::string(util::BaseName(root)), {DlopenCall(std::move(names))}, row.source});
+    if (why.empty()) why = in->owner->name + " loads it when " + row.when;
+  }
+  return why;
 }
 
 struct LoadRoot {
@@ -337,6 +401,19 @@ std::vector<LoadRoot> ChooseRoots(const catalog::Catalog& catalog,
       if (owner && owner->manager == catalog::PackageManager::kPip && dependents.count(owner->name))
         add(path, "extension " + owner->name, nullptr);
     }
+  // The modules that load libraries on their first call (cuda-bindings' nvrtc through
+  // cuda-pathfinder): no ELF names those libraries, so only a consumer of their own shows them.
+  if (consumer_rules.on_call && !consumer_rules.on_call->empty())
+    for (const auto& [path, elf] : catalog.elves()) {
+      if (elf.type != elf::kTypeSharedObject) continue;
+      std::optional<InSite> in = SiteRelative(catalog, path);
+      if (in && std::any_of(consumer_rules.on_call->begin(), consumer_rules.on_call->end(),
+                            [&](const OnCallRow& row) {
+                              return util::GlobMatch(row.package, in->owner->name) &&
+                                     util::GlobMatch(row.module, in->rel);
+                            }))
+        add(path, "extension " + in->owner->name, nullptr);
+    }
   return roots;
 }
 
@@ -405,6 +482,9 @@ Session Session::Build(const image::Image& image, const catalog::Catalog& catalo
         it->second = ProcessLoads(image.tree, catalog, rules, dists, *owner, base, fallbacks);
       own.preload = it->second;
     }
+    std::string on_call;
+    if (rules.on_call)
+      on_call = OnCallLoads(image.tree, catalog, dists, *rules.on_call, root.path, own);
     Consumer c;
     c.path = std::move(root.path);
     c.role = std::move(root.role);
@@ -412,6 +492,7 @@ Session Session::Build(const image::Image& image, const catalog::Catalog& catalo
     if (c.graph.objects.empty()) continue;
     c.package = catalog::PackageLabel(catalog, c.path);
     c.optional = Optional(catalog, dists, *rules.optional, c.path);
+    if (c.optional.empty()) c.optional = on_call;
     s.consumers_.push_back(std::move(c));
   }
   std::set<std::string, std::less<>> file_names;

@@ -79,12 +79,26 @@ struct OptionalRow {
   std::string select, major_of;
 };
 
+/// Libraries a package's module loads through cuda-pathfinder on its first call (dlopen.json's
+/// on_call table): no ELF file names them, and the import succeeds without them.
+struct OnCallRow {
+  std::string package;             ///< glob on the owning pip distribution ("cuda-bindings")
+  std::string module;              ///< glob on the module's path relative to site-packages
+  std::vector<std::string> names;  ///< the sonames pathfinder tries; "{major}": the dist's
+  std::vector<std::string> dirs;   ///< globs relative to site-packages, searched first
+  std::string when;                ///< "an NVRTC function is first called"
+  std::string source;
+};
+
 /// The data from rules/ that decides the consumers and how they load (rules::SessionRules
 /// fills it from the knowledge). The tables must outlive Session::Build.
 struct ConsumerRules {
   const catalog::LibraryRules* libraries = nullptr;
   const std::vector<PreloadRow>* preload = nullptr;
   const std::vector<OptionalRow>* optional = nullptr;
+  /// Modules that load libraries on their first call: each is a consumer whose link map holds
+  /// those loads, and what they cannot resolve is info that says when it matters.
+  const std::vector<OnCallRow>* on_call = nullptr;
   /// What `import <package>` loads after the package's preloads (dlopen.json's imports table):
   /// in the process of every distribution whose Requires-Dist names the package, recursively,
   /// before that distribution's own modules.

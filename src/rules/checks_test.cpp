@@ -1697,6 +1697,35 @@ TEST_CASE("IC012: a vendored cuDNN's sub-libraries, searched from its own path",
 
 // ---- optional modules (dlopen.json optional)
 
+TEST_CASE("IC012: what cuda-bindings loads on its first call through cuda-pathfinder", "[checks]") {
+  // cuda/bindings/_internal/nvrtc*.so NEEDS nothing: its first call loads libnvrtc.so.13 from
+  // nvidia/cu13/lib, else by bare name. `where`: the directory holding it ("" for none).
+  const std::string module = "cuda/bindings/_internal/nvrtc.cpython-310-x86_64-linux-gnu.so";
+  auto image = [&](const std::string& where) {
+    FakeImage f = WithLibs({});
+    f.File(kSite + module, So(""));
+    Dist(f, "cuda-bindings", "13.4.4", {}, {module});
+    if (!where.empty()) f.File(where + "/libnvrtc.so.13", So("libnvrtc.so.13"));
+    return f;
+  };
+  FakeImage none = image("");  // pip install cuda-python, without [all]
+  auto found = Scan(none);
+  REQUIRE(found["IC012"].size() == 1);
+  const Finding& f = found["IC012"][0];
+  CHECK(f.severity == Severity::kInfo);
+  CHECK(f.paths[0] == kSite + module);
+  CHECK(f.message.find("libnvrtc.so.13 (dlopen of") != std::string::npos);
+  CHECK(
+      f.message.find("(optional: cuda-bindings loads it when an NVRTC function is first called") !=
+      std::string::npos);
+  // The wheel's directory, and the system search (LD_LIBRARY_PATH): both load.
+  for (const std::string& where : {kSite + "nvidia/cu13/lib", kLib}) {
+    FakeImage ok = image(where);
+    INFO(where);
+    CHECK(Paths(Scan(ok), "IC012").empty());
+  }
+}
+
 TEST_CASE("IC012: nccl-extensions' library binds the NCCL that nccl4py loaded", "[checks]") {
   // libnccl_ep.so NEEDS libnccl.so.2 with no RUNPATH; nccl4py (which nccl-extensions requires)
   // loads nvidia/nccl/lib/libnccl.so.2 through cuda-pathfinder first. `nccl`: whether the

@@ -272,6 +272,9 @@ Knowledge Knowledge::FromFiles(std::vector<DataFile> files) {
     k.optional_.push_back({r.String("package"), r.Strings("files"), r.String("when"),
                            r.String("source"), r.String("select", false),
                            r.String("major_of", !r.String("select", false).empty())});
+  for (const Row& r : TableRows(f, "on_call"))
+    k.on_call_.push_back({r.String("package"), r.String("module"), r.Strings("names"),
+                          r.Strings("dirs"), r.String("when"), r.String("source")});
   for (const Row& r : TableRows(f, "wheel_libraries"))
     k.wheel_libraries_.push_back(
         {r.String("project"), r.String("version"), r.String("dir"), r.Strings("libraries")});

@@ -172,6 +172,7 @@ class Knowledge {
   const std::vector<PreloadRow>& imports() const { return imports_; }
   /// The optional table of dlopen.json.
   const std::vector<OptionalRow>& optional() const { return optional_; }
+  const std::vector<loader::OnCallRow>& on_call() const { return on_call_; }
   const std::vector<CpuFallbackRow>& cpu_fallback() const { return cpu_fallback_; }
   const std::vector<WheelLibrariesRow>& wheel_libraries() const { return wheel_libraries_; }
   const std::vector<RuleInfo>& rules() const { return rules_; }
@@ -229,6 +230,7 @@ class Knowledge {
   std::vector<PreloadRow> imports_;
   std::vector<PreloadCallRow> preload_calls_;
   std::vector<OptionalRow> optional_;
+  std::vector<loader::OnCallRow> on_call_;
   std::vector<CpuFallbackRow> cpu_fallback_;
   std::vector<WheelLibrariesRow> wheel_libraries_;
   std::vector<RuleInfo> rules_;

@@ -62,6 +62,7 @@ loader::ConsumerRules ConsumerRulesOf(const Knowledge& knowledge) {
   rules.libraries = &knowledge.libraries();
   rules.preload = &knowledge.preload();
   rules.optional = &knowledge.optional();
+  rules.on_call = &knowledge.on_call();
   rules.imports = &knowledge.imports();
   rules.dlopen = [&knowledge](const catalog::Component* framework) {
     return ForBuild(knowledge.dlopen(), framework);
