@@ -492,6 +492,7 @@ Session Session::Build(const image::Image& image, const catalog::Catalog& catalo
     if (c.graph.objects.empty()) continue;
     c.package = catalog::PackageLabel(catalog, c.path);
     c.optional = Optional(catalog, dists, *rules.optional, c.path);
+    c.on_call = !on_call.empty();
     if (c.optional.empty()) c.optional = on_call;
     s.consumers_.push_back(std::move(c));
   }

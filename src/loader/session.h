@@ -34,6 +34,9 @@ struct Consumer {
   /// a libc (FindsLibc): importing it fails on any DT_NEEDED of its link map that does not
   /// resolve, whatever library that names (info only where `optional` says when it loads).
   bool imported = false;
+  /// True when its root loads libraries on its first call (dlopen.json on_call): those dlopens
+  /// are the package's own evidence, checked whatever library they name.
+  bool on_call = false;
 };
 
 /// Whether `path` (its ELF facts `elf`) is a Python extension module that an import loads: under

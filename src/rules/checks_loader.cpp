@@ -363,13 +363,15 @@ void CheckUnresolved(Context& ctx) {
     if (!elf.soname.empty()) file_of.emplace(elf.soname, path);
   }
   // A CUDA library, or any DT_NEEDED of an object an import loads: the import fails on it
-  // (ImportError: <name>: cannot open shared object file), whatever library it names. Not the
-  // driver's: the container runtime mounts it from the host (vllm's modules NEED libcuda.so.1).
+  // (ImportError: <name>: cannot open shared object file), whatever library it names; likewise
+  // what a module's first call loads (on_call: libnvvm.so.4 is of no family). Not the driver's:
+  // the container runtime mounts it from the host (vllm's modules NEED libcuda.so.1).
   const std::set<std::string_view> import_path = ImportPath(ctx);
   auto required = [&](const SeenResolution& seen) {
     const auto& r = seen.resolution;
     if (ctx.FamilyOf(r.name) == "driver") return false;
     return IsCudaFamily(ctx, r.name) ||
+           (r.kind == loader::Kind::kDlopen && seen.consumer->on_call && seen.object == 0) ||
            (r.kind == loader::Kind::kNeeded &&
             import_path.count(
                 seen.consumer->graph.objects[static_cast<size_t>(seen.object)].real_path));

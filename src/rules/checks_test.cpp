@@ -1724,6 +1724,16 @@ TEST_CASE("IC012: what cuda-bindings loads on its first call through cuda-pathfi
     INFO(where);
     CHECK(Paths(Scan(ok), "IC012").empty());
   }
+  // A library of no CUDA family (libnvvm.so.4) is checked too: the row is the evidence.
+  FakeImage nvvm = image(kLib);
+  const std::string nvvm_module = "cuda/bindings/_internal/nvvm.cpython-310-x86_64-linux-gnu.so";
+  nvvm.File(kSite + nvvm_module, So(""));
+  Dist(nvvm, "cuda-bindings", "13.4.4", {}, {module, nvvm_module});
+  auto nvvm_found = Scan(nvvm);
+  REQUIRE(nvvm_found["IC012"].size() == 1);
+  CHECK(nvvm_found["IC012"][0].paths[0] == kSite + nvvm_module);
+  CHECK(nvvm_found["IC012"][0].severity == Severity::kInfo);
+  CHECK(nvvm_found["IC012"][0].message.find("libnvvm.so.4 (dlopen of") != std::string::npos);
 }
 
 TEST_CASE("IC012: nccl-extensions' library binds the NCCL that nccl4py loaded", "[checks]") {
