@@ -2,7 +2,9 @@
 # Builds the imgcheck container image (docker/Dockerfile) with buildah and checks it: its scan of
 # the demo image (build/demo, made by `cmake --build build --target demo_image`) must report
 # IC001 and IC020 and exit 1, as on the host. .ci/run runs it after the test suite.
-#   scripts/build-image.sh [TAG]          default TAG: localhost/imgcheck:dev
+#   scripts/build-image.sh [--binaries DIR] [TAG]      default TAG: localhost/imgcheck:dev
+# --binaries: the image takes an installed tree (DIR/bin, DIR/share/imgcheck/rules; built on
+# Debian 12, as the image's base) instead of compiling imgcheck in its build stage.
 # The version and commit compiled in and labelled (org.opencontainers.image.version, .revision):
 # $IMGCHECK_VERSION and $IMGCHECK_COMMIT (scripts/release.sh sets them), else git's. The demo scan
 # runs as the image's own user, which must not be root.
@@ -13,6 +15,12 @@
 # or with user namespaces.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+binaries=()
+if [ "${1:-}" = --binaries ]; then
+  [ -x "${2:-}/bin/imgcheck" ] || { echo "build-image.sh: no ${2:-DIR}/bin/imgcheck" >&2; exit 2; }
+  binaries=(--build-arg BINARIES=prebuilt --build-context "binaries=$(cd "$2" && pwd)")
+  shift 2
+fi
 tag=${1:-localhost/imgcheck:dev}
 mirror=$(scripts/debian-mirror)  # this machine apt's, or $DEBIAN_MIRROR
 security=${DEBIAN_SECURITY_MIRROR:-${mirror%/debian}/debian-security}
@@ -65,7 +73,7 @@ if ! obtain docker.io/library/debian:12 || ! obtain docker.io/library/debian:12-
 fi
 version=${IMGCHECK_VERSION:-$( (git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || true) | sed 's/^v//')}
 commit=${IMGCHECK_COMMIT:-$(git rev-parse HEAD 2>/dev/null || true)}
-buildah bud --isolation chroot --layers "${bases[@]}" --build-arg "VERSION=$version" \
+buildah bud --isolation chroot --layers "${bases[@]}" "${binaries[@]}" --build-arg "VERSION=$version" \
   --build-arg "REVISION=$commit" -f docker/Dockerfile -t "$tag" .
 
 if [ ! -d build/demo/image ]; then

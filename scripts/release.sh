@@ -5,7 +5,8 @@
 #   imgcheck-VERSION-linux-amd64.tar.gz     relocatable: bin/, lib/ (the shared libraries a minimal
 #                                           Debian 12 lacks, found through an $ORIGIN RUNPATH),
 #                                           share/imgcheck/rules, licences
-#   imgcheck-VERSION-image.oci.tar          docker/Dockerfile's image (scripts/build-image.sh, with
+#   imgcheck-VERSION-image.oci.tar          docker/Dockerfile's image of the same binaries
+#                                           (scripts/build-image.sh --binaries, with
 #                                           its demo scan as a non-root user), tagged
 #                                           localhost/imgcheck:VERSION in buildah's storage too
 #   SHA256SUMS                              of the three
@@ -254,7 +255,7 @@ artifacts=("$(basename "$deb")" "$name.tar.gz")
 if [ "$image" = 1 ]; then
   step "image"
   IMGCHECK_VERSION="$version" IMGCHECK_COMMIT="$commit" scripts/build-image.sh \
-    "localhost/imgcheck:$version"
+    --binaries "$stage/usr" "localhost/imgcheck:$version"
   rm -f "$out/imgcheck-$version-image.oci.tar"
   buildah push -q "localhost/imgcheck:$version" \
     "oci-archive:$out/imgcheck-$version-image.oci.tar:$version" >/dev/null
