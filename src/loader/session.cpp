@@ -237,13 +237,23 @@ std::optional<InSite> SiteRelative(const catalog::Catalog& catalog, std::string_
   return InSite{owner, site, std::string(path.substr(site.size() + 1))};
 }
 
+// The version of the installed distribution `name`; "" when none is installed.
+std::string VersionOf(const Dists& dists, std::string_view name) {
+  auto it = dists.find(catalog::NormalizeDistName(name));
+  return it == dists.end() ? "" : it->second->version;
+}
+
 // The major release of the installed distribution `name` ("13" of cuda-bindings 13.4.4); ""
 // when none is installed or its version does not start with a number.
 std::string MajorOf(const Dists& dists, std::string_view name) {
-  auto it = dists.find(catalog::NormalizeDistName(name));
-  std::string version = it == dists.end() ? "" : it->second->version;
+  std::string version = VersionOf(dists, name);
   std::string major = version.substr(0, version.find('.'));
   return major.find_first_not_of("0123456789") == std::string::npos ? major : "";
+}
+
+// Whether an on_call row names the module `in`.
+bool Names(const OnCallRow& row, const InSite& in) {
+  return util::GlobMatch(row.package, in.owner->name) && util::GlobMatch(row.module, in.rel);
 }
 
 // `text` with "{major}" replaced by `major`.
@@ -271,9 +281,8 @@ std::string Optional(const catalog::Catalog& catalog, const Dists& dists,
     if (major.empty()) return why + " (no " + row.major_of + " is installed to select one)";
     std::string select = WithMajor(row.select, major);
     if (util::GlobMatch(select, rel)) return "";
-    return why + " (the installed " + row.major_of + " " +
-           dists.find(catalog::NormalizeDistName(row.major_of))->second->version + " selects " +
-           select + ")";
+    return why + " (the installed " + row.major_of + " " + VersionOf(dists, row.major_of) +
+           " selects " + select + ")";
   }
   return "";
 }
@@ -289,8 +298,7 @@ std::string OnCallLoads(const image::Tree& tree, const catalog::Catalog& catalog
   if (!in) return "";
   std::string why;
   for (const OnCallRow& row : rows) {
-    if (!util::GlobMatch(row.package, in->owner->name) || !util::GlobMatch(row.module, in->rel))
-      continue;
+    if (!Names(row, *in)) continue;
     std::string major = MajorOf(dists, in->owner->name);
     std::vector<std::string> names;
     for (const std::string& n : row.names) names.push_back(WithMajor(n, major));
@@ -408,10 +416,7 @@ std::vector<LoadRoot> ChooseRoots(const catalog::Catalog& catalog,
       if (elf.type != elf::kTypeSharedObject) continue;
       std::optional<InSite> in = SiteRelative(catalog, path);
       if (in && std::any_of(consumer_rules.on_call->begin(), consumer_rules.on_call->end(),
-                            [&](const OnCallRow& row) {
-                              return util::GlobMatch(row.package, in->owner->name) &&
-                                     util::GlobMatch(row.module, in->rel);
-                            }))
+                            [&](const OnCallRow& row) { return Names(row, *in); }))
         add(path, "extension " + in->owner->name, nullptr);
     }
   return roots;
