@@ -156,8 +156,10 @@ struct DlopenRule {
 struct Platform {
   uint16_t machine = elf::kX8664.machine;  ///< candidates must match it
   bool is64 = elf::kX8664.is64;
-  std::string platform{elf::kX8664.platform};  ///< $PLATFORM (AT_PLATFORM)
-  std::string lib = "lib64";                   ///< $LIB (Debian/Ubuntu: "lib/x86_64-linux-gnu")
+  /// $PLATFORM: the kernel's AT_PLATFORM. glibc makes it "haswell" or "xeon_phi" on Intel
+  /// CPUs with those features; the host CPU is unknown, so not here.
+  std::string platform{elf::kX8664.platform};
+  std::string lib = "lib64";  ///< $LIB (Debian/Ubuntu: "lib/x86_64-linux-gnu")
   /// System search directories in order (upstream x86-64: /lib64, /usr/lib64; Debian/Ubuntu:
   /// /lib/<triplet>, /usr/lib/<triplet>, /lib, /usr/lib).
   std::vector<std::string> default_dirs = {"/lib64", "/usr/lib64"};

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <map>
+#include <regex>
 #include <sstream>
 
 #include "catalog/ld_so.h"
@@ -141,6 +142,17 @@ std::vector<std::string> HostHwcaps(const Root& root) {
   return out;
 }
 
+// This machine's $PLATFORM as its ld.so expands it: glibc replaces the kernel's AT_PLATFORM
+// ("x86_64") with "haswell" or "xeon_phi" on Intel CPUs of those features
+// (sysdeps/x86/cpu-features.c), so the oracle's answer depends on the CPU the test runs on.
+std::string HostPlatform(const Root& root) {
+  auto r =
+      Run("chroot '" + root.root().string() + "' /lib64/ld-linux-x86-64.so.2 --list-diagnostics");
+  std::smatch m;
+  static const std::regex kPlatform("\ndl_platform=\"([^\"]+)\"");
+  return std::regex_search(r.output, m, kPlatform) ? m[1].str() : std::string();
+}
+
 struct Simulated {
   image::Tree tree;
   std::unique_ptr<testing::ElfIndex> index;
@@ -154,6 +166,7 @@ Simulated Simulate(const Root& root) {
   s.index = std::make_unique<testing::ElfIndex>(s.tree);
   s.options.platform = DetectPlatform(s.tree, 62, true);
   s.options.platform.hwcaps = HostHwcaps(root);
+  if (std::string p = HostPlatform(root); !p.empty()) s.options.platform.platform = p;
   if (fs::exists(root / "/etc/ld.so.cache")) {
     auto parsed = catalog::ParseLdCache(imgcheck::testing::ReadFile(root / "/etc/ld.so.cache"));
     REQUIRE(parsed.has_value());
@@ -282,6 +295,7 @@ TEST_CASE("ld.so agrees: inherited RPATH, $ORIGIN, $LIB, $PLATFORM, hwcaps, bad 
   r.Lib("/opt/lib64/libl.so", "libl.so");
   r.Lib("/opt/lib/x86_64-linux-gnu/libl.so", "libl.so");
   r.Lib("/opt/x86_64/libp.so", "libp.so");
+  r.Lib("/opt/haswell/libp.so", "libp.so");
   r.Lib("/apps/dst.so", "dst.so", {"/opt/lib64/libl.so", "/opt/x86_64/libp.so"}, "",
         "/opt/$LIB:/opt/${PLATFORM}");
   // glibc-hwcaps subdirectories.
