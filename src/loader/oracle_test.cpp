@@ -6,7 +6,6 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <map>
-#include <regex>
 #include <sstream>
 
 #include "catalog/ld_so.h"
@@ -148,9 +147,12 @@ std::vector<std::string> HostHwcaps(const Root& root) {
 std::string HostPlatform(const Root& root) {
   auto r =
       Run("chroot '" + root.root().string() + "' /lib64/ld-linux-x86-64.so.2 --list-diagnostics");
-  std::smatch m;
-  static const std::regex kPlatform("\ndl_platform=\"([^\"]+)\"");
-  return std::regex_search(r.output, m, kPlatform) ? m[1].str() : std::string();
+  std::istringstream in(r.output);
+  const std::string key = "dl_platform=\"";
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(key, 0) == 0 && line.size() > key.size() + 1 && line.back() == '"')
+      return line.substr(key.size(), line.size() - key.size() - 1);
+  return "";
 }
 
 struct Simulated {
