@@ -35,16 +35,15 @@ struct ChainImage {
   WrittenImage written;
   ChainImage() {
     ImageRecipe r;
-    r.layers.push_back(MakeLayer(
-        {Dir("usr"), Dir("usr/lib64"),
-         File("usr/lib64/libcudart.so.12", Lib("libcudart.so.12"), 0755)},
-        Compression::kGzip, "COPY cuda /usr/lib64"));
-    r.layers.push_back(MakeLayer(
-        {Dir("app"), Dir("opt"), Dir("opt/nv"),
-         File("app/libapp.so", Lib("libapp.so", {"libcudart.so.12", "libcudnn.so.9"}, "/opt/nv"),
-              0755),
-         File("app/libtool.so", Lib("libtool.so", {"libcudart.so.12", kHostile}), 0755)},
-        Compression::kGzip, "COPY app /app"));
+    r.layers.push_back(MakeLayer({Dir("usr"), Dir("usr/lib64"),
+                                  File("usr/lib64/libcudart.so.12", Lib("libcudart.so.12"), 0755)},
+                                 Compression::kGzip, "COPY cuda /usr/lib64"));
+    r.layers.push_back(
+        MakeLayer({Dir("app"), Dir("opt"), Dir("opt/nv"),
+                   File("app/libapp.so",
+                        Lib("libapp.so", {"libcudart.so.12", "libcudnn.so.9"}, "/opt/nv"), 0755),
+                   File("app/libtool.so", Lib("libtool.so", {"libcudart.so.12", kHostile}), 0755)},
+                  Compression::kGzip, "COPY app /app"));
     written = WriteOciLayout(tmp / "layout", r);
     WriteFile(tmp / "hostile", kHostile);
   }
@@ -66,7 +65,8 @@ struct ChainImage {
 // STROKE,STROKE" (Python's XML parser reads it back, entities decoded).
 std::vector<std::string> RenderDot(const TempDir& tmp, const std::string& graph) {
   WriteFile(tmp / "chain.dot", graph);
-  CommandResult dot = Run("dot -Tsvg " + Quote(tmp / "chain.dot") + " -o " + Quote(tmp / "chain.svg"));
+  CommandResult dot =
+      Run("dot -Tsvg " + Quote(tmp / "chain.dot") + " -o " + Quote(tmp / "chain.svg"));
   INFO(graph);
   REQUIRE(dot.status == 0);
   CHECK(dot.output == "");  // no syntax error, no warning
@@ -166,7 +166,8 @@ TEST_CASE("why --format mermaid and json: the same chain", "[cli][why]") {
 
   CommandResult refused = img.Why("libcudnn.so.9", "xml");
   CHECK(refused.status == 2);
-  CHECK_THAT(ReadFile(img.tmp / "stderr"), Contains("unknown format 'xml' (text|json|dot|mermaid)"));
+  CHECK_THAT(ReadFile(img.tmp / "stderr"),
+             Contains("unknown format 'xml' (text|json|dot|mermaid)"));
 }
 
 TEST_CASE("why --format dot|mermaid: a hostile name stays inside its labels", "[cli][why]") {
@@ -197,7 +198,8 @@ TEST_CASE("why --format dot|mermaid: a hostile name stays inside its labels", "[
   for (const std::string& l : svg) all << l << "\n";
   INFO(all.str());
   // The name as `why` shows it (a backslash doubled, the newline \x0A), one label, one node.
-  CHECK(Has(svg, "node name | lib\"x\\\\]-->%%{init: {'theme':'dark'}}%%\\x0A```\xc3\xa9.so | "
-                 "black"));
+  CHECK(Has(svg,
+            "node name | lib\"x\\\\]-->%%{init: {'theme':'dark'}}%%\\x0A```\xc3\xa9.so | "
+            "black"));
   CHECK(CountWith(svg, "node failure | not found") == 1);
 }

@@ -53,8 +53,8 @@ class ChainBuilder {
       const Attempt& a = r.tried[i];
       if (a.outcome == Outcome::kFound) continue;
       std::string what = a.path.empty() ? "(no entry for " + r.name + ")" : a.path;
-      size_t tried = Node(ChainNodeKind::kTried, {what, std::string(loader::OutcomeName(a.outcome))},
-                          {});
+      size_t tried =
+          Node(ChainNodeKind::kTried, {what, std::string(loader::OutcomeName(a.outcome))}, {});
       Edge(name, tried, ChainEdgeKind::kPassedOver, {Step(i, a.phase, a.entry, a.path)}, false);
     }
     size_t step = r.tried.empty() ? 0 : r.tried.size() - 1;
@@ -70,8 +70,7 @@ class ChainBuilder {
       if (!r.error.empty()) lines.push_back(r.error);
       size_t failure = Node(ChainNodeKind::kFailure, std::move(lines), {});
       Edge(name, failure, ChainEdgeKind::kAnswer,
-           {r.tried.empty() ? "nothing to try" : std::to_string(r.tried.size()) + " tried"},
-           true);
+           {r.tried.empty() ? "nothing to try" : std::to_string(r.tried.size()) + " tried"}, true);
     }
   }
 
@@ -193,6 +192,13 @@ std::string_view DotNodeStyle(ChainNodeKind kind) {
   return "";
 }
 
+// Failing edges thick, the candidates passed over and the link maps dotted.
+std::string_view MermaidArrow(const ChainEdge& e) {
+  if (e.failing) return "==>";
+  if (e.kind == ChainEdgeKind::kPassedOver || e.kind == ChainEdgeKind::kLinkMap) return "-.->";
+  return "-->";
+}
+
 }  // namespace
 
 LayerOf ImageLayers(const image::Image& img) {
@@ -252,13 +258,8 @@ std::string MermaidChain(const Chain& chain) {
   std::string failing;
   for (size_t i = 0; i < chain.edges.size(); ++i) {
     const ChainEdge& e = chain.edges[i];
-    std::string_view arrow = e.failing                                ? "==>"
-                             : e.kind == ChainEdgeKind::kPassedOver ||
-                                       e.kind == ChainEdgeKind::kLinkMap
-                                 ? "-.->"
-                                 : "-->";
-    s << "  n" << e.from << " " << arrow << "|\"" << MermaidText(e.lines) << "\"| n" << e.to
-      << "\n";
+    s << "  n" << e.from << " " << MermaidArrow(e) << "|\"" << MermaidText(e.lines) << "\"| n"
+      << e.to << "\n";
     if (e.failing) failing += (failing.empty() ? "" : ",") + std::to_string(i);
   }
   s << "  classDef consumer stroke-width:2px\n"

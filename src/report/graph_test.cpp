@@ -59,7 +59,7 @@ TEST_CASE("graph: a hit and a miss, the miss's edges failing", "[report][graph]"
   using K = ChainNodeKind;
   using Lines = std::vector<std::string>;
   CHECK(node(0) == std::make_pair(K::kConsumer, Lines{"/app/a.so", "framework x",
-                                                       "layer 2 sha256:0123456789ab"}));
+                                                      "layer 2 sha256:0123456789ab"}));
   CHECK(chain.nodes[0].layer.created_by == "COPY a.so /app/");
   CHECK(node(1) == std::make_pair(K::kName, Lines{"libcudnn.so.9"}));
   CHECK(node(2) == std::make_pair(K::kTried, Lines{"/x86/libcudnn.so.9", "wrong-class"}));
@@ -211,7 +211,8 @@ TEST_CASE("graph: hostile names stay inside their labels", "[report][graph]") {
     CHECK(std::regex_match(line, mermaid_line));
     std::smatch m;
     if (std::regex_search(line, m, std::regex(R"~("([^"]*)")~")))
-      mermaid_labels.push_back(MermaidDecode(std::regex_replace(m[1].str(), std::regex("\x01"), "<br>")));
+      mermaid_labels.push_back(
+          MermaidDecode(std::regex_replace(m[1].str(), std::regex("\x01"), "<br>")));
   }
   // Each label reads back as the name shown safely (report::Visible): nothing lost or added.
   const std::string consumer_label = Visible(r.consumer) + "\n" + Visible("role\"\n");
@@ -229,7 +230,9 @@ TEST_CASE("graph: hostile names stay inside their labels", "[report][graph]") {
   CHECK(mermaid.find('`') == std::string::npos);
   CHECK(mermaid.find('&') == std::string::npos);
   CHECK(std::count(mermaid.begin(), mermaid.end(), '<') ==
-        static_cast<long>(mermaid.size() - std::regex_replace(mermaid, std::regex("<br>"), "").size()) / 4);
+        static_cast<long>(mermaid.size() -
+                          std::regex_replace(mermaid, std::regex("<br>"), "").size()) /
+            4);
 }
 
 }  // namespace
