@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <csignal>
@@ -652,6 +653,102 @@ TEST_CASE("serve: mutating admission pins the digest judged, and a tag moved lat
   CHECK(quick.Metric("imgcheck_requests_total{path=\"/v1/mutate\",code=\"200\"}") == 2);
   CHECK(s.Stop() == 0);
   CHECK(quick.Stop() == 0);
+}
+
+namespace {
+
+// A registry (cpp-httplib in this process) whose one tag moves the moment it has been read: the
+// first GET of manifests/TAG answers OCI layout `first`'s image, every later one `then`'s.
+// Manifests by digest and blobs come from both layouts, so a client that pulls by the digest it
+// was told gets those bytes, and one that asks the tag again gets the other image.
+class MovingTagRegistry {
+ public:
+  MovingTagRegistry(const fs::path& first, const fs::path& then)
+      : port_(FreeLoopbackPort()), layouts_{Layout(first), Layout(then)} {
+    server_.Get("/v2/", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("{}", "application/json");
+    });
+    server_.Get(R"(/v2/.+/manifests/(.+))",
+                [this](const httplib::Request& req, httplib::Response& res) {
+                  std::string ref = req.matches[1];
+                  const Layout* l = nullptr;
+                  if (ref.rfind("sha256:", 0) != 0) {
+                    l = &layouts_[tag_reads_++ == 0 ? 0 : 1];
+                  } else {
+                    for (const Layout& x : layouts_)
+                      if (x.digest == ref) l = &x;
+                  }
+                  if (l == nullptr) return void(res.status = 404);
+                  res.set_header("Docker-Content-Digest", l->digest);
+                  res.set_content(ReadFile(l->Blob(l->digest)), l->media_type);
+                });
+    server_.Get(R"(/v2/.+/blobs/(sha256:[0-9a-f]{64}))", [this](const httplib::Request& req,
+                                                                httplib::Response& res) {
+      for (const Layout& l : layouts_)
+        if (fs::exists(l.Blob(req.matches[1])))
+          return res.set_content(ReadFile(l.Blob(req.matches[1])), "application/octet-stream");
+      res.status = 404;
+    });
+    REQUIRE(server_.bind_to_port("127.0.0.1", port_));
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~MovingTagRegistry() {
+    server_.stop();
+    thread_.join();
+  }
+  MovingTagRegistry(const MovingTagRegistry&) = delete;
+  MovingTagRegistry& operator=(const MovingTagRegistry&) = delete;
+  std::string host() const { return "127.0.0.1:" + std::to_string(port_); }
+  /// The manifest digest the tag names first, and after its first read.
+  std::string first() const { return layouts_[0].digest; }
+  std::string then() const { return layouts_[1].digest; }
+  int tag_reads() const { return tag_reads_; }
+
+ private:
+  struct Layout {
+    explicit Layout(const fs::path& d) : dir(d) {
+      json index = json::parse(ReadFile(d / "index.json"));
+      digest = index["manifests"][0]["digest"];
+      media_type = index["manifests"][0]["mediaType"];
+    }
+    fs::path Blob(const std::string& d) const { return dir / "blobs/sha256" / d.substr(7); }
+    fs::path dir;
+    std::string digest, media_type;
+  };
+  int port_;
+  std::array<Layout, 2> layouts_;
+  std::atomic<int> tag_reads_{0};
+  httplib::Server server_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+TEST_CASE("serve: a tag moved between the review's resolution and the scan's pull is not pinned",
+          "[serve]") {
+  if (!Need({"openssl"})) return;
+  TempDir work;
+  Certificates certs(work / "certs");
+  MovingTagRegistry reg(CleanImage(work / "img", "judged"), BrokenImage());
+  Server s(work / "s", certs,
+           {"--allow-registry", reg.host(), "--scan-budget", "60", "--resolve-ttl", "0"});
+  std::string app = reg.host() + "/team/app:1";
+  json pod = {{"metadata", {{"name", "p"}}},
+              {"spec", {{"containers", {{{"name", "c"}, {"image", app}}}}}}};
+  // The review reads the tag once; the scan then pulls by the digest it named (the tag already
+  // names the broken image), and the patch pins that digest.
+  json mutated = s.Post("/v1/mutate?timeout=30s", Review("m", "Pod", pod));
+  INFO(mutated.dump(2));
+  CHECK(reg.tag_reads() == 1);
+  json pinned = Patched(pod, mutated);
+  CHECK(pinned["spec"]["containers"][0]["image"] == app + "@" + reg.first());
+  CHECK(s.Post("/v1/admission", Review("v-1", "Pod", pinned))["response"]["allowed"] == true);
+  CHECK(reg.tag_reads() == 1);  // the pinned image is never resolved by its tag
+  // The tag-only spec, judged now, names the other image: denied, by its digest.
+  json tag = s.Post("/v1/admission?timeout=30s", Review("v-2", "Pod", pod));
+  CHECK(tag["response"]["allowed"] == false);
+  CHECK_THAT(tag["response"]["status"]["message"].get<std::string>(),
+             Catch::Contains(reg.then()) && Catch::Contains("IC001"));
 }
 
 TEST_CASE("serve: a registry that never answers does not hold a request past its deadline",
