@@ -100,7 +100,8 @@ TEST_CASE("pinning: every workload kind, init and ephemeral containers, digests 
     json before = review["request"]["object"];
     CHECK(json::diff(before, after).size() == 4);
     // Idempotent, as reinvocationPolicy IfNeeded needs: the pinned object pins nothing more.
-    auto again = ParseAdmissionReview(PinReview(std::string(kind), after).dump(), "linux/amd64", uid);
+    auto again =
+        ParseAdmissionReview(PinReview(std::string(kind), after).dump(), "linux/amd64", uid);
     REQUIRE(again);
     std::vector<ImageResult> rejudged;
     for (const ImageUse& use : again->images) rejudged.push_back(Passed(use));
