@@ -389,6 +389,43 @@ std::string Optional(const catalog::Catalog& catalog, const Dists& dists,
   return "";
 }
 
+// The optional row whose files name `root`, null when none.
+const OptionalRow* OptionalRowOf(const catalog::Catalog& catalog,
+                                 const std::vector<OptionalRow>& rows, std::string_view root) {
+  std::optional<InSite> in = SiteRelative(catalog, root);
+  if (!in) return nullptr;
+  for (const OptionalRow& row : rows)
+    if (util::GlobMatch(row.package, in->owner->name) &&
+        std::any_of(row.files.begin(), row.files.end(),
+                    [&](const std::string& file) { return util::GlobMatch(file, in->rel); }))
+      return &row;
+  return nullptr;
+}
+
+// What the package loads by full path before the module at `root` (`row`'s loads_first), as
+// preloads with RTLD_LOCAL (torch.ops.load_library is ctypes.CDLL).
+std::vector<Preload> LoadsFirst(const image::Tree& tree, const catalog::Catalog& catalog,
+                                const OptionalRow& row, std::string_view root) {
+  std::vector<Preload> out;
+  std::optional<InSite> in = SiteRelative(catalog, root);
+  if (!in) return out;
+  for (const OptionalRow::LoadsFirst& first : row.loads_first) {
+    if (!util::GlobMatch(first.module, in->rel)) continue;
+    std::string library = first.library;
+    size_t star = first.module.find('*');
+    if (size_t at = library.find('*');
+        at != std::string::npos && star != std::string::npos &&
+        first.module.find_first_of("*?[", star + 1) == std::string::npos) {
+      size_t tail = first.module.size() - star - 1;  // the glob after its '*'
+      library.replace(at, 1, in->rel.substr(star, in->rel.size() - star - tail));
+    }
+    auto r = tree.Resolve(util::JoinPath(in->site, library));
+    if (!r || !r->node || !catalog.Elf(r->path) || r->path == root) continue;
+    out.push_back({r->path, "loaded by path by " + in->owner->name + " before the module", false});
+  }
+  return out;
+}
+
 // The on_call rows of the module at `root`, applied to its loader options: each library found
 // in a row's directories joins the process as pathfinder loads it (full path, RTLD_GLOBAL);
 // otherwise the module dlopens its names (pathfinder's fallback, dlopen of the bare name).
@@ -662,6 +699,10 @@ Session Session::Build(const image::Image& image, const catalog::Catalog& catalo
                                   placed ? placed->framework : nullptr, base, fallbacks);
       own.preload = it->second;
     }
+    const OptionalRow* optional_row = OptionalRowOf(catalog, *rules.optional, root.path);
+    if (optional_row)
+      for (Preload& p : LoadsFirst(image.tree, catalog, *optional_row, root.path))
+        own.preload.push_back(std::move(p));
     std::string on_call;
     if (rules.on_call)
       on_call = OnCallLoads(image.tree, catalog, dists, *rules.on_call, root.path, own);
@@ -672,6 +713,7 @@ Session Session::Build(const image::Image& image, const catalog::Catalog& catalo
     if (c.graph.objects.empty()) continue;
     c.package = catalog::PackageLabel(catalog, c.path);
     c.optional = Optional(catalog, dists, *rules.optional, c.path);
+    if (optional_row && !c.optional.empty()) c.optional_system = optional_row->system;
     c.on_call = !on_call.empty();
     if (c.optional.empty()) c.optional = on_call;
     if (placed) {

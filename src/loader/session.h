@@ -41,6 +41,9 @@ struct Consumer {
   /// _C.so NEEDS libc10.so, which only torch's objects provide"); "" for a process of its own.
   std::string process;
   std::string framework;  ///< that framework's pip distribution ("torch"); "" when none
+  /// With `optional`: where the system libraries its feature needs come from (OptionalRow's
+  /// system); "" when the data does not say.
+  std::string optional_system;
 };
 
 /// One entry of LD_PRELOAD (the image's Env) or /etc/ld.so.preload: every process of the image
@@ -103,6 +106,17 @@ struct OptionalRow {
   /// (nccl-extensions: "nccl/*/lib/cu{major}/*" of cuda-bindings); that file is no optional
   /// one, the others are never loaded.
   std::string select, major_of;
+  /// What the package loads by full path before a module of `files` (torchaudio's _init_sox:
+  /// torch.ops.load_library of lib/libtorchaudio_sox.so, then `import _torchaudio_sox`): globs
+  /// relative to site-packages; a '*' in `library` is what the module's one '*' matched. The
+  /// module's DT_NEEDED of that name then finds it loaded.
+  struct LoadsFirst {
+    std::string module, library;
+  };
+  std::vector<LoadsFirst> loads_first = {};
+  /// Where the system libraries it needs come from ("apt-get install libsox-dev"): the fix when
+  /// the image lacks them; "" when the data does not say.
+  std::string system = {};
 };
 
 /// Libraries a package's module loads through cuda-pathfinder on its first call (dlopen.json's

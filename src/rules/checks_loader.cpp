@@ -392,9 +392,12 @@ void CheckUnresolved(Context& ctx) {
   for (const auto& seen : ctx.Resolutions())
     if (!seen.resolution.found() && required(seen)) by_name[seen.resolution.name].push_back(&seen);
   // One problem per cause: the names the same requesters miss through the same search path.
+  // An optional feature's absent system libraries (its row says who provides them) are one
+  // cause however many of its objects miss them: torio's FFmpeg 4, 5 and 6 variants.
   struct Cause {
     std::vector<std::string> names, paths, dirs;
     std::vector<const SeenResolution*> list;
+    std::string backend;  ///< the feature's `when`, for those
   };
   std::vector<Cause> causes;
   for (const auto& [name, list] : by_name) {
@@ -405,14 +408,22 @@ void CheckUnresolved(Context& ctx) {
     paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
     std::vector<std::string> dirs = TriedDirs(list[0]->resolution);
     const auto kind = list[0]->resolution.kind;  // clang 14 lambdas cannot name a binding
+    const Consumer* first = list[0]->consumer;
+    std::string backend = first->optional_system.empty() ? "" : first->optional;
+    for (const auto* s : list)
+      if (s->consumer->optional != backend) backend.clear();
     auto same = std::find_if(causes.begin(), causes.end(), [&](const Cause& c) {
+      if (!backend.empty() || !c.backend.empty()) return c.backend == backend;
       return c.paths == paths && c.dirs == dirs && c.list[0]->resolution.kind == kind;
     });
     if (same == causes.end()) {
-      causes.push_back({{name}, paths, dirs, list});
+      causes.push_back({{name}, paths, dirs, list, backend});
     } else {
       same->names.push_back(name);
       same->list.insert(same->list.end(), list.begin(), list.end());
+      for (const std::string& p : paths)
+        if (std::find(same->paths.begin(), same->paths.end(), p) == same->paths.end())
+          same->paths.push_back(p);
     }
   }
   for (const Cause& cause : causes) {
@@ -465,9 +476,14 @@ void CheckUnresolved(Context& ctx) {
       f.severity = at.size() == cause.names.size() ? Severity::kInfo : Severity::kWarning;
       if (!at.empty()) f.message += " (the image has " + JoinAnd(at) + ")";
     }
-    if (std::string fix = UnresolvedFix(ctx, cause.names, paths[0], cause.dirs, file_of);
-        !fix.empty())
+    if (!cause.backend.empty()) {
+      // What the package loads itself is loaded; what is absent is the system's.
+      f.remediation =
+          "Only where the feature is used: install " + list[0]->consumer->optional_system + ".";
+    } else if (std::string fix = UnresolvedFix(ctx, cause.names, paths[0], cause.dirs, file_of);
+               !fix.empty()) {
       f.remediation = fix;
+    }
     std::set<std::string> consumers;
     for (const auto* s : list) {
       f.evidence.push_back(ResolvedEvidence(s->resolution));

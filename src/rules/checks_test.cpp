@@ -2206,4 +2206,59 @@ TEST_CASE("IC062: an LD_PRELOAD entry that resolves to nothing", "[checks]") {
   CHECK(preload["IC062"][0].message.rfind("/etc/ld.so.preload names /usr/lib/libgone.so,", 0) == 0);
 }
 
+TEST_CASE("IC012: a package's optional backend: what it loads itself is loaded, the system's once",
+          "[checks]") {
+  // torchaudio 2.6.0 as its wheel lays it out (readelf of the PyPI wheel): _init_sox loads
+  // lib/libtorchaudio_sox.so by path, then imports _torchaudio_sox, which NEEDS it by name; torio
+  // does the same for each FFmpeg major. libtorchaudio_sox.so NEEDS libsox.so, the FFmpeg ones
+  // libavutil.so.N: the system's, absent here. Only SoX and FFmpeg are to be said, once each.
+  FakeImage f = TorchImport({});
+  std::vector<std::string> files;
+  auto lib = [&](const std::string& rel, std::vector<std::string> needed, std::string init = "") {
+    elf::fixture::ElfSpec spec;
+    spec.needed = std::move(needed);
+    spec.needed.push_back("libc.so.6");
+    spec.imported = {kC10};
+    if (init.empty()) {
+      spec.soname = std::string(util::BaseName(rel));
+    } else {
+      spec.exported = {"PyInit_" + init};
+    }
+    f.File(kSite + rel, elf::fixture::BuildElf(spec));
+    files.push_back(rel);
+  };
+  lib("torchaudio/lib/libtorchaudio.so", {"libc10.so", "libtorch_cpu.so"});
+  lib("torchaudio/lib/_torchaudio.so", {"libtorchaudio.so", "libc10.so"}, "_torchaudio");
+  lib("torchaudio/lib/libtorchaudio_sox.so", {"libsox.so", "libc10.so"});
+  lib("torchaudio/lib/_torchaudio_sox.so", {"libtorchaudio_sox.so", "libc10.so"},
+      "_torchaudio_sox");
+  for (const std::string n : {"4", "6"}) {
+    std::string av = n == "4" ? "libavutil.so.56" : "libavutil.so.58";
+    lib("torio/lib/libtorio_ffmpeg" + n + ".so", {av, "libc10.so"});
+    lib("torio/lib/_torio_ffmpeg" + n + ".so", {"libtorio_ffmpeg" + n + ".so", av, "libc10.so"},
+        "_torio_ffmpeg" + n);
+  }
+  Dist(f, "torchaudio", "2.3.0", {"torch (==2.3.0)"}, files);
+  auto found = Scan(f);
+  for (const auto& [rule, list] : found)
+    for (const Finding& x : list) {
+      INFO(rule + ": " + x.message);
+      CHECK(x.severity == Severity::kInfo);
+      CHECK(x.message.find("libtorchaudio_sox.so (DT_NEEDED") == std::string::npos);
+      CHECK(x.message.find("libtorio_ffmpeg") == std::string::npos);
+      CHECK(x.remediation.find("LD_LIBRARY_PATH") == std::string::npos);
+      CHECK(x.remediation.find("patchelf") == std::string::npos);
+    }
+  REQUIRE(found["IC012"].size() == 2);
+  const bool sox_first = found["IC012"][0].message.starts_with("libsox.so");
+  const Finding& ffmpeg = found["IC012"][sox_first ? 1 : 0];
+  const Finding& sox = found["IC012"][sox_first ? 0 : 1];
+  INFO(ffmpeg.message + " | " + sox.message);
+  CHECK(ffmpeg.message.rfind("libavutil.so.56 and libavutil.so.58 (DT_NEEDED of ", 0) == 0);
+  CHECK(ffmpeg.remediation.find("apt-get install ffmpeg") != std::string::npos);
+  CHECK(sox.message.rfind(
+            "libsox.so (DT_NEEDED of " + kSite + "torchaudio/lib/libtorchaudio_sox.so", 0) == 0);
+  CHECK(sox.remediation.find("apt-get install libsox-dev") != std::string::npos);
+}
+
 }  // namespace imgcheck::rules

@@ -268,10 +268,19 @@ Knowledge Knowledge::FromFiles(std::vector<DataFile> files) {
   for (const Row& r : TableRows(f, "preload_calls"))
     k.preload_calls_.push_back({r.String("package"), VersionField(r, "from"), r.String("call"),
                                 r.String("before"), r.String("source")});
-  for (const Row& r : TableRows(f, "optional"))
-    k.optional_.push_back({r.String("package"), r.Strings("files"), r.String("when"),
-                           r.String("source"), r.String("select", false),
-                           r.String("major_of", !r.String("select", false).empty())});
+  for (const Row& r : TableRows(f, "optional")) {
+    OptionalRow row{
+        r.String("package"),       r.Strings("files"),
+        r.String("when"),          r.String("source"),
+        r.String("select", false), r.String("major_of", !r.String("select", false).empty())};
+    // "loads_first": [module glob, the library glob loaded by path before it]
+    if (std::vector<std::string> pair = r.Strings("loads_first", false); !pair.empty()) {
+      if (pair.size() != 2) r.Fail("loads_first", "must be [module glob, library glob]");
+      row.loads_first.push_back({pair[0], pair[1]});
+    }
+    row.system = r.String("system", false);
+    k.optional_.push_back(std::move(row));
+  }
   for (const Row& r : TableRows(f, "on_call"))
     k.on_call_.push_back({r.String("package"), r.String("module"), r.Strings("names"),
                           r.Strings("dirs"), r.String("when"), r.String("source")});

@@ -139,7 +139,8 @@ std::vector<WhyEntry> Why(const Result& scanned, std::string_view target) {
   std::vector<loader::Root> roots;
   roots.reserve(scanned.input.session.consumers().size());
   for (const rules::Consumer& c : scanned.input.session.consumers())
-    roots.push_back({c.path, c.role, &c.graph});
+    // Where it runs and the evidence for it belong to what `why` explains.
+    roots.push_back({c.path, c.process.empty() ? c.role : c.role + "; " + c.process, &c.graph});
   return loader::FindWhy(scanned.image.tree, roots, target);
 }
 
