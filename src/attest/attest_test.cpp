@@ -146,6 +146,13 @@ TEST_CASE("attest: verify refuses each forgery with its reason", "[attest]") {
         Rejection::kOtherSubject);
   CHECK(reason(SignEnvelope(kInTotoPayloadType, Statement(TestPolicy("warning")), Private(key))) ==
         Rejection::kOtherPolicy);
+  // An index's statement (subject the index, predicate the platform manifest scanned): read as
+  // the index's verdict, it is refused; its subject is not what was scanned.
+  Checked of_index =
+      Verify(SignEnvelope(kInTotoPayloadType, Statement(policy, kOther), Private(key)), trusted,
+             {kOther, policy.identity});
+  CHECK(of_index.rejection == Rejection::kOtherSubject);
+  CHECK_THAT(of_index.message, Catch::Contains("is not the manifest it scanned"));
   CHECK(reason(SignEnvelope("text/plain", Statement(policy), Private(key))) ==
         Rejection::kUnreadable);
   std::string other_type = Statement(policy);
