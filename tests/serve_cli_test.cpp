@@ -1443,9 +1443,9 @@ TEST_CASE(
   }
   fs::path cache = work / "rules-cache";  // both replicas read the rule data `rules update` puts
   // Sweeps paced at 10 scans a second per registry and replica.
-  auto flags = fleet.Flags({"--allow-registry", proxy.host(), "--scan-budget", "60",
-                            "--rules-cache", cache.string(), "--rules-key", RulesKey(work),
-                            "--sweep-rate", "10"});
+  auto flags =
+      fleet.Flags({"--allow-registry", proxy.host(), "--scan-budget", "60", "--rules-cache",
+                   cache.string(), "--rules-key", RulesKey(work), "--sweep-rate", "10"});
   Server a(work / "a", fleet.certs, flags);
   Server b(work / "b", fleet.certs, flags);
   // The 200 arrive as push events would: on the queue both replicas read.

@@ -85,7 +85,7 @@ int Update(const RulesArgs& args) {
   std::vector<attest::PublicKey> keys = RulesKeys();
   if (keys.empty())
     throw util::Fatal("no key to check rules data with: " + scan::BundledRulesDir() +
-                      "/keys has none and no --rules-key was given");
+                      " has no *.pub and no --rules-key was given");
   image::Artifact a =
       image::PullArtifact(ref, rules::kRulesArtifact, rules::kMaxRulesLayer, args.registry);
   // The signature of the manifest pulled (by its digest): a tag moved since is not signed.

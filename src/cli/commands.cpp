@@ -251,8 +251,7 @@ void AddRulesArg(CLI::App& sub, std::vector<std::string>& rules_dirs) {
 }
 
 std::vector<attest::PublicKey> RulesKeys() {
-  std::vector<attest::PublicKey> keys =
-      attest::KeysIn((std::filesystem::path(scan::BundledRulesDir()) / "keys").string());
+  std::vector<attest::PublicKey> keys = attest::KeysIn(scan::BundledRulesDir());
   for (const std::string& f : RulesKeyFiles()) keys.push_back(attest::LoadPublicKey(f));
   return keys;
 }

@@ -129,7 +129,7 @@ Runner DefineVerify(CLI::App& sub);
 void AddRulesArg(CLI::App& sub, std::vector<std::string>& rules_dirs);
 
 /// The keys published rules data must be signed with: the publisher's, shipped with the
-/// bundled data (its keys/*.pub), and each --rules-key (a mirror's own).
+/// bundled data (its *.pub), and each --rules-key (a mirror's own).
 std::vector<attest::PublicKey> RulesKeys();
 /// The check of installed rules data's signature record against RulesKeys(), which Main gives
 /// scan::SetRulesSignatureCheck: what every command and serve's reload load goes through.
