@@ -153,6 +153,7 @@ std::vector<PublicKey> KeysIn(const std::string& dir) {
     if (e.path().extension() == ".pub" && e.is_regular_file()) paths.push_back(e.path().string());
   std::sort(paths.begin(), paths.end());
   std::vector<PublicKey> keys;
+  keys.reserve(paths.size());
   for (const std::string& p : paths) keys.push_back(LoadPublicKey(p));
   return keys;
 }
