@@ -364,6 +364,16 @@ TEST_CASE("attest: an index's attestation is about the platform scanned, verify 
   CommandResult amd64 = verify("linux/amd64");
   CHECK(amd64.status == 0);
   CHECK_THAT(amd64.output, Catch::Contains(" linux/amd64 " + amd_digest + ": PASS (attested"));
+  // The pin a policy-engine user needs (docs/admission.md): the platform's manifest digest.
+  CommandResult as_json =
+      Run(ImgcheckCommand("verify " + image + pub + " --platform linux/amd64 --format json"));
+  REQUIRE(as_json.status == 0);
+  nlohmann::json j = nlohmann::json::parse(as_json.output);
+  CHECK(j["index"].get<std::string>().starts_with("sha256:"));
+  CHECK(j["platforms"].size() == 1);
+  CHECK(j["platforms"][0]["platform"] == "linux/amd64");
+  CHECK(j["platforms"][0]["digest"] == amd_digest);
+  CHECK(j["platforms"][0]["predicate"]["image"]["index"] == j["index"]);
   CommandResult mips = verify("linux/mips64le");
   CHECK(mips.status == 2);
   CHECK_THAT(mips.output, Catch::Contains("no image for platform linux/mips64le"));

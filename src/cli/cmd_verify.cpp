@@ -63,6 +63,25 @@ nlohmann::ordered_json DecisionJson(const std::string& reference, const std::str
   return j;
 }
 
+// One line per refused attestation and per image's verdict ("not attested" when it has none).
+std::string DecisionText(const std::string& ref, const attest::ImageDecision& all) {
+  std::string text;
+  for (const auto& [platform, d] : all.images) {
+    std::string what = ref + (platform.empty() ? "" : " " + platform) + " " + d.digest;
+    for (const auto& r : d.refused)
+      text += what + ": refused " + r.layer + ": " + std::string(attest::RejectionName(r.reason)) +
+              ": " + r.message + "\n";
+    if (d.accepted) {
+      text += what + ": " + (d.accepted->statement.verdict == "pass" ? "PASS" : "FAIL") +
+              " (attested, signed by " + d.accepted->key + ", policy " +
+              d.accepted->statement.policy_identity + ")\n";
+    } else if (d.refused.empty()) {
+      text += what + ": not attested\n";
+    }
+  }
+  return text;
+}
+
 int Verify(const VerifyArgs& args) {
   VerifyFormat format = FormatOf(kVerifyFormats, args.format);
   std::vector<attest::PublicKey> keys;
@@ -86,21 +105,7 @@ int Verify(const VerifyArgs& args) {
     }
     std::cout << report::DumpJson(j, 2) << "\n";
   } else {
-    std::string text;
-    for (const auto& [platform, d] : all.images) {
-      std::string what = ref + (platform.empty() ? "" : " " + platform) + " " + d.digest;
-      for (const auto& r : d.refused)
-        text += what + ": refused " + r.layer + ": " +
-                std::string(attest::RejectionName(r.reason)) + ": " + r.message + "\n";
-      if (d.accepted) {
-        text += what + ": " + (d.accepted->statement.verdict == "pass" ? "PASS" : "FAIL") +
-                " (attested, signed by " + d.accepted->key + ", policy " +
-                d.accepted->statement.policy_identity + ")\n";
-      } else if (d.refused.empty()) {
-        text += what + ": not attested\n";
-      }
-    }
-    std::cout << report::VisibleLines(text);
+    std::cout << report::VisibleLines(DecisionText(ref, all));
   }
   // Every image asked for must have a verdict: a platform nobody attested is not a pass.
   std::vector<const attest::ImageDecision::Platform*> missing;
