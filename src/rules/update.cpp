@@ -125,12 +125,14 @@ DataVersion InstallRules(const image::Artifact& artifact, const std::string& cac
     throw util::Fatal("the rules data of " + from + " (" + v.str() +
                       ") is not newer than the installed data (of " + installed->date +
                       "): refusing a rollback");
-  util::WriteFileAtomic(tmp.path / kManifestFile, artifact.manifest);
-  util::WriteFileAtomic(tmp.path / kLayerFile, artifact.layer);
-  util::WriteFileAtomic(tmp.path / kSignatureFile, record);
   fs::path final_dir = fs::path(cache) / name;
-  if (fs::exists(final_dir, ec)) {
-    fs::remove_all(tmp.path, ec);  // the same content is already installed
+  // The same content already installed gets this signature (it may have had none).
+  fs::path signed_dir = fs::exists(final_dir, ec) ? final_dir : tmp.path;
+  util::WriteFileAtomic(signed_dir / kManifestFile, artifact.manifest);
+  util::WriteFileAtomic(signed_dir / kLayerFile, artifact.layer);
+  util::WriteFileAtomic(signed_dir / kSignatureFile, record);
+  if (signed_dir == final_dir) {
+    fs::remove_all(tmp.path, ec);
   } else {
     fs::rename(tmp.path, final_dir, ec);
     if (ec) throw util::Fatal("cannot install into " + final_dir.string() + ": " + ec.message());

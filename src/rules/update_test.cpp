@@ -112,7 +112,9 @@ TEST_CASE("rules update: installed whole, preferred only when newer", "[update]"
     CHECK_THROWS_WITH(Install(Publish(twin, layout, "twin"), cache),
                       Catch::Contains("refusing a rollback"));
   }
-  SECTION("the same data again: installed as it is") {
+  SECTION("the same data again: installed as it is, with the signature it came with") {
+    fs::remove(cache / "current/.signature");
+    CHECK(ChooseRulesDir(cache.string(), bundled, kCheck, &note) == bundled);
     CHECK(Install(Publish(newer, layout, "again"), cache) == v.str());
   }
   CHECK(Installed(cache) == v.str());
