@@ -38,6 +38,9 @@ case "${1:-}" in
       python3-cryptography
       # the JUnit report against the Jenkins and Ant/JUnit 5 XSDs (testdata/junit)
       libxml2-utils
+      # `why --format dot` drawn by Graphviz (tests/why_cli_test.cpp); the Action's comment and
+      # the GitLab template's note against fake APIs (tests/action_check.py, gitlab_check.py)
+      graphviz curl jq
       # scripts/build-image.sh: a Debian 12 base where no registry serves one; scripts/release.sh
       # --check: pristine Debian 12 roots
       debootstrap
