@@ -43,11 +43,14 @@ echo "pushed in $(python3 -c "print(round($(now) - $t0, 1))") s"
 
 # Two replicas on one Redis, each with its own layer cache.
 mkdir -p "$work/rules-cache"
+# The publisher of the newer rule data below: the replicas trust its key (docs/rules-data.md).
+"$imgcheck" key generate --output-key-prefix "$work/publisher" >/dev/null
 start() {  # $1: name
   local port; port=$(free_port)
   "$imgcheck" serve --listen "127.0.0.1:$port" --tls-cert "$work/tls.crt" --tls-key "$work/tls.key" \
     --allow-registry "$reg" --redis "redis://127.0.0.1:$redis_port" \
     --verdict-key-file "$work/verdict-key" --rules-cache "$work/rules-cache" \
+    --rules-key "$work/publisher.pub" \
     --cache-dir "$work/cache-$1" --ready-file "$work/ready-$1" >"$work/serve-$1.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 200); do [ -f "$work/ready-$1" ] && break; sleep 0.05; done
@@ -75,8 +78,9 @@ python3 - "$work/newer/version.json" <<'PY'
 import json, sys
 v = json.load(open(sys.argv[1])); v["date"] = "2999-01-01"; json.dump(v, open(sys.argv[1], "w"))
 PY
-"$imgcheck" rules push "$work/newer" "oci:$work/rules-layout:1" >/dev/null
-"$imgcheck" rules update "oci:$work/rules-layout:1" --rules-cache "$work/rules-cache" >/dev/null
+"$imgcheck" rules push "$work/newer" "oci:$work/rules-layout:1" --key "$work/publisher.key" >/dev/null
+"$imgcheck" rules update "oci:$work/rules-layout:1" --rules-cache "$work/rules-cache" \
+  --rules-key "$work/publisher.pub" >/dev/null
 blobs_before=$(blobs)
 mem_before=$(rcli info memory | awk -F: '/^used_memory:/ { print $2 }' | tr -d '\r')
 t0=$(now)

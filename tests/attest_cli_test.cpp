@@ -294,3 +294,106 @@ TEST_CASE("attest: scan --attest signs the verdict into the registry, verify rea
   CHECK(nokey.status == 2);
   CHECK_THAT(nokey.output, Catch::Contains("--attest needs --key FILE"));
 }
+
+TEST_CASE("attest: an index's attestation is about the platform scanned, verify asks per platform",
+          "[attest][docker-registry]") {
+  if (!HaveRegistryTools()) return;
+  TempDir work;
+  Registry reg({});
+  // amd64: nothing to find. arm64: the driver stub on the library path (IC020, an error).
+  ImageRecipe amd;
+  amd.layers.push_back(
+      MakeLayer({Dir("etc"), File("etc/arch", "amd64")}, Compression::kGzip, "COPY arch /etc/"));
+  ImageRecipe arm;
+  arm.architecture = "arm64";
+  arm.env = {"LD_LIBRARY_PATH=/usr/local/cuda/lib64/stubs"};
+  SharedObject runtime, stub;
+  runtime.soname = "libcudart.so.12";
+  stub.soname = "libcuda.so.1";
+  Compile(runtime, work / "so/libcudart.so.12");
+  Compile(stub, work / "so/libcuda.so.1");
+  arm.layers.push_back(MakeLayer(
+      {FileFrom("usr/local/cuda/lib64/libcudart.so.12.4.127", work / "so/libcudart.so.12"),
+       Symlink("usr/local/cuda/lib64/libcudart.so.12", "libcudart.so.12.4.127"),
+       FileFrom("usr/local/cuda/lib64/stubs/libcuda.so", work / "so/libcuda.so.1"),
+       Symlink("usr/local/cuda/lib64/stubs/libcuda.so.1", "libcuda.so")},
+      Compression::kGzip, "COPY cuda /usr/local/cuda"));
+  std::vector<WrittenImage> multi = WriteMultiPlatformLayout(work / "multi", {amd, arm});
+  REQUIRE(Run("skopeo --insecure-policy copy -q --all --preserve-digests --dest-tls-verify=false "
+              "'oci:" +
+              (work / "multi").string() + ":latest' 'docker://" + reg.host() + "/team/multi:1'")
+              .status == 0);
+  const std::string image = "docker://" + reg.host() + "/team/multi:1";
+  const std::string& amd_digest = multi[0].manifest_digest;
+  const std::string& arm_digest = multi[1].manifest_digest;
+  REQUIRE(Run(ImgcheckCommand("key generate --output-key-prefix " + Quote(work / "ci"))).status ==
+          0);
+  const std::string key = " --key " + Quote(work / "ci.key");
+  const std::string pub = " --key " + Quote(work / "ci.pub");
+  auto verify = [&](const std::string& platform) {
+    CommandResult r = Run(ImgcheckCommand("verify " + image + pub + " --platform " + platform));
+    UNSCOPED_INFO(platform << ": " << r.output);
+    return r;
+  };
+
+  // The CI job of one platform: its manifest is the subject, the index is in the predicate.
+  CommandResult scan =
+      Run(ImgcheckCommand("scan " + image + " --platform linux/amd64 --attest" + key));
+  INFO(scan.output);
+  REQUIRE(scan.status == 0);
+  CHECK_THAT(scan.output, Catch::Contains("attested " + reg.host() + "/team/multi@" + amd_digest +
+                                          " (linux/amd64 of index sha256:"));
+  CHECK_THAT(Tags(reg, "team/multi"), Catch::Contains("sha256-" + amd_digest.substr(7) + ".att") &&
+                                          !Catch::Contains("sha256-" + arm_digest.substr(7)));
+  // The independent verifier: the statement's subject is the amd64 image manifest.
+  CommandResult py =
+      Run("python3 " + Quote(SourceDir() / "testdata/attest/verify.py") + " registry http://" +
+          reg.host() + " team/multi " + amd_digest + " " + Quote(work / "ci.pub") + " 1");
+  INFO(py.output);
+  CHECK(py.status == 0);
+  CHECK_THAT(py.output, Catch::Contains("verified: " + amd_digest + " verdict pass"));
+
+  // arm64 was never attested: refused, exit 2, one line that says so; "all" with it.
+  CommandResult arm64 = verify("linux/arm64");
+  CHECK(arm64.status == 2);
+  CHECK_THAT(arm64.output, Catch::Contains("for linux/arm64 (" + arm_digest + ") is not attested"));
+  CommandResult every = verify("all");
+  CHECK(every.status == 2);
+  CHECK_THAT(every.output, Catch::Contains(" linux/amd64 " + amd_digest + ": PASS (attested") &&
+                               Catch::Contains("linux/arm64 (" + arm_digest + ") is not attested"));
+  CommandResult amd64 = verify("linux/amd64");
+  CHECK(amd64.status == 0);
+  CHECK_THAT(amd64.output, Catch::Contains(" linux/amd64 " + amd_digest + ": PASS (attested"));
+  // The pin a policy-engine user needs (docs/admission.md): the platform's manifest digest.
+  CommandResult as_json =
+      Run(ImgcheckCommand("verify " + image + pub + " --platform linux/amd64 --format json"));
+  REQUIRE(as_json.status == 0);
+  nlohmann::json j = nlohmann::json::parse(as_json.output);
+  CHECK(j["index"].get<std::string>().starts_with("sha256:"));
+  CHECK(j["platforms"].size() == 1);
+  CHECK(j["platforms"][0]["platform"] == "linux/amd64");
+  CHECK(j["platforms"][0]["digest"] == amd_digest);
+  CHECK(j["platforms"][0]["predicate"]["image"]["index"] == j["index"]);
+  CommandResult mips = verify("linux/mips64le");
+  CHECK(mips.status == 2);
+  CHECK_THAT(mips.output, Catch::Contains("no image for platform linux/mips64le"));
+  // The amd64 verdict is not the index's: no attestation names the index.
+  CommandResult by_index =
+      Run(ImgcheckCommand("verify docker://" + reg.host() + "/team/multi@" + amd_digest + pub));
+  CHECK(by_index.status == 0);  // the platform manifest by digest: its own attestation
+
+  // Every platform scanned and attested: arm64 fails (exit 1), and so does "all".
+  CommandResult all = Run(ImgcheckCommand("scan " + image + " --platform all --attest" + key));
+  INFO(all.output);
+  CHECK(all.status == 1);
+  CHECK_THAT(all.output, Catch::Contains("attested " + reg.host() + "/team/multi@" + arm_digest +
+                                         " (linux/arm64 of index sha256:"));
+  CHECK(verify("linux/arm64").status == 1);
+  CHECK_THAT(verify("linux/arm64").output, Catch::Contains(": FAIL (attested"));
+  CHECK(verify("all").status == 1);
+  CHECK(verify("linux/amd64").status == 0);
+  // --platform all only attests (the reports of several platforms have no one file).
+  CommandResult plain = Run(ImgcheckCommand("scan " + image + " --platform all"));
+  CHECK(plain.status == 2);
+  CHECK_THAT(plain.output, Catch::Contains("--platform all scans and attests"));
+}

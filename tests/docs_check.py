@@ -33,6 +33,15 @@ def help_text(sub):
     return help_cache[sub]
 
 
+def nested_help(sub, nested):
+    key = sub + " " + nested
+    if key not in help_cache:
+        r = subprocess.run([imgcheck, sub, nested, "--help"], capture_output=True, text=True,
+                           timeout=30)
+        help_cache[key] = r.stdout if r.returncode == 0 else None
+    return help_cache[key]
+
+
 top = help_text("")
 subcommands = set()
 if top:
@@ -61,6 +70,8 @@ def check_imgcheck(words, where):
         nested = set(re.findall(r"^\s{2}(\w[\w-]*)\s", m[-1], re.M))
         if len(words) < 2 or words[1] not in nested:
             errors.append(f"{where}: imgcheck {sub}: no subcommand {words[1:2]}")
+        else:  # its flags are its own (rules push --key) or its parent's (rules --rules-cache)
+            text += nested_help(sub, words[1]) or ""
     for w in words:
         if w.startswith("--") and len(w) > 2:
             flag = w.split("=", 1)[0]

@@ -5,10 +5,11 @@ Each document whose apiVersion and kind have a schema in testdata/kubernetes (a 
 openAPIV3Schema, tools/crd_schema.py) is validated as the API server would with kubectl's
 strict field validation: an unknown field is an error unless the schema preserves unknown
 fields there. The attestation policies must ask for the predicate type imgcheck writes
-(src/attest/statement.h). The webhook configurations (admissionregistration.k8s.io/v1, whose
-OpenAPI schema has no enums) must hold values the API server accepts, call paths serve routes
-(src/serve/server.cpp), and the mutating one (digest pinning) must be reinvoked IfNeeded and
-reach the validating one's Service with the same TLS. Exit 1 with one line per problem.
+(src/attest/statement.h) and bind the statement's subject to the manifest imgcheck scanned. The
+webhook configurations (admissionregistration.k8s.io/v1, whose OpenAPI schema has no enums) must
+hold values the API server accepts, call paths serve routes (src/serve/server.cpp), and the
+mutating one (digest pinning) must be reinvoked IfNeeded and reach the validating one's Service
+with the same TLS. Exit 1 with one line per problem.
 
     tests/k8s_policies_check.py SOURCE_DIR
 """
@@ -109,10 +110,23 @@ def main():
     with open(os.path.join(src, "src/attest/statement.h")) as f:
         predicate = re.search(r'kPredicateType =\s*"([^"]+)"', f.read()).group(1)
 
+    # How each engine can tell the subject is the manifest scanned (docs/admission.md): Kyverno's
+    # conditions see the predicate only, so they ask for image.index, which imgcheck writes only
+    # where the subject is the manifest scanned; policy-controller's CUE sees the statement.
+    with open(os.path.join(src, "src/attest/attest.cpp")) as f:
+        if 'predicate["image"]["index"]' not in f.read():
+            problems_first = ["src/attest/attest.cpp no longer writes the predicate's image.index"]
+        else:
+            problems_first = []
+    bindings = {
+        "kyverno": "{{ contains(keys(image), 'index') }}",
+        "policy-controller": "subject: [{digest: sha256: strings.TrimPrefix("
+                             "predicate.image.manifestDigest, \\\"sha256:\\\")}]",
+    }
     with open(os.path.join(src, "src/serve/server.cpp")) as f:
         routes = set(re.findall(r'Route\("POST", "([^"]+)"', f.read()))
 
-    problems, checked, attestations, every = [], 0, 0, []
+    problems, checked, attestations, seen, every = problems_first, 0, 0, 0, []
     for path in sorted(glob.glob(os.path.join(src, "docker/kubernetes/*.yaml"))):
         name = os.path.relpath(path, src)
         with open(path) as f:
@@ -133,6 +147,10 @@ def main():
                 attestations += 1
                 if t != predicate:
                     problems.append("%s: predicate type %s, imgcheck writes %s" % (where, t, predicate))
+            if attestations > seen and not any(b in text for b in bindings.values()):
+                problems.append("%s: does not bind the statement's subject to the manifest "
+                                "imgcheck scanned (one of %s)" % (where, sorted(bindings.values())))
+            seen = attestations
     problems += check_webhooks(every, routes, schemas)
     if checked == 0 or attestations < 2:
         problems.append("%d documents had a schema and %d asked for imgcheck's attestations; "

@@ -1337,9 +1337,20 @@ TEST_CASE("serve: Redis down is degraded, not unready, and a dead replica's lock
 
 namespace {
 
-// The rule data of the tree dated 2999-01-01, published into a layout under `work` and installed
-// with `rules update` into `cache` (a server's --rules-cache): what a SIGHUP then loads.
+// The publisher's key pair of the rule data below, made once under `work`: the server trusts
+// its public half (--rules-key), as `rules update` does.
+std::string RulesKey(const TempDir& work) {
+  if (!fs::exists(work / "publisher.pub"))
+    REQUIRE(Run(ImgcheckCommand("key generate --output-key-prefix " + Quote(work / "publisher")))
+                .status == 0);
+  return (work / "publisher.pub").string();
+}
+
+// The rule data of the tree dated 2999-01-01, published into a layout under `work`, signed with
+// RulesKey and installed with `rules update` into `cache` (a server's --rules-cache): what a
+// SIGHUP then loads.
 void InstallNewerRules(const TempDir& work, const fs::path& cache) {
+  std::string key = RulesKey(work);
   fs::path newer = work / "newer";
   fs::create_directories(newer);
   for (const auto& e : fs::directory_iterator(SourceDir() / "rules"))
@@ -1348,10 +1359,12 @@ void InstallNewerRules(const TempDir& work, const fs::path& cache) {
   v["date"] = "2999-01-01";
   WriteFile(newer / "version.json", v.dump());
   std::string layout = "oci:" + (work / "layout").string() + ":1";
-  REQUIRE(Run(ImgcheckCommand("rules push " + Quote(newer) + " " + layout)).status == 0);
-  REQUIRE(
-      Run(ImgcheckCommand("rules update " + layout + " --rules-cache " + Quote(cache))).status ==
-      0);
+  REQUIRE(Run(ImgcheckCommand("rules push " + Quote(newer) + " " + layout + " --key " +
+                              Quote(work / "publisher.key")))
+              .status == 0);
+  REQUIRE(Run(ImgcheckCommand("rules update " + layout + " --rules-cache " + Quote(cache) +
+                              " --rules-key " + Quote(key)))
+              .status == 0);
 }
 
 }  // namespace
@@ -1362,7 +1375,7 @@ TEST_CASE("serve: SIGHUP reloads the rule data `rules update` installed, as a ne
   TempDir work;
   Certificates certs(work / "certs");
   fs::path cache = work / "rules-cache";
-  Server s(work / "s", certs, {"--rules-cache", cache.string()});
+  Server s(work / "s", certs, {"--rules-cache", cache.string(), "--rules-key", RulesKey(work)});
   s.Signal(SIGHUP);  // the same data: reloaded all the same, under the same identity
   REQUIRE(Eventually([&] { return s.Log().find("SIGHUP: policy reloaded") != std::string::npos; }));
   std::string first = s.Log();
@@ -1383,6 +1396,20 @@ TEST_CASE("serve: SIGHUP reloads the rule data `rules update` installed, as a ne
   CHECK(before.size() == 16);
   CHECK(after.size() == 16);
   CHECK(before != after);
+
+  // Installed data that is no longer what was signed is not reloaded: the bundled data is.
+  WriteFile(cache / "current/cuda.json", ReadFile(cache / "current/cuda.json") + "\n ");
+  s.Signal(SIGHUP);
+  REQUIRE(Eventually([&] {
+    return s.Log().find("cuda.json is not the file that was signed") != std::string::npos;
+  }));
+  REQUIRE(Eventually([&] {
+    std::string l = s.Log();
+    return l.find("policy reloaded", l.find("is not the file that was signed")) !=
+           std::string::npos;
+  }));
+  std::string last = s.Log().substr(s.Log().rfind("policy reloaded"));
+  CHECK_THAT(last, !Catch::Contains("2999-01-01") && Catch::Contains(before));
   CHECK(s.Stop() == 0);
 }
 
@@ -1651,8 +1678,9 @@ TEST_CASE(
   }
   fs::path cache = work / "rules-cache";  // both replicas read the rule data `rules update` puts
   // Sweeps paced at 10 scans a second per registry and replica.
-  auto flags = fleet.Flags({"--allow-registry", proxy.host(), "--scan-budget", "60",
-                            "--rules-cache", cache.string(), "--sweep-rate", "10"});
+  auto flags =
+      fleet.Flags({"--allow-registry", proxy.host(), "--scan-budget", "60", "--rules-cache",
+                   cache.string(), "--rules-key", RulesKey(work), "--sweep-rate", "10"});
   Server a(work / "a", fleet.certs, flags);
   Server b(work / "b", fleet.certs, flags);
   // The 200 arrive as push events would: on the queue both replicas read.

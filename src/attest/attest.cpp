@@ -4,6 +4,7 @@
 
 #include "attest/dsse.h"
 #include "attest/statement.h"
+#include "image/manifest.h"
 #include "image/registry_reference.h"
 #include "image/transports.h"
 #include "util/error.h"
@@ -23,10 +24,10 @@ image::Reference RegistryReference(const std::string& reference, const std::stri
   return std::move(ref).value();
 }
 
-// The manifest `ref` names now.
-image::Repository::Manifest Resolve(image::Repository& repo, const image::Reference& ref) {
-  auto m = repo.GetManifest(ref.ManifestRef(), kMaxImageManifest);
-  if (!m) throw util::Fatal("manifest " + ref.ManifestRef() + " not found in " + repo.Name());
+// The manifest `tag_or_digest` names now.
+image::Repository::Manifest Resolve(image::Repository& repo, const std::string& tag_or_digest) {
+  auto m = repo.GetManifest(tag_or_digest, kMaxImageManifest);
+  if (!m) throw util::Fatal("manifest " + tag_or_digest + " not found in " + repo.Name());
   return std::move(*m);
 }
 
@@ -49,27 +50,34 @@ Attested AttestScan(const std::string& reference, const report::Report& report,
                     const AttachOptions& attach) {
   image::Reference ref = RegistryReference(reference, "--attest");
   image::Repository repo(ref.String(), options);
-  image::Repository::Manifest root = Resolve(repo, ref);
-  if (!Covers(root, report.image.manifest_digest)) {
-    throw util::Fatal(ref.String() + " names " + root.digest + " now, not the " +
-                      report.image.manifest_digest + " scanned (the tag moved); not attesting");
+  image::Repository::Manifest root = Resolve(repo, ref.ManifestRef());
+  const std::string& scanned = report.image.manifest_digest;
+  if (!Covers(root, scanned)) {
+    throw util::Fatal(ref.String() + " names " + root.digest + " now, not the " + scanned +
+                      " scanned (the tag moved); not attesting");
   }
-  std::string statement = StatementJson(repo.Name(), root.digest, Predicate(report, policy));
+  // The subject is the manifest scanned: a node pulls that one for its platform, and an index's
+  // other platforms were not judged.
+  image::Repository::Manifest subject = root.digest == scanned ? root : Resolve(repo, scanned);
+  nlohmann::ordered_json predicate = Predicate(report, policy);
+  predicate["image"]["index"] = root.digest == scanned ? "" : root.digest;
+  std::string statement = StatementJson(repo.Name(), scanned, predicate);
   std::string envelope = SignEnvelope(kInTotoPayloadType, statement, signer);
   Attested a;
-  a.digest = root.digest;
+  a.digest = scanned;
+  a.index = root.digest == scanned ? "" : root.digest;
   a.repository = repo.Name();
   if (layout == Layout::kAtt) {
-    a.manifest = Attach(repo, root.digest, envelope, kPredicateType, attach);
-    a.where = repo.Name() + ":" + AttestationTag(root.digest);
+    a.manifest = Attach(repo, scanned, envelope, kPredicateType, attach);
+    a.where = repo.Name() + ":" + AttestationTag(scanned);
     return a;
   }
   Referred r =
-      AttachBundle(repo, root, MakeBundle(envelope, signer.KeyId()), kPredicateType, attach);
+      AttachBundle(repo, subject, MakeBundle(envelope, signer.KeyId()), kPredicateType, attach);
   a.manifest = r.manifest;
   a.where = repo.Name() + "@" + r.manifest +
             (r.tag_index ? " (listed at tag " : " (a referrer of ") +
-            (r.tag_index ? ReferrersTag(root.digest) : root.digest) + ")";
+            (r.tag_index ? ReferrersTag(scanned) : scanned) + ")";
   return a;
 }
 
@@ -100,12 +108,45 @@ Decision VerifyDigest(image::Repository& repo, const std::string& digest,
   return d;
 }
 
-Decision VerifyImage(const std::string& reference, const std::vector<PublicKey>& keys,
-                     const std::string& policy_identity, const image::RegistryOptions& options) {
+std::vector<PlatformImage> ImagesOf(const image::Repository::Manifest& root) {
+  std::string what = "manifest " + root.digest;
+  nlohmann::json doc = image::ParseJson(root.body, kMaxImageManifest, what);
+  if (image::KindOf(root.media_type, doc, what) == image::DocumentKind::kManifest)
+    return {{"", root.digest}};
+  std::vector<PlatformImage> out;
+  for (const image::PlatformEntry& e : image::ParseIndex(doc, what))
+    if (!e.os.empty() && e.os != "unknown") out.push_back({e.Name(), e.descriptor.digest});
+  return out;
+}
+
+std::vector<PlatformImage> ImagesOf(const std::string& reference,
+                                    const image::RegistryOptions& options) {
+  image::Reference ref = RegistryReference(reference, "--platform all");
+  image::Repository repo(ref.String(), options);
+  return ImagesOf(Resolve(repo, ref.ManifestRef()));
+}
+
+ImageDecision VerifyImage(const std::string& reference, const std::string& platform,
+                          const std::vector<PublicKey>& keys, const std::string& policy_identity,
+                          const image::RegistryOptions& options) {
   image::Reference ref = RegistryReference(reference, "verify");
   image::Repository repo(ref.String(), options);
-  std::string digest = ref.digest.empty() ? Resolve(repo, ref).digest : ref.digest;
-  return VerifyDigest(repo, digest, keys, policy_identity);
+  image::Repository::Manifest root = Resolve(repo, ref.ManifestRef());
+  ImageDecision out;
+  out.root = root.digest;
+  std::vector<PlatformImage> images = ImagesOf(root);
+  out.index = images.size() != 1 || !images[0].platform.empty();
+  if (out.index && platform != "all") {
+    std::string what = ref.String() + " (index " + root.digest + ")";
+    std::vector<image::PlatformEntry> entries =
+        image::ParseIndex(image::ParseJson(root.body, kMaxImageManifest, what), what);
+    const image::PlatformEntry& e = image::SelectPlatform(entries, platform, what);
+    images = {{e.Name(), e.descriptor.digest}};
+  }
+  if (images.empty()) throw util::Fatal(ref.String() + " is an index without a platform image");
+  for (const PlatformImage& i : images)
+    out.images.push_back({i.platform, VerifyDigest(repo, i.digest, keys, policy_identity)});
+  return out;
 }
 
 }  // namespace imgcheck::attest

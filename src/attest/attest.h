@@ -29,17 +29,20 @@ inline constexpr std::array<util::FormatInfo<Layout>, 2> kLayouts = {{
 }};
 
 struct Attested {
-  std::string digest;      ///< the subject: the manifest digest the reference resolves to
+  std::string digest;      ///< the subject: the image manifest the scan read
+  std::string index;       ///< the index the reference names that lists it; "" when none
   std::string repository;  ///< "host:5000/app"
   std::string manifest;    ///< the .att manifest's digest after the append, or the referrer's
   std::string where;       ///< for people: "HOST/app:sha256-HEX.att", "HOST/app@sha256:..."
 };
 
 /// Signs the statement of `report` (a scan of registry image `reference` under `policy`) with
-/// `signer` and appends it to the image's attestations. The subject is the digest the reference
-/// resolves to now, which must be the manifest the scan read (or an index listing it): a tag
-/// that moved since the scan is a util::Fatal. util::Fatal, one line, for a reference that is not
-/// a registry image, and for every registry failure.
+/// `signer` and appends it to the attestations of the image manifest the scan read: that
+/// manifest is the subject, never an index, whose digest and platform the predicate names
+/// instead (image.index, image.platform), so a verdict on one platform says nothing of another.
+/// The reference must still name that manifest or an index listing it: a tag that moved since
+/// the scan is a util::Fatal. util::Fatal, one line, for a reference that is not a registry
+/// image, and for every registry failure.
 Attested AttestScan(const std::string& reference, const report::Report& report,
                     const scan::Policy& policy, const Signer& signer,
                     const image::RegistryOptions& options, Layout layout = Layout::kAtt,
@@ -63,8 +66,38 @@ struct Decision {
 Decision VerifyDigest(image::Repository& repo, const std::string& digest,
                       const std::vector<PublicKey>& keys, const std::string& policy_identity);
 
+/// An image manifest a reference covers: the platform it is for ("" when the reference names a
+/// manifest, not an index) and its digest.
+struct PlatformImage {
+  std::string platform;  ///< "linux/arm64"
+  std::string digest;
+};
+/// The image manifests `root` covers: itself when it is an image manifest, else the entries of
+/// the index that have a platform (buildx's attestation manifests, "unknown/unknown", left out).
+/// util::Fatal, one line, when it is neither, or an entry is malformed.
+std::vector<PlatformImage> ImagesOf(const image::Repository::Manifest& root);
+
+/// What `verify` decides for one reference: the root it names and each image verified.
+struct ImageDecision {
+  std::string root;  ///< the digest the reference names (an index's, or the manifest's)
+  bool index = false;
+  struct Platform {
+    std::string platform;  ///< "" for a reference to a manifest
+    Decision decision;
+  };
+  std::vector<Platform> images;
+};
+
 /// VerifyDigest for registry reference `reference` (its digest, else what its tag names now).
-Decision VerifyImage(const std::string& reference, const std::vector<PublicKey>& keys,
-                     const std::string& policy_identity, const image::RegistryOptions& options);
+/// For an index, the image of `platform` ("os/arch[/variant]"), or of every platform it lists
+/// when `platform` is "all"; for a manifest, that manifest. util::Fatal, one line, when the
+/// index has no image of `platform`, and as VerifyDigest.
+ImageDecision VerifyImage(const std::string& reference, const std::string& platform,
+                          const std::vector<PublicKey>& keys, const std::string& policy_identity,
+                          const image::RegistryOptions& options);
+
+/// The images registry reference `reference` names now (ImagesOf its manifest).
+std::vector<PlatformImage> ImagesOf(const std::string& reference,
+                                    const image::RegistryOptions& options);
 
 }  // namespace imgcheck::attest

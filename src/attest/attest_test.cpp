@@ -6,6 +6,7 @@
 
 #include "attest/dsse.h"
 #include "attest/keys.h"
+#include "attest/signature.h"
 #include "attest/statement.h"
 #include "attest/verify.h"
 #include "image/registry_auth.h"
@@ -146,6 +147,13 @@ TEST_CASE("attest: verify refuses each forgery with its reason", "[attest]") {
         Rejection::kOtherSubject);
   CHECK(reason(SignEnvelope(kInTotoPayloadType, Statement(TestPolicy("warning")), Private(key))) ==
         Rejection::kOtherPolicy);
+  // An index's statement (subject the index, predicate the platform manifest scanned): read as
+  // the index's verdict, it is refused; its subject is not what was scanned.
+  Checked of_index =
+      Verify(SignEnvelope(kInTotoPayloadType, Statement(policy, kOther), Private(key)), trusted,
+             {kOther, policy.identity});
+  CHECK(of_index.rejection == Rejection::kOtherSubject);
+  CHECK_THAT(of_index.message, Catch::Contains("is not the manifest it scanned"));
   CHECK(reason(SignEnvelope("text/plain", Statement(policy), Private(key))) ==
         Rejection::kUnreadable);
   std::string other_type = Statement(policy);
@@ -201,6 +209,49 @@ TEST_CASE("keys: PKCS#8 and SPKI PEM of P-256 only, cosign's encrypted format re
                     Catch::Contains("OpenSSL does not implement"));
   WriteFile(dir / "huge.key", std::string(1 << 20, 'A'));
   CHECK_THROWS_WITH(LoadSigner((dir / "huge.key").string()), Catch::Contains("not a key file"));
+}
+
+TEST_CASE("signature: cosign's simple signing of an artifact, and what is refused", "[attest]") {
+  KeyPair key = GenerateKeyPair(), other = GenerateKeyPair();
+  std::vector<PublicKey> trusted = {Public(key, "publisher")};
+  std::string payload = SimpleSigningPayload("registry.example/rules", kImage);
+  // cosign's payload, field for field (sigstore/cosign pkg/cosign/payload).
+  CHECK(payload ==
+        R"({"critical":{"identity":{"docker-reference":"registry.example/rules"},"image":)"
+        R"({"docker-manifest-digest":")" +
+            kImage + R"("},"type":"cosign container image signature"},"optional":null})");
+  auto sign = [](const KeyPair& k, const std::string& p) {
+    return image::Base64Encode(Private(k).Sign(p));
+  };
+  util::Expected<SignedBy> good = CheckSimpleSigning(payload, sign(key, payload), kImage, trusted);
+  REQUIRE(good);
+  CHECK(good->key == "publisher");
+  CHECK(CheckSignatureRecord(SignatureRecord(*good), kImage, trusted).empty());
+
+  auto refused = [&](std::string_view p, const std::string& sig, const std::string& digest) {
+    util::Expected<SignedBy> r = CheckSimpleSigning(p, sig, digest, trusted);
+    REQUIRE_FALSE(r);
+    return r.error().message;
+  };
+  // Another key; the payload changed after signing; no signature; one that is not base64.
+  CHECK(refused(payload, sign(other, payload), kImage) == "not signed by a trusted key");
+  std::string edited = SimpleSigningPayload("registry.example/rules", kOther);
+  CHECK(refused(edited, sign(key, payload), kOther) == "not signed by a trusted key");
+  CHECK_THAT(refused(payload, "", kImage), Catch::Contains("not base64"));
+  CHECK_THAT(refused(payload, "%%%", kImage), Catch::Contains("not base64"));
+  // A good signature of another artifact, moved beside this one.
+  CHECK_THAT(refused(payload, sign(key, payload), kOther),
+             Catch::Contains("the signature is of another manifest"));
+  // Signed bytes that are not a simple-signing payload (a DSSE statement, say).
+  std::string statement = R"({"_type":"https://in-toto.io/Statement/v1"})";
+  CHECK_THAT(refused(statement, sign(key, statement), kImage),
+             Catch::Contains("not a cosign simple-signing payload"));
+  // The record kept with installed data: checked against the keys trusted now.
+  CHECK(CheckSignatureRecord(SignatureRecord(*good), kImage, {Public(other)}) ==
+        "not signed by a trusted key");
+  CHECK(CheckSignatureRecord(SignatureRecord(*good), kOther, trusted) != "");
+  CHECK(CheckSignatureRecord("{", kImage, trusted) == "the signature record is unreadable");
+  CHECK(SignatureTag(kImage) == "sha256-" + kImage.substr(7) + ".sig");
 }
 
 }  // namespace

@@ -35,6 +35,16 @@ Checked Refuse(Rejection r, std::string message) {
   return c;
 }
 
+// Whether the predicate names a scanned manifest (image.manifestDigest) other than the subject.
+bool ScannedOther(const Statement& s) {
+  auto image = s.predicate.find("image");
+  if (image == s.predicate.end() || !image->is_object()) return false;
+  auto scanned = image->find("manifestDigest");
+  if (scanned == image->end() || !scanned->is_string() || scanned->empty()) return false;
+  return std::find(s.subject_digests.begin(), s.subject_digests.end(),
+                   scanned->get<std::string>()) == s.subject_digests.end();
+}
+
 }  // namespace
 
 Checked Verify(std::string_view envelope, const std::vector<PublicKey>& keys,
@@ -80,6 +90,13 @@ Checked Verify(std::string_view envelope, const std::vector<PublicKey>& keys,
   } else if (s.predicate_type != kPredicateType) {
     c.rejection = Rejection::kOtherType;
     c.message = "predicate type is not " + std::string(kPredicateType);
+  } else if (ScannedOther(s)) {
+    // A statement about an index (older imgchecks attested the index of the platform
+    // they scanned): the subject is not the manifest the verdict is about.
+    c.rejection = Rejection::kOtherSubject;
+    c.message = "the statement's subject is not the manifest it scanned (" +
+                s.predicate["image"]["manifestDigest"].get<std::string>().substr(0, 19) +
+                "...): an index's attestation says nothing of its platforms";
   } else if (s.verdict != "pass" && s.verdict != "fail") {
     c.rejection = Rejection::kUnreadable;
     c.message = "the predicate has no verdict";

@@ -1,8 +1,11 @@
 // `imgcheck rules list` and `imgcheck rules explain ID`, from the one rule table (rules.json).
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
+#include "attest/keys.h"
+#include "attest/signature.h"
 #include "cli/commands.h"
 #include "report/escape.h"
 #include "rules/knowledge.h"
@@ -21,6 +24,7 @@ struct RulesArgs {
   bool json = false;
   std::string reference;  ///< update: from where; push: to where
   std::string dir;        ///< push: the data to publish
+  std::string key;        ///< push --key: the publisher's private key that signs it
   image::RegistryOptions registry;
 };
 
@@ -74,29 +78,43 @@ int Explain(const RulesArgs& args) {
   return 0;
 }
 
-// `rules update [REF]`: pulls, verifies and installs the published data; the data in use
-// changes only when all of it is there and valid.
+// `rules update [REF]`: pulls, verifies (the publisher's signature, then the data) and
+// installs the published data; the data in use changes only when all of it is there and valid.
 int Update(const RulesArgs& args) {
   std::string ref = args.reference.empty() ? rules::kDefaultRulesReference : args.reference;
+  std::vector<attest::PublicKey> keys = RulesKeys();
+  if (keys.empty())
+    throw util::Fatal("no key to check rules data with: " + scan::BundledRulesDir() +
+                      " has no *.pub and no --rules-key was given");
   image::Artifact a =
       image::PullArtifact(ref, rules::kRulesArtifact, rules::kMaxRulesLayer, args.registry);
+  // The signature of the manifest pulled (by its digest): a tag moved since is not signed.
+  attest::SignedBy by = attest::VerifyArtifact(ref, a.manifest_digest, keys, args.registry,
+                                               "the rules data of " + a.describe);
   std::string cache = rules::RulesCacheDir(scan::RulesCache());
-  rules::DataVersion v = rules::InstallRules(a, cache);
+  rules::DataVersion v = rules::InstallRules(a, cache, attest::SignatureRecord(by));
   std::cout << "installed rules data " << v.str() << " from " << a.describe << " ("
-            << a.manifest_digest << ") into " << cache << "\n";
+            << a.manifest_digest << "), signed by " << by.key << ", into " << cache << "\n";
   std::string note;
-  rules::ChooseRulesDir(cache, scan::BundledRulesDir(), &note);
+  rules::ChooseRulesDir(cache, scan::BundledRulesDir(), RulesSignatureCheck(), &note);
   if (!note.empty()) std::cout << "note: " << note << "; the bundled data stays in use\n";
   return 0;
 }
 
-// `rules push DIR REF`: publishes DIR (a whole, valid data set) as the rules artifact.
+// `rules push DIR REF [--key KEY]`: publishes DIR (a whole, valid data set) as the rules
+// artifact, signed in cosign's layout when a key is given.
 int Push(const RulesArgs& args) {
+  std::optional<attest::Signer> signer;
+  if (!args.key.empty()) signer = attest::LoadSigner(args.key);  // a bad key fails first
   rules::PackedRules p = rules::PackRules(args.dir);
   std::string digest =
       image::PushArtifact(args.reference, rules::kRulesArtifact, p.config, p.layer, args.registry);
   std::cout << "pushed rules data " << p.version.str() << " to " << args.reference << " (" << digest
             << ")\n";
+  if (signer) {
+    std::cout << "signed it as "
+              << attest::SignArtifact(args.reference, digest, *signer, args.registry) << "\n";
+  }
   return 0;
 }
 
@@ -132,6 +150,10 @@ Runner DefineRules(CLI::App& sub) {
       ->check(CLI::ExistingDirectory);
   push->add_option("reference", args->reference, "a registry reference or oci:PATH[:REF]")
       ->required();
+  push->add_option("--key", args->key,
+                   "the publisher's private key (PKCS#8 PEM): sign the artifact in cosign's "
+                   "layout (tag sha256-HEX.sig), as `rules update` requires")
+      ->check(CLI::ExistingFile);
   push->callback([mode] { *mode = "push"; });
   for (CLI::App* c : {update, push}) {
     c->add_option("--creds", args->registry.credentials.creds,

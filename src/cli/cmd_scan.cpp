@@ -2,6 +2,7 @@
 // report, and the CI exit code: 0 nothing at or above --fail-on, 1 findings, 2 scan failed.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -74,18 +75,14 @@ void Attest(const ScanArgs& args, const report::Report& rep, const scan::Policy&
   attest::Attested a = attest::AttestScan(args.image.reference, rep, policy, signer,
                                           ToLoadOptions(args.image).registry,
                                           *util::ParseFormat(attest::kLayouts, args.attest_format));
-  std::cerr << "imgcheck: attested " << a.repository << "@" << a.digest << " as " << a.where
-            << "\n";
+  std::cerr << "imgcheck: attested " << a.repository << "@" << a.digest
+            << (a.index.empty() ? "" : " (" + rep.image.platform + " of index " + a.index + ")")
+            << " as " << a.where << "\n";
 }
 
-int Scan(const ScanArgs& args) {
-  std::vector<Output> outputs = Outputs(args);
-  if (args.attest && args.key.empty()) throw util::Fatal("--attest needs --key FILE");
-  // The key is read before the scan, so a bad one fails at once.
-  std::optional<attest::Signer> signer;
-  if (args.attest) signer = attest::LoadSigner(args.key);
-  // The policy and the scan's model live to the process's end (KeepToExit).
-  scan::Policy& policy = KeepToExit(std::make_unique<scan::Policy>(scan::LoadPolicy(args.rules)));
+// One scan of `args.image` (its --platform) under `policy`: the reports, then the attestation.
+int ScanOne(const ScanArgs& args, const std::vector<Output>& outputs, const scan::Policy& policy,
+            const std::optional<attest::Signer>& signer) {
   scan::Request request = ScanRequest(args.image, policy.knowledge, scan::Depth::kFindings);
   request.policy = &policy;
   request.dockerfile = args.dockerfile;
@@ -122,6 +119,35 @@ int Scan(const ScanArgs& args) {
   return args.fail_on_empty && !rep.cuda_stack ? 1 : 0;
 }
 
+int Scan(const ScanArgs& args) {
+  std::vector<Output> outputs = Outputs(args);
+  if (args.attest && args.key.empty()) throw util::Fatal("--attest needs --key FILE");
+  bool all = args.image.platform == "all";
+  if (all && !args.attest)
+    throw util::Fatal(
+        "--platform all scans and attests each platform of an index: it needs "
+        "--attest (scan one platform at a time otherwise)");
+  if (all && (outputs.size() > 1 || !outputs.front().file.empty()))
+    throw util::Fatal("--platform all writes one report per platform to stdout, not --output");
+  // The key is read before the scan, so a bad one fails at once.
+  std::optional<attest::Signer> signer;
+  if (args.attest) signer = attest::LoadSigner(args.key);
+  // The policy and the scan's model live to the process's end (KeepToExit).
+  scan::Policy& policy = KeepToExit(std::make_unique<scan::Policy>(scan::LoadPolicy(args.rules)));
+  if (!all) return ScanOne(args, outputs, policy, signer);
+  // Each platform its own scan and statement, about its own manifest; the worst exit wins.
+  int status = 0;
+  for (const attest::PlatformImage& p :
+       attest::ImagesOf(args.image.reference, ToLoadOptions(args.image).registry)) {
+    ScanArgs one = args;
+    one.image.platform = p.platform.empty() ? ImageArgs{}.platform : p.platform;
+    std::cerr << "imgcheck: scanning " << args.image.reference << " "
+              << (p.platform.empty() ? "(not an index)" : p.platform) << "\n";
+    status = std::max(status, ScanOne(one, outputs, policy, signer));
+  }
+  return status;
+}
+
 }  // namespace
 
 Runner DefineScan(CLI::App& sub) {
@@ -151,6 +177,10 @@ Runner DefineScan(CLI::App& sub) {
                "needs --key");
   sub.add_option("--key", args->key,
                  "the private key (PKCS#8 PEM, from `imgcheck key generate`) that signs --attest");
+  sub.get_option("--platform")
+      ->description(
+          "os/arch[/variant] to pick from an index; all (with --attest): scan and attest each "
+          "platform");
   AddTableOption(sub, "--attest-format", args->attest_format, attest::kLayouts,
                  util::FormatHelp(attest::kLayouts, "where --attest puts it"));
   return [args]() -> int { return Scan(*args); };

@@ -1,6 +1,10 @@
 // `imgcheck verify IMAGE --key PUB`: the verdict of a registry image from its signed
-// attestations (scan --attest), without scanning it. Exit 0: an attestation by a trusted key
-// says pass under the policy asked for; 1: it says fail; 2: no attestation verifies.
+// attestations (scan --attest), without scanning it. For an index, the verdict of one
+// platform's image (--platform, the host's by default) or of all of them. Exit 0: an
+// attestation by a trusted key says pass under the policy asked for (for every platform asked
+// for); 1: one says fail; 2: an image asked for has no attestation that verifies.
+#include <sys/utsname.h>
+
 #include <iostream>
 
 #include "attest/attest.h"
@@ -15,6 +19,7 @@ namespace {
 
 struct VerifyArgs {
   ImageArgs image;
+  std::string platform;  ///< --platform: os/arch[/variant] or "all"; "": the host's
   std::vector<std::string> keys;
   scan::PolicyArgs rules;
   bool any_policy = false;
@@ -27,9 +32,20 @@ inline constexpr std::array<util::FormatInfo<VerifyFormat>, 2> kVerifyFormats = 
     {VerifyFormat::kJson, "json", "the digest, the accepted statement's verdict, the refusals"},
 }};
 
-nlohmann::ordered_json DecisionJson(const std::string& reference, const attest::Decision& d) {
+// linux/ARCH of this machine, in Go's GOARCH names as image indexes have them.
+std::string HostPlatform() {
+  utsname u{};
+  std::string arch = uname(&u) == 0 ? u.machine : "x86_64";
+  if (arch == "x86_64") arch = "amd64";
+  if (arch == "aarch64") arch = "arm64";
+  return "linux/" + arch;
+}
+
+nlohmann::ordered_json DecisionJson(const std::string& reference, const std::string& platform,
+                                    const attest::Decision& d) {
   nlohmann::ordered_json j;
   j["image"] = reference;
+  if (!platform.empty()) j["platform"] = platform;
   j["digest"] = d.digest;
   if (d.accepted) {
     const attest::Statement& s = d.accepted->statement;
@@ -47,6 +63,25 @@ nlohmann::ordered_json DecisionJson(const std::string& reference, const attest::
   return j;
 }
 
+// One line per refused attestation and per image's verdict ("not attested" when it has none).
+std::string DecisionText(const std::string& ref, const attest::ImageDecision& all) {
+  std::string text;
+  for (const auto& [platform, d] : all.images) {
+    std::string what = ref + (platform.empty() ? "" : " " + platform) + " " + d.digest;
+    for (const auto& r : d.refused)
+      text += what + ": refused " + r.layer + ": " + std::string(attest::RejectionName(r.reason)) +
+              ": " + r.message + "\n";
+    if (d.accepted) {
+      text += what + ": " + (d.accepted->statement.verdict == "pass" ? "PASS" : "FAIL") +
+              " (attested, signed by " + d.accepted->key + ", policy " +
+              d.accepted->statement.policy_identity + ")\n";
+    } else if (d.refused.empty()) {
+      text += what + ": not attested\n";
+    }
+  }
+  return text;
+}
+
 int Verify(const VerifyArgs& args) {
   VerifyFormat format = FormatOf(kVerifyFormats, args.format);
   std::vector<attest::PublicKey> keys;
@@ -54,29 +89,42 @@ int Verify(const VerifyArgs& args) {
   std::string identity;
   if (!args.any_policy) identity = scan::LoadPolicy(args.rules).identity;
   image::RegistryOptions registry = ToLoadOptions(args.image).registry;
-  attest::Decision d = attest::VerifyImage(args.image.reference, keys, identity, registry);
+  const std::string& ref = args.image.reference;
+  attest::ImageDecision all = attest::VerifyImage(
+      ref, args.platform.empty() ? HostPlatform() : args.platform, keys, identity, registry);
   if (format == VerifyFormat::kJson) {
-    std::cout << report::DumpJson(DecisionJson(args.image.reference, d), 2) << "\n";
-  } else {
-    std::string text;
-    for (const auto& r : d.refused)
-      text += "refused " + r.layer + ": " + std::string(attest::RejectionName(r.reason)) + ": " +
-              r.message + "\n";
-    if (d.accepted) {
-      text += args.image.reference + " " + d.digest + ": " +
-              (d.accepted->statement.verdict == "pass" ? "PASS" : "FAIL") +
-              " (attested, signed by " + d.accepted->key + ", policy " +
-              d.accepted->statement.policy_identity + ")\n";
+    nlohmann::ordered_json j;
+    if (all.index) {
+      j["image"] = ref;
+      j["index"] = all.root;
+      j["platforms"] = nlohmann::ordered_json::array();
+      for (const auto& i : all.images)
+        j["platforms"].push_back(DecisionJson(ref, i.platform, i.decision));
+    } else {
+      j = DecisionJson(ref, "", all.images.front().decision);
     }
-    std::cout << report::VisibleLines(text);
+    std::cout << report::DumpJson(j, 2) << "\n";
+  } else {
+    std::cout << report::VisibleLines(DecisionText(ref, all));
   }
-  if (!d.accepted) {
-    std::string why =
-        d.refused.empty() ? "none is attached" : "the last one: " + d.refused.back().message;
-    throw util::Fatal("no valid attestation of " + args.image.reference + " (" + d.digest +
-                      "): " + why);
+  // Every image asked for must have a verdict: a platform nobody attested is not a pass.
+  std::vector<const attest::ImageDecision::Platform*> missing;
+  bool failed = false;
+  for (const auto& i : all.images) {
+    if (!i.decision.accepted) missing.push_back(&i);
+    failed = failed || (i.decision.accepted && i.decision.accepted->statement.verdict != "pass");
   }
-  return d.accepted->statement.verdict == "pass" ? 0 : 1;
+  if (!missing.empty()) {
+    const auto& [platform, d] = *missing.front();
+    std::string what = ref + (platform.empty() ? "" : " for " + platform) + " (" + d.digest + ")";
+    std::string more = missing.size() > 1
+                           ? "; and " + std::to_string(missing.size() - 1) + " more platform(s)"
+                           : "";
+    if (d.refused.empty()) throw util::Fatal(what + " is not attested: none is attached" + more);
+    throw util::Fatal("no valid attestation of " + what +
+                      ": the last one: " + d.refused.back().message + more);
+  }
+  return failed ? 1 : 0;
 }
 
 }  // namespace
@@ -96,6 +144,9 @@ Runner DefineVerify(CLI::App& sub) {
                  "(the same as --config)");
   sub.add_flag("--any-policy", args->any_policy,
                "accept an attestation made under any policy identity");
+  sub.add_option("--platform", args->platform,
+                 "for an index: the os/arch[/variant] image to verify (default: this host's), "
+                 "or all: every platform must be attested and pass");
   AddPullArgs(sub, args->image);
   return [args]() -> int { return Verify(*args); };
 }

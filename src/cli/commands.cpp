@@ -12,6 +12,7 @@
 #include <optional>
 #include <thread>
 
+#include "attest/signature.h"
 #include "report/escape.h"
 #include "scan/build_info.h"
 #include "util/environment.h"
@@ -224,6 +225,13 @@ scan::Request ScanRequest(const ImageArgs& args, const rules::Knowledge& knowled
   return request;
 }
 
+namespace {
+std::vector<std::string>& RulesKeyFiles() {
+  static std::vector<std::string> files;
+  return files;
+}
+}  // namespace
+
 void AddRulesArg(CLI::App& sub, std::vector<std::string>& rules_dirs) {
   // One directory per --rules, so that the image reference after it stays the image.
   sub.add_option("--rules", rules_dirs, "directory of rule files that add to or override rules/")
@@ -234,6 +242,24 @@ void AddRulesArg(CLI::App& sub, std::vector<std::string>& rules_dirs) {
          "where `imgcheck rules update` installs rule data (default "
          "$XDG_DATA_HOME/imgcheck/rules)")
       ->allow_extra_args(false);
+  sub.add_option_function<std::string>(
+         "--rules-key", [](const std::string& f) { RulesKeyFiles().push_back(f); },
+         "a public key (PEM) whose signature on rules data is trusted besides the publisher's "
+         "(a mirror's own; repeatable)")
+      ->check(CLI::ExistingFile)
+      ->allow_extra_args(false);
+}
+
+std::vector<attest::PublicKey> RulesKeys() {
+  std::vector<attest::PublicKey> keys = attest::KeysIn(scan::BundledRulesDir());
+  for (const std::string& f : RulesKeyFiles()) keys.push_back(attest::LoadPublicKey(f));
+  return keys;
+}
+
+rules::SignatureCheck RulesSignatureCheck() {
+  return [](const std::string& record, const std::string& digest) {
+    return attest::CheckSignatureRecord(record, digest, RulesKeys());
+  };
 }
 
 namespace {
@@ -336,6 +362,7 @@ int Main(int argc, char** argv) {
     PrintError(std::string(e.what()) + " (--help shows the usage)");
     return 2;
   }
+  scan::SetRulesSignatureCheck(RulesSignatureCheck());
   try {
     int status = run();
     std::cerr << util::ProfileText();

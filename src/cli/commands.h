@@ -9,7 +9,9 @@
 #include <string_view>
 #include <vector>
 
+#include "attest/keys.h"
 #include "image/image.h"
+#include "rules/update.h"
 #include "scan/scan.h"
 #include "util/error.h"
 #include "util/formats.h"
@@ -122,8 +124,16 @@ Runner DefineServe(CLI::App& sub);
 Runner DefineKey(CLI::App& sub);
 Runner DefineVerify(CLI::App& sub);
 
-/// Adds --rules DIR (repeatable) and --rules-cache DIR (scan::SetRulesCache) to `sub`.
+/// Adds --rules DIR (repeatable), --rules-cache DIR (scan::SetRulesCache) and --rules-key FILE
+/// (repeatable: RulesKeys) to `sub`.
 void AddRulesArg(CLI::App& sub, std::vector<std::string>& rules_dirs);
+
+/// The keys published rules data must be signed with: the publisher's, shipped with the
+/// bundled data (its *.pub), and each --rules-key (a mirror's own).
+std::vector<attest::PublicKey> RulesKeys();
+/// The check of installed rules data's signature record against RulesKeys(), which Main gives
+/// scan::SetRulesSignatureCheck: what every command and serve's reload load goes through.
+rules::SignatureCheck RulesSignatureCheck();
 
 /// Prints "imgcheck: MESSAGE" on stderr as exactly one line (report::LogLine): how every
 /// refused command line and failed run ends.

@@ -67,13 +67,16 @@ nlohmann::ordered_json DescriptorJson(std::string_view media_type, const std::st
 
 // The artifact manifest: deterministic, so the same data always has the same digest.
 std::string ManifestJson(const ArtifactTypes& types, const std::string& config,
-                         const std::string& layer) {
+                         const std::string& layer,
+                         const std::map<std::string, std::string>& layer_annotations) {
   nlohmann::ordered_json m;
   m["schemaVersion"] = 2;
   m["mediaType"] = media::kOciManifest;
-  m["artifactType"] = types.artifact;
+  if (!types.artifact.empty()) m["artifactType"] = types.artifact;
   m["config"] = DescriptorJson(types.config, config);
-  m["layers"] = nlohmann::ordered_json::array({DescriptorJson(types.layer, layer)});
+  nlohmann::ordered_json l = DescriptorJson(types.layer, layer);
+  if (!layer_annotations.empty()) l["annotations"] = layer_annotations;
+  m["layers"] = nlohmann::ordered_json::array({std::move(l)});
   return m.dump();
 }
 
@@ -85,14 +88,15 @@ void WriteBlob(const std::filesystem::path& layout, const std::string& bytes) {
 
 // Adds (or moves) the manifest to index.json under `ref`.
 std::string PushToLayout(const std::string& rest, const ArtifactTypes& types,
-                         const std::string& config, const std::string& layer) {
+                         const std::string& config, const std::string& layer,
+                         const std::map<std::string, std::string>& layer_annotations) {
   auto [path, ref] = LayoutPathAndRef(rest);
   if (ref.empty()) ref = "latest";
   std::filesystem::path dir(path);
   std::error_code ec;
   std::filesystem::create_directories(dir / "blobs/sha256", ec);
   if (ec) throw util::Fatal("cannot create the layout " + path + ": " + ec.message());
-  std::string manifest = ManifestJson(types, config, layer);
+  std::string manifest = ManifestJson(types, config, layer, layer_annotations);
   WriteBlob(dir, config);
   WriteBlob(dir, layer);
   WriteBlob(dir, manifest);
@@ -110,7 +114,7 @@ std::string PushToLayout(const std::string& rest, const ArtifactTypes& types,
           index["manifests"].push_back(e);
   }
   nlohmann::ordered_json entry = DescriptorJson(media::kOciManifest, manifest);
-  entry["artifactType"] = types.artifact;
+  if (!types.artifact.empty()) entry["artifactType"] = types.artifact;
   entry["annotations"] = {{kRefAnnotation, ref}};
   index["manifests"].push_back(entry);
   util::WriteFileAtomic(dir / "oci-layout", R"({"imageLayoutVersion":"1.0.0"})");
@@ -132,6 +136,7 @@ Artifact PullArtifact(const std::string& reference, const ArtifactTypes& types, 
     throw util::Fatal(what + " does not match its digest " + root.digest +
                       " (tampered or corrupt)");
   a.manifest_digest = util::Sha256Digest(body);
+  a.manifest = body;
   nlohmann::json j = ParseJson(body, kMaxManifestBytes, what);
   if (!j.is_object() ||
       j.value("mediaType", std::string(media::kOciManifest)) != media::kOciManifest)
@@ -155,12 +160,15 @@ Artifact PullArtifact(const std::string& reference, const ArtifactTypes& types, 
 
 std::string PushArtifact(const std::string& reference, const ArtifactTypes& types,
                          const std::string& config, const std::string& layer,
-                         const RegistryOptions& options) {
+                         const RegistryOptions& options,
+                         const std::map<std::string, std::string>& layer_annotations) {
   std::string_view r = reference;
-  if (r.starts_with("oci:")) return PushToLayout(std::string(r.substr(4)), types, config, layer);
+  if (r.starts_with("oci:"))
+    return PushToLayout(std::string(r.substr(4)), types, config, layer, layer_annotations);
   if (r.starts_with("docker://")) r.remove_prefix(9);
-  return PushToRegistry(std::string(r), {config, layer}, ManifestJson(types, config, layer),
-                        media::kOciManifest, options);
+  return PushToRegistry(std::string(r), {config, layer},
+                        ManifestJson(types, config, layer, layer_annotations), media::kOciManifest,
+                        options);
 }
 
 std::string PackFiles(const std::map<std::string, std::string>& files) {

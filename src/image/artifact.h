@@ -15,7 +15,7 @@ namespace imgcheck::image {
 
 /// The media types that make an artifact of one kind.
 struct ArtifactTypes {
-  std::string_view artifact;  ///< the manifest's artifactType
+  std::string_view artifact;  ///< the manifest's artifactType ("": none, as an image's)
   std::string_view config;    ///< config.mediaType
   std::string_view layer;     ///< the one layer's mediaType
 };
@@ -23,6 +23,7 @@ struct ArtifactTypes {
 struct Artifact {
   std::string describe;         ///< where it came from ("docker://host/rules:1")
   std::string manifest_digest;  ///< "sha256:..."
+  std::string manifest;         ///< the manifest's bytes, of manifest_digest
   std::string config;           ///< the config blob, digest-verified
   std::string layer;            ///< the layer blob, digest- and size-verified
 };
@@ -37,10 +38,12 @@ Artifact PullArtifact(const std::string& reference, const ArtifactTypes& types, 
 /// Publishes `config` and `layer` as an artifact of `types`: to a registry reference (blob
 /// upload POST + PUT, then the manifest PUT: OCI distribution-spec "Pushing blobs" and
 /// "Pushing Manifests"), or into the OCI layout of "oci:PATH[:REF]" (created when missing;
-/// REF defaults to "latest"). Returns the manifest digest. util::Fatal on failure.
+/// REF defaults to "latest"). The layer's descriptor carries `layer_annotations`. Returns the
+/// manifest digest. util::Fatal on failure.
 std::string PushArtifact(const std::string& reference, const ArtifactTypes& types,
                          const std::string& config, const std::string& layer,
-                         const RegistryOptions& options = {});
+                         const RegistryOptions& options = {},
+                         const std::map<std::string, std::string>& layer_annotations = {});
 
 /// A layer of `files` (name -> bytes): a gzip'd POSIX tar, names sorted, mode 0644, owner 0,
 /// time 0 and no gzip timestamp, so the same files always make the same bytes (and digest).

@@ -12,6 +12,7 @@
 
 #include "util/error.h"
 #include "util/file.h"
+#include "util/sha256.h"
 
 namespace imgcheck::rules {
 
@@ -20,6 +21,10 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr char kCurrent[] = "current";
+// Kept beside installed data: what was signed, so that each load checks it again.
+constexpr char kManifestFile[] = ".manifest";
+constexpr char kLayerFile[] = ".layer";
+constexpr char kSignatureFile[] = ".signature";
 
 // version.json's date and schema, without loading the rest; nullopt when unreadable.
 std::optional<DataVersion> PeekVersion(const fs::path& dir) {
@@ -77,7 +82,8 @@ std::string RulesCacheDir(const std::string& dir) {
   return (fs::path(home && *home ? home : "/") / ".local/share/imgcheck/rules").string();
 }
 
-DataVersion InstallRules(const image::Artifact& artifact, const std::string& cache) {
+DataVersion InstallRules(const image::Artifact& artifact, const std::string& cache,
+                         const std::string& record) {
   const std::string& from = artifact.describe;
   std::map<std::string, std::string> files =
       image::UnpackFiles(artifact.layer, kMaxRulesFiles, kMaxRulesFile);
@@ -112,9 +118,21 @@ DataVersion InstallRules(const image::Artifact& artifact, const std::string& cac
 
   // One directory per version; `current` moves to it with one rename (atomic on POSIX).
   std::string name = "v-" + v.digest.substr(0, 16);
+  // An older signed artifact served again (a replay) must not undo a newer one.
+  fs::path current = fs::path(cache) / kCurrent;
+  std::optional<DataVersion> installed = PeekVersion(current);
+  if (installed && fs::read_symlink(current, ec) != name && !v.NewerThan(*installed))
+    throw util::Fatal("the rules data of " + from + " (" + v.str() +
+                      ") is not newer than the installed data (of " + installed->date +
+                      "): refusing a rollback");
   fs::path final_dir = fs::path(cache) / name;
-  if (fs::exists(final_dir, ec)) {
-    fs::remove_all(tmp.path, ec);  // the same content is already installed
+  // The same content already installed gets this signature (it may have had none).
+  fs::path signed_dir = fs::exists(final_dir, ec) ? final_dir : tmp.path;
+  util::WriteFileAtomic(signed_dir / kManifestFile, artifact.manifest);
+  util::WriteFileAtomic(signed_dir / kLayerFile, artifact.layer);
+  util::WriteFileAtomic(signed_dir / kSignatureFile, record);
+  if (signed_dir == final_dir) {
+    fs::remove_all(tmp.path, ec);
   } else {
     fs::rename(tmp.path, final_dir, ec);
     if (ec) throw util::Fatal("cannot install into " + final_dir.string() + ": " + ec.message());
@@ -132,8 +150,46 @@ DataVersion InstallRules(const image::Artifact& artifact, const std::string& cac
   return v;
 }
 
+namespace {
+
+// Why the data installed in `dir` is not what was signed ("" when it is).
+std::string Unsigned(const fs::path& dir, const SignatureCheck& check) {
+  util::Expected<std::string> manifest = util::ReadFile(dir / kManifestFile, 4 << 20);
+  util::Expected<std::string> layer = util::ReadFile(dir / kLayerFile, kMaxRulesLayer);
+  util::Expected<std::string> record = util::ReadFile(dir / kSignatureFile, 1 << 20);
+  if (!manifest || !layer || !record) return "it has no signature record";
+  nlohmann::json m = nlohmann::json::parse(*manifest, nullptr, false);
+  if (!m.is_object() || !m.contains("layers") || !m["layers"].is_array() ||
+      m["layers"].size() != 1 || !m["layers"][0].is_object() ||
+      m["layers"][0].value("digest", "") != util::Sha256Digest(*layer))
+    return "its layer is not the one its manifest names";
+  std::map<std::string, std::string> signed_files;
+  try {
+    signed_files = image::UnpackFiles(*layer, kMaxRulesFiles, kMaxRulesFile);
+  } catch (const util::Fatal& e) {
+    return e.what();
+  }
+  size_t seen = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::string name = e.path().filename().string();
+    if (e.path().extension() != ".json") continue;
+    auto it = signed_files.find(name);
+    util::Expected<std::string> bytes = util::ReadFile(e.path(), kMaxRulesFile);
+    if (it == signed_files.end() || !bytes || *bytes != it->second)
+      return name + " is not the file that was signed";
+    ++seen;
+  }
+  if (ec || seen != signed_files.size()) return "a file that was signed is missing";
+  if (!check) return "no signature check";
+  std::string why = check(*record, util::Sha256Digest(*manifest));
+  return why.empty() ? "" : "its signature: " + why;
+}
+
+}  // namespace
+
 std::string ChooseRulesDir(const std::string& cache, const std::string& bundled,
-                           std::string* note) {
+                           const SignatureCheck& check, std::string* note) {
   if (note) note->clear();
   fs::path installed = fs::path(cache) / kCurrent;
   std::error_code ec;
@@ -150,6 +206,7 @@ std::string ChooseRulesDir(const std::string& cache, const std::string& bundled,
                 std::to_string(kRulesSchema));
   if (mine && !theirs->NewerThan(*mine))
     return pass("its date " + theirs->date + " is not newer than the bundled data's " + mine->date);
+  if (std::string why = Unsigned(installed, check); !why.empty()) return pass(why);
   return installed.string();
 }
 

@@ -4,6 +4,7 @@
 // it is newer and of the schema this binary reads.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "image/artifact.h"
@@ -35,16 +36,28 @@ PackedRules PackRules(const std::string& dir);
 /// "" for `dir` means $XDG_DATA_HOME/imgcheck/rules (~/.local/share/imgcheck/rules).
 std::string RulesCacheDir(const std::string& dir);
 
-/// Installs a pulled artifact into `cache`: unpacked into a new directory there, loaded and
-/// checked (schema kRulesSchema, the config's version equal to the content's), then `current`
-/// is switched to it with one rename. util::Fatal, one line, when anything is wrong; the data
-/// in use is then untouched. Returns the installed data's version.
-DataVersion InstallRules(const image::Artifact& artifact, const std::string& cache);
+/// Checks the signature record `rules update` kept with installed data (opaque here: the CLI
+/// writes it, src/attest verifies it, as this stage cannot): "" when it signs manifest `digest`
+/// with a key trusted now, else why not.
+using SignatureCheck =
+    std::function<std::string(const std::string& record, const std::string& digest)>;
+
+/// Installs a pulled artifact, whose signature `record` the caller verified, into `cache`:
+/// unpacked into a new directory there, loaded and checked (schema kRulesSchema, the config's
+/// version equal to the content's, and newer than the data installed, unless it is the same:
+/// an older signed artifact replayed is a rollback), then `current` is switched to it with one
+/// rename. The manifest, the layer and `record` are kept beside the data, so that every later
+/// load checks them again (ChooseRulesDir). util::Fatal, one line, when anything is wrong; the
+/// data in use is then untouched. Returns the installed data's version.
+DataVersion InstallRules(const image::Artifact& artifact, const std::string& cache,
+                         const std::string& record);
 
 /// Which rule data to use: the installed data of `cache` when it is there, of this binary's
-/// schema and newer than `bundled`'s; else `bundled`. `note` (when given) receives why
-/// installed data was passed over ("" when there was none or it was used).
+/// schema, newer than `bundled`'s, and still what was signed: its files are those of the layer
+/// it came in, the layer is the one its manifest names, and `check` accepts the signature
+/// record of that manifest; else `bundled`. `note` (when given) receives why installed data was
+/// passed over ("" when there was none or it was used).
 std::string ChooseRulesDir(const std::string& cache, const std::string& bundled,
-                           std::string* note = nullptr);
+                           const SignatureCheck& check, std::string* note = nullptr);
 
 }  // namespace imgcheck::rules

@@ -22,9 +22,17 @@ std::string& RulesCacheOption() {
   static std::string dir;
   return dir;
 }
+
+rules::SignatureCheck& SignatureCheckOption() {
+  static rules::SignatureCheck check;
+  return check;
+}
 }  // namespace
 
 void SetRulesCache(const std::string& dir) { RulesCacheOption() = dir; }
+void SetRulesSignatureCheck(rules::SignatureCheck check) {
+  SignatureCheckOption() = std::move(check);
+}
 const std::string& RulesCache() { return RulesCacheOption(); }
 
 std::string BundledRulesDir() {
@@ -41,8 +49,8 @@ std::string RulesDir() {
   if (const char* env = std::getenv("IMGCHECK_RULES_DIR"); env != nullptr && *env != '\0')
     return env;
   std::string note;
-  std::string dir =
-      rules::ChooseRulesDir(rules::RulesCacheDir(RulesCache()), BundledRulesDir(), &note);
+  std::string dir = rules::ChooseRulesDir(rules::RulesCacheDir(RulesCache()), BundledRulesDir(),
+                                          SignatureCheckOption(), &note);
   static std::string said;  // once per process, though every reload asks again
   if (!note.empty() && note != said) {
     std::cerr << "imgcheck: note: " << note << "; using the bundled data\n";

@@ -8,6 +8,7 @@
 #include "rules/config.h"
 #include "rules/knowledge.h"
 #include "rules/target.h"
+#include "rules/update.h"
 
 namespace imgcheck::scan {
 
@@ -15,9 +16,13 @@ namespace imgcheck::scan {
 /// installed copy), else the source tree's rules/ the build was made from.
 std::string BundledRulesDir();
 /// The rule data in use: $IMGCHECK_RULES_DIR when set; else the data `imgcheck rules update`
-/// installed in the rules cache when it is newer and of this binary's schema (a note on stderr
-/// says when installed data is passed over), else BundledRulesDir().
+/// installed in the rules cache when it is newer, of this binary's schema and still signed by
+/// a trusted publisher (SetRulesSignatureCheck; a note on stderr says when installed data is
+/// passed over), else BundledRulesDir().
 std::string RulesDir();
+/// How RulesDir checks the signature of installed data (the CLI's, through src/attest, with
+/// the keys it trusts); unset, installed data is never used.
+void SetRulesSignatureCheck(rules::SignatureCheck check);
 /// --rules-cache DIR: where updates are installed and looked for ("": the default,
 /// $XDG_DATA_HOME/imgcheck/rules; rules::RulesCacheDir).
 void SetRulesCache(const std::string& dir);

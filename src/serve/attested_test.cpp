@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "attest/attest.h"
 #include "attest/bundle.h"
@@ -36,11 +37,12 @@ struct Fixture {
     policy = scan::LoadPolicy({});
   }
   std::string Pinned(size_t i) const { return reg.host() + "/app@" + digests[i]; }
-  // A statement about image `i` with `findings` error findings, under `p`.
+  // A statement about image `i` with `findings` error findings, under `p`; its predicate says
+  // image `scanned` was scanned (`i` unless given).
   std::string Envelope(size_t i, size_t findings, const scan::Policy& p,
-                       const attest::Signer* by = nullptr) {
+                       const attest::Signer* by = nullptr, std::optional<size_t> scanned = {}) {
     report::Report rep;
-    rep.image.manifest_digest = digests[i];
+    rep.image.manifest_digest = digests[scanned.value_or(i)];
     for (size_t n = 0; n < findings; ++n) {
       rules::Finding f;
       f.rule = "IC001";
@@ -140,6 +142,10 @@ TEST_CASE("serve: never admits from a forged, replayed, foreign or other-policy 
   attest::Signer stranger =
       *attest::Signer::FromPem(attest::GenerateKeyPair().private_pem, "stranger");
   f.Attach(0, f.Envelope(0, 0, f.policy, &stranger));
+  CHECK(a.Find(f.digests[0], f.Pinned(0)) == nullptr);
+  // Bound to another manifest than its subject (an index's statement, as older imgchecks wrote
+  // them: the subject the index, image 1 the platform scanned), read for the subject.
+  f.Attach(0, f.Envelope(0, 0, f.policy, nullptr, 1));
   CHECK(a.Find(f.digests[0], f.Pinned(0)) == nullptr);
   // Another policy: a pass under --fail-on none.
   scan::PolicyArgs none;

@@ -4,7 +4,9 @@ python3-cryptography) and the standard library only: no imgcheck code.
 
     verify.py envelope ENVELOPE_FILE PUBLIC_KEY DIGEST
         the DSSE envelope's signature over PAE (DSSE v1.0.0 protocol.md) by the SPKI PEM key,
-        an in-toto Statement v1 whose subject has DIGEST and imgcheck's predicate type.
+        an in-toto Statement v1 whose subject has DIGEST and imgcheck's predicate type, and
+        whose predicate says DIGEST is the manifest scanned (image.manifestDigest). In the
+        registry modes DIGEST must name an image manifest, not an index.
     verify.py registry http://HOST:PORT REPOSITORY DIGEST PUBLIC_KEY COUNT
         the tag sha256-HEX.att of REPOSITORY in cosign's layout (OCI manifest, one layer per
         attestation of application/vnd.dsse.envelope.v1+json with cosign's predicateType and
@@ -18,6 +20,12 @@ python3-cryptography) and the standard library only: no imgcheck code.
         manifest with the empty config, one bundle layer, subject DIGEST and cosign's
         annotations, its bundle (v0.3, publicKey.hint = base64 SHA-256 of the key's DER) holding
         a DSSE envelope accepted as above.
+    verify.py signature http://HOST:PORT REPOSITORY DIGEST PUBLIC_KEY
+        the cosign signature of artifact manifest DIGEST (imgcheck rules push --key): the tag
+        sha256-HEX.sig holds an OCI manifest whose one layer, of
+        application/vnd.dev.cosign.simplesigning.v1+json, is a simple-signing payload naming
+        DIGEST, its dev.cosignproject.cosign/signature annotation the base64 ECDSA P-256 SHA-256
+        signature of the payload's bytes by the key.
 Prints one line per attestation; exits 1 with the reason when any check fails.
 """
 import base64
@@ -68,6 +76,10 @@ def check_envelope(raw, key, digest):
     if digest.split(":", 1)[1] not in hexes:
         fail("subject " + repr(hexes) + " is not " + digest)
     pred = st["predicate"]
+    # The subject is the manifest the verdict is about: never an index standing for a platform.
+    if pred.get("image", {}).get("manifestDigest") != digest:
+        fail("the predicate's scanned manifest %r is not the subject %s" % (
+            pred.get("image", {}).get("manifestDigest"), digest))
     if pred.get("verdict") not in ("pass", "fail") or not pred["policy"]["identity"]:
         fail("predicate without verdict or policy identity")
     print("verified: %s verdict %s policy %s" % (digest, pred["verdict"],
@@ -83,6 +95,9 @@ def get(url, accept=None):
 BUNDLE_MEDIA = "application/vnd.dev.sigstore.bundle.v0.3+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
+SIMPLE_SIGNING = "application/vnd.dev.cosign.simplesigning.v1+json"
+DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
+DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
 
 
 def blob_of(base, repo, desc):
@@ -90,6 +105,16 @@ def blob_of(base, repo, desc):
     if "sha256:" + hashlib.sha256(blob).hexdigest() != desc["digest"] or len(blob) != desc["size"]:
         fail("blob " + desc["digest"] + " does not match its descriptor")
     return blob
+
+
+def check_image_manifest(base, repo, digest):
+    """DIGEST names an image manifest of REPOSITORY (a platform's), not an index."""
+    accept = ", ".join([OCI_MANIFEST, OCI_INDEX, DOCKER_MANIFEST, DOCKER_LIST])
+    body, ctype = get("%s/v2/%s/manifests/%s" % (base, repo, digest), accept)
+    if "sha256:" + hashlib.sha256(body).hexdigest() != digest:
+        fail("manifest " + digest + " does not match its digest")
+    if ctype not in (OCI_MANIFEST, DOCKER_MANIFEST) or "manifests" in json.loads(body):
+        fail("the subject " + digest + " is not an image manifest but " + ctype)
 
 
 def check_referrer(base, repo, digest, key, entry):
@@ -142,17 +167,47 @@ def check_bundles(base, repo, digest, key, count):
         check_referrer(base, repo, digest, key, e)
 
 
+def check_signature(base, repo, digest, key):
+    tag = digest.replace(":", "-") + ".sig"  # cosign's SignatureTag
+    body, ctype = get("%s/v2/%s/manifests/%s" % (base, repo, tag), OCI_MANIFEST)
+    m = json.loads(body)
+    if ctype != OCI_MANIFEST or m["config"]["mediaType"] != "application/vnd.oci.image.config.v1+json":
+        fail("the .sig manifest is %s with config %s" % (ctype, m["config"]["mediaType"]))
+    if len(m["layers"]) != 1 or m["layers"][0]["mediaType"] != SIMPLE_SIGNING:
+        fail("layers " + repr(m["layers"]))
+    layer = m["layers"][0]
+    payload = blob_of(base, repo, layer)
+    sig = base64.b64decode(layer["annotations"]["dev.cosignproject.cosign/signature"],
+                           validate=True)
+    try:
+        key.verify(sig, payload, ec.ECDSA(hashes.SHA256()))
+    except Exception:  # InvalidSignature, or a malformed DER
+        fail("the signature does not verify")
+    critical = json.loads(payload)["critical"]
+    if critical["type"] != "cosign container image signature" or \
+            critical["image"]["docker-manifest-digest"] != digest:
+        fail("the payload is not a signature of " + digest + ": " + repr(critical))
+    print("verified: signature of %s by the key" % digest)
+
+
 def main():
     if sys.argv[1] == "envelope":
         _, _, path, pub, digest = sys.argv
         key = serialization.load_pem_public_key(open(pub, "rb").read())
         check_envelope(open(path, "rb").read(), key, digest)
         return
+    if sys.argv[1] == "signature":
+        _, _, base, repo, digest, pub = sys.argv
+        check_signature(base, repo, digest,
+                        serialization.load_pem_public_key(open(pub, "rb").read()))
+        return
     _, mode, base, repo, digest, pub, count = sys.argv
     key = serialization.load_pem_public_key(open(pub, "rb").read())
     if mode == "bundle":
+        check_image_manifest(base, repo, digest)
         check_bundles(base, repo, digest, key, count)
         return
+    check_image_manifest(base, repo, digest)
     tag = digest.replace(":", "-") + ".att"  # cosign's AttestationTag
     body, ctype = get("%s/v2/%s/manifests/%s" % (base, repo, tag),
                       "application/vnd.oci.image.manifest.v1+json")
