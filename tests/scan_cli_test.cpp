@@ -1238,6 +1238,33 @@ TEST_CASE(
   CHECK(nlohmann::json::parse(ReadFile(json))["tool"]["version"] == version["version"]);
 }
 
+TEST_CASE("an LD_PRELOAD entry the image lacks is one warning on its ENV line (IC062)", "[scan]") {
+  TempDir dir;
+  auto image = [](bool present) {
+    ImageRecipe r = Base({"LD_PRELOAD=libjemalloc.so.2"});
+    std::vector<Entry> e = {Dir("usr/lib64")};
+    if (present) AddLib(e, "usr/lib64", "libjemalloc.so.2", So("libjemalloc.so.2"), "libjemalloc.so.2");
+    r.layers.push_back(Layer(e, "RUN apt-get install -y libjemalloc2"));
+    r.layers.push_back(EmptyLayer("ENV LD_PRELOAD=libjemalloc.so.2"));
+    return r;
+  };
+  WriteFile(dir / "Dockerfile",
+            "FROM debian:12\n"
+            "RUN apt-get install -y libjemalloc2\n"
+            "ENV LD_PRELOAD=libjemalloc.so.2\n");
+  Result bad = Scan(image(false), "--dockerfile '" + (dir / "Dockerfile").string() + "'");
+  INFO(Messages(bad));
+  REQUIRE(bad.Count("IC062") == 1);
+  const auto& f = bad.Of("IC062")[0];
+  CHECK(f["severity"] == "warning");
+  CHECK(f["dockerfile"]["line"] == 3);
+  CHECK(f["message"].get<std::string>().find(
+            "from LD_PRELOAD cannot be preloaded (cannot open shared object file): ignored.") !=
+        std::string::npos);
+  CHECK(bad.status == 0);  // a warning: --fail-on error passes it
+  CHECK(Scan(image(true)).Count("IC062") == 0);
+}
+
 TEST_CASE("rules list and rules explain come from the rule table", "[rules]") {
   auto list = Run("'" + Imgcheck() + "' rules list");
   CHECK(list.status == 0);
