@@ -38,6 +38,8 @@ case "${1:-}" in
       python3-cryptography
       # the JUnit report against the Jenkins and Ant/JUnit 5 XSDs (testdata/junit)
       libxml2-utils
+      # the Markdown reports rendered as GitHub does (GFM tables, raw HTML) and checked as HTML
+      cmark-gfm
       # scripts/build-image.sh: a Debian 12 base where no registry serves one; scripts/release.sh
       # --check: pristine Debian 12 roots
       debootstrap

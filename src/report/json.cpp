@@ -4,11 +4,10 @@
 #include "report/diagnostics.h"
 #include "report/escape.h"
 #include "report/image_header.h"
+#include "report/json.h"
 #include "report/report.h"
 
 namespace imgcheck::report {
-
-namespace {
 
 nlohmann::ordered_json FindingJson(const rules::Finding& f, bool dockerfile) {
   nlohmann::ordered_json j;
@@ -17,6 +16,8 @@ nlohmann::ordered_json FindingJson(const rules::Finding& f, bool dockerfile) {
   j["severity"] = rules::SeverityName(f.severity);
   j["message"] = f.message;
   j["paths"] = f.paths;
+  j["fingerprint"] = f.fingerprint;
+  j["baseline"] = f.baseline;
   nlohmann::ordered_json layer;
   if (f.layer.index >= 0) {
     layer["index"] = f.layer.index;
@@ -26,8 +27,16 @@ nlohmann::ordered_json FindingJson(const rules::Finding& f, bool dockerfile) {
   j["layer"] = f.layer.index >= 0 ? layer : nlohmann::ordered_json(nullptr);
   j["remediation"] = f.remediation;
   j["evidence"] = nlohmann::ordered_json::array();
-  for (const auto& e : f.evidence)
-    j["evidence"].push_back({{"label", e.label}, {"value", EvidenceValue(e)}});
+  for (const auto& e : f.evidence) {
+    nlohmann::ordered_json one = {{"label", e.label}, {"value", EvidenceValue(e)}};
+    // The loader's answer, for tools that draw or compare load chains.
+    if (e.resolution)
+      one["resolution"] = {{"consumer", e.resolution->consumer},
+                           {"name", e.resolution->name},
+                           {"found", e.resolution->found()},
+                           {"real_path", e.resolution->real_path}};
+    j["evidence"].push_back(std::move(one));
+  }
   auto line = [](const std::optional<rules::SourceLine>& d) {
     return d ? nlohmann::ordered_json{{"path", d->path},
                                       {"line", d->line},
@@ -42,8 +51,6 @@ nlohmann::ordered_json FindingJson(const rules::Finding& f, bool dockerfile) {
   }
   return j;
 }
-
-}  // namespace
 
 std::string RenderJson(const Report& report) {
   nlohmann::ordered_json j;

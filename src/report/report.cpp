@@ -1,21 +1,9 @@
 #include "report/report.h"
 
-#include <map>
-
-#include "util/sha256.h"
-
 namespace imgcheck::report {
 
-std::vector<std::string> Fingerprints(const std::vector<const rules::Finding*>& findings) {
-  std::vector<std::string> out;
-  std::map<std::string, int> seen;
-  for (const auto* f : findings) {
-    std::string key = f->rule + '\0' + (f->paths.empty() ? "" : f->paths[0]) + '\0' + f->env;
-    std::string hex = util::Sha256Digest(key).substr(7);  // "sha256:" dropped
-    int n = ++seen[hex];
-    out.push_back(n == 1 ? hex : hex + "#" + std::to_string(n));
-  }
-  return out;
+bool Fails(const Report& report, const rules::Finding& f) {
+  return !f.baseline && rules::Fails(report.fail_on, f.severity);
 }
 
 std::string Render(const Report& report, Format format, const RenderOptions& options) {
@@ -30,6 +18,8 @@ std::string Render(const Report& report, Format format, const RenderOptions& opt
       return RenderJunit(report);
     case Format::kCodeQuality:
       return RenderCodeQuality(report);
+    case Format::kMarkdown:
+      return RenderMarkdown(report);
   }
   return RenderText(report, options);
 }

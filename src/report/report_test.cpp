@@ -85,9 +85,13 @@ report::Report Fixed() {
   c.layer = {2, "sha256:3333333333333333333333333333333333333333333333333333333333333333",
              "COPY cudnn /usr/local/cudnn"};
   c.remediation = "Install it from a package.";
+  a.fingerprint = "fp-ic001";  // scan::AssignFingerprints' work, tested in scan_test
+  b.fingerprint = "fp-ic060";
+  c.fingerprint = "fp-ic051";
   r.findings = {a, b, c};
   rules::Finding d = c;
   d.paths = {"/opt/vendor/libcublas.so.12"};
+  d.fingerprint = "fp-ic051-vendor";
   r.suppressed = {{d, {"IC051", "/opt/vendor/**", "vendored on purpose", ".imgcheck.yaml:3"}}};
   r.notes = {"IC030 (driver-too-old) stays silent: no target driver (--driver VERSION or --host)"};
   r.not_run = {{"IC030", "no target driver (--driver VERSION or --host)", true},
@@ -242,21 +246,42 @@ TEST_CASE("sarif: Dockerfile lines as physical locations, fingerprints that do n
   REQUIRE(results[1]["relatedLocations"].size() == 1);
   CHECK(results[1]["relatedLocations"][0]["physicalLocation"]["region"]["startLine"] == 5);
   CHECK_FALSE(results[0].contains("relatedLocations"));
-  // The fingerprint ignores the line, the message and the order of the scan.
-  auto plain = nlohmann::json::parse(report::Render(Fixed(), report::Format::kSarif));
+  // The fingerprint is the finding's own, whatever the order of the results.
   report::Report moved = WithDockerfile();
-  moved.findings[0].dockerfile->line = 40;
-  moved.findings[0].message = "cuDNN 5.0.4 now";
   std::swap(moved.findings[0], moved.findings[2]);
   auto after = nlohmann::json::parse(report::Render(moved, report::Format::kSarif));
   CHECK(after["runs"][0]["results"][2]["partialFingerprints"] ==
-        plain["runs"][0]["results"][0]["partialFingerprints"]);
-  // Same rule, same main path: still two results, two fingerprints.
-  report::Report twice = Fixed();
-  twice.findings.push_back(twice.findings[2]);
-  auto fps = report::Fingerprints({&twice.findings[2], &twice.findings[3]});
-  CHECK(fps[0] != fps[1]);
-  CHECK(fps[1] == fps[0] + "#2");
+        nlohmann::json{{"imgcheck/v2", "fp-ic001"}});
+  CHECK(after["runs"][0]["results"][3]["partialFingerprints"]["imgcheck/v2"] == "fp-ic051-vendor");
+  CHECK_FALSE(after["runs"][0]["results"][0].contains("baselineState"));
+}
+
+TEST_CASE("baseline: SARIF baselineState, JSON, text, the verdict and JUnit leave it out") {
+  report::Report r = Fixed();
+  r.baseline = true;
+  r.findings[0].baseline = true;  // the error was there before; the warning is new
+  r.fail_on = rules::FailOn{rules::Severity::kWarning};
+  auto sarif = nlohmann::json::parse(report::Render(r, report::Format::kSarif));
+  const auto& results = sarif["runs"][0]["results"];
+  CHECK(results[0]["baselineState"] == "unchanged");
+  CHECK(results[1]["baselineState"] == "new");
+  RequireValidSarif(report::Render(r, report::Format::kSarif));
+  auto json = nlohmann::json::parse(report::Render(r, report::Format::kJson));
+  CHECK(json["findings"][0]["baseline"] == true);
+  CHECK(json["findings"][1]["baseline"] == false);
+  CHECK(json["findings"][0]["fingerprint"] == "fp-ic001");
+  CHECK(report::Verdict(r) ==
+        "FAIL (exit 1: 1 new finding at or above --fail-on warning, 1 in the baseline)");
+  CHECK(report::Fails(r, r.findings[1]));
+  CHECK_FALSE(report::Fails(r, r.findings[0]));
+  std::string text = report::Render(r, report::Format::kText);
+  CHECK(text.find("IC001 cudnn-version-mismatch (in the baseline)") != std::string::npos);
+  CHECK(text.find("IC060 unsafe-library-path (in the baseline)") == std::string::npos);
+  std::string junit = report::Render(r, report::Format::kJunit);
+  CHECK(junit.find("failures=\"1\"") != std::string::npos);
+  // Only the warning new: with --fail-on error, nothing new fails.
+  r.fail_on = rules::FailOn{rules::Severity::kError};
+  CHECK(report::Verdict(r) == "PASS (exit 0, --fail-on error, 1 in the baseline)");
 }
 
 TEST_CASE("junit agrees with --fail-on, rules that could not run are skipped") {
