@@ -25,8 +25,6 @@ static_assert(util::NamesEvery(kChanges));
 // "" (absent) shown as a dash.
 std::string Or(const std::string& s) { return s.empty() ? "-" : s; }
 
-std::string Package(const std::string& p) { return p.empty() ? "(no package)" : p; }
-
 struct Split {
   std::vector<const rules::Finding*> added, unchanged, fixed;
 };
@@ -81,8 +79,8 @@ std::string RenderDiffText(const Diff& diff, const RenderOptions& /*options*/) {
   out << "\nCUDA libraries: " << diff.libraries.size() << " changed, " << diff.libraries_unchanged
       << " unchanged\n";
   for (const LibraryChange& c : diff.libraries)
-    out << "  " << ChangeName(c.change) << " " << Visible(Package(c.package)) << " "
-        << Visible(c.library) << ": " << Visible(Or(c.old_version)) << " -> "
+    out << "  " << ChangeName(c.change) << " " << Visible(c.library) << " ("
+        << Visible(c.package) << "): " << Visible(Or(c.old_version)) << " -> "
         << Visible(Or(c.new_version)) << "\n";
   if (!diff.loads.empty()) out << "\nloads that resolve differently:\n";
   for (const LoadChange& l : diff.loads)
@@ -150,7 +148,7 @@ std::string RenderDiffMarkdown(const Diff& diff) {
   if (!diff.libraries.empty()) {
     out += "| package | library | change | old | new |\n|---|---|---|---|---|\n";
     for (const LibraryChange& c : diff.libraries)
-      out += "| " + MarkdownText(Package(c.package)) + " | " + MarkdownText(c.library) + " | " +
+      out += "| " + MarkdownText(c.package) + " | " + MarkdownText(c.library) + " | " +
              std::string(ChangeName(c.change)) + " | " + MarkdownText(Or(c.old_version)) + " | " +
              MarkdownText(Or(c.new_version)) + " |\n";
     out += "\n";

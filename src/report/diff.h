@@ -37,7 +37,9 @@ struct FrameworkChange {
 
 /// A CUDA library (by base name) of one package whose versions differ.
 struct LibraryChange {
-  std::string package;  ///< the owning package's name; "" when no package owns it
+  /// The owning package's name; "unowned in DIR" for copies no package owns (each directory
+  /// apart: a stale copy is another install).
+  std::string package;
   std::string library;  ///< "libcudnn"
   std::string old_version, new_version;  ///< every version found, ", "-joined; "" where absent
   Change change = Change::kChanged;

@@ -373,10 +373,10 @@ TEST_CASE("golden: junit") {
 TEST_CASE("the format table") {
   CHECK(util::ParseFormat(report::kFormats, "sarif") == report::Format::kSarif);
   CHECK_FALSE(util::ParseFormat(report::kFormats, "yaml"));
-  CHECK(util::FormatNames(report::kFormats) == "text|json|sarif|junit|codequality");
+  CHECK(util::FormatNames(report::kFormats) == "text|json|sarif|junit|codequality|markdown");
   CHECK(util::ParseFormat(report::kFormats, "codequality") == report::Format::kCodeQuality);
   CHECK(util::UnknownFormat(report::kFormats, "xml") ==
-        "unknown format 'xml' (text|json|sarif|junit|codequality)");
+        "unknown format 'xml' (text|json|sarif|junit|codequality|markdown)");
   CHECK(util::UnknownFormat(report::kFormats, "json").empty());
 }
 

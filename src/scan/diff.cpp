@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "rules/version.h"
+#include "util/path.h"
 
 namespace imgcheck::scan {
 
@@ -42,7 +43,8 @@ Listing Libraries(const catalog::Catalog& cat) {
   Listing out;
   for (const catalog::Component& c : cat.components)
     if (catalog::IsLibraryKind(c.kind) && !c.deleted)
-      Add(out, {c.owner ? c.owner->name : "", c.name}, c.version.empty() ? "?" : c.version);
+      Add(out, {c.owner ? c.owner->name : "unowned in " + std::string(util::DirName(c.path)), c.name},
+          c.version.empty() ? "?" : c.version);
   return out;
 }
 
