@@ -1323,8 +1323,8 @@ ImageRecipe CudnnBumped() {
 
 // `recipe` on a base layer of its own (a distribution release file): a base bump changes it.
 ImageRecipe OnBase(ImageRecipe recipe, const std::string& release) {
-  recipe.layers.insert(recipe.layers.begin(),
-                       Layer({File("etc/debian_version", release + "\n")}, "FROM debian:" + release));
+  recipe.layers.insert(recipe.layers.begin(), Layer({File("etc/debian_version", release + "\n")},
+                                                    "FROM debian:" + release));
   return recipe;
 }
 
@@ -1345,7 +1345,8 @@ CommandResult Imgcheck(const Pair& p, const std::string& args) {
 
 // The diff's JSON (and its exit status), which must have run to the end.
 std::pair<int, nlohmann::json> DiffJson(const Pair& p, const std::string& args = "") {
-  CommandResult r = Imgcheck(p, "diff -q " + p.Old() + " " + p.New() + " --no-cache --format json -o diff.json " + args);
+  CommandResult r = Imgcheck(
+      p, "diff -q " + p.Old() + " " + p.New() + " --no-cache --format json -o diff.json " + args);
   INFO(r.output);
   REQUIRE((r.status == 0 || r.status == 1));
   return {r.status, nlohmann::json::parse(ReadFile(p.dir / "diff.json"))};
@@ -1403,7 +1404,8 @@ TEST_CASE("diff: a cuDNN bump that fixes IC001 and introduces IC014; --fail-on s
   // The library by package: the stale copy 5.0.5 became 5.1.10.
   bool upgraded = false;
   for (const auto& l : j["libraries"])
-    upgraded |= l["library"] == "libcudnn" && l["package"] == "unowned in /usr/local/cudnn-5.0/lib64" &&
+    upgraded |= l["library"] == "libcudnn" &&
+                l["package"] == "unowned in /usr/local/cudnn-5.0/lib64" &&
                 l["change"] == "upgraded" && l["old"] == "5.0.5" && l["new"] == "5.1.10";
   CHECK(upgraded);
   // TensorFlow's libcudnn.so.5 still comes first from the bumped directory: another file now.
@@ -1486,8 +1488,8 @@ TEST_CASE("scan --baseline: a rebuild that moves files between layers matches; n
   for (const auto& f : after.json["findings"]) CHECK(f["baseline"] == true);
   CHECK(after.status == 0);
   // SARIF: unchanged, and without a baseline no baselineState at all.
-  CommandResult sarif = Imgcheck(p, "scan -q --no-cache " + p.New() +
-                                        " --baseline main.json -f sarif -o new.sarif");
+  CommandResult sarif =
+      Imgcheck(p, "scan -q --no-cache " + p.New() + " --baseline main.json -f sarif -o new.sarif");
   CHECK(sarif.status == 0);
   auto s = nlohmann::json::parse(ReadFile(p.dir / "new.sarif"));
   for (const auto& res : s["runs"][0]["results"]) {
@@ -1519,9 +1521,10 @@ TEST_CASE("scan --baseline: a file that is no report is refused in one line (exi
   }
 }
 
-TEST_CASE("markdown: GFM that cmark-gfm renders with a table, details and a Mermaid block per "
-          "loader finding",
-          "[markdown]") {
+TEST_CASE(
+    "markdown: GFM that cmark-gfm renders with a table, details and a Mermaid block per "
+    "loader finding",
+    "[markdown]") {
   TempDir dir;
   WriteOciLayout(dir / "layout", Seed(true));
   std::string image = " oci:" + (dir / "layout").string() + ":latest";
@@ -1541,8 +1544,8 @@ TEST_CASE("markdown: GFM that cmark-gfm renders with a table, details and a Merm
   CHECK(html.find("flowchart LR") != std::string::npos);
   // The diff's Markdown: its tables and sections, a block per loader finding again.
   Pair p(Seed(true), CudnnBumped());
-  CommandResult d = Imgcheck(p, "diff -q --no-cache " + p.Old() + " " + p.New() +
-                                    " -f markdown -o diff.md");
+  CommandResult d =
+      Imgcheck(p, "diff -q --no-cache " + p.Old() + " " + p.New() + " -f markdown -o diff.md");
   REQUIRE(d.status == 1);
   auto [status, j] = DiffJson(p);
   std::string diff_html = MarkdownToHtml(p.dir / "diff.md");

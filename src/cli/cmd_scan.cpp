@@ -92,7 +92,8 @@ int Scan(const ScanArgs& args) {
   request.policy = &policy;
   // Read before the scan, so that a bad baseline fails at once.
   std::optional<scan::Baseline> baseline;
-  if (!args.baseline.empty()) request.baseline = &baseline.emplace(scan::LoadBaseline(args.baseline)).fingerprints;
+  if (!args.baseline.empty())
+    request.baseline = &baseline.emplace(scan::LoadBaseline(args.baseline)).fingerprints;
   request.dockerfile = args.dockerfile;
   // The GPU probe's findings join the scan's; without a GPU only a note.
   std::optional<probe::ScanStep> probe;

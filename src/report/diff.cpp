@@ -15,11 +15,12 @@ namespace imgcheck::report {
 
 namespace {
 
-constexpr auto kChanges = std::to_array<util::EnumName<Change>>({{Change::kAdded, "added"},
-                                                                  {Change::kRemoved, "removed"},
-                                                                  {Change::kUpgraded, "upgraded"},
-                                                                  {Change::kDowngraded, "downgraded"},
-                                                                  {Change::kChanged, "changed"}});
+constexpr auto kChanges =
+    std::to_array<util::EnumName<Change>>({{Change::kAdded, "added"},
+                                           {Change::kRemoved, "removed"},
+                                           {Change::kUpgraded, "upgraded"},
+                                           {Change::kDowngraded, "downgraded"},
+                                           {Change::kChanged, "changed"}});
 static_assert(util::NamesEvery(kChanges));
 
 // "" (absent) shown as a dash.
@@ -31,7 +32,8 @@ struct Split {
 
 Split SplitFindings(const Diff& d) {
   Split s;
-  for (const rules::Finding& f : d.report.findings) (f.baseline ? s.unchanged : s.added).push_back(&f);
+  for (const rules::Finding& f : d.report.findings)
+    (f.baseline ? s.unchanged : s.added).push_back(&f);
   for (const rules::Finding& f : d.fixed) s.fixed.push_back(&f);
   return s;
 }
@@ -46,8 +48,8 @@ void TextFindings(std::ostringstream& out, const char* title,
   if (list.empty()) return;
   out << "\n" << title << " findings:\n";
   for (const rules::Finding* f : list)
-    out << "  " << SeverityName(f->severity) << " " << Visible(f->rule) << " "
-        << Visible(f->name) << ": " << Visible(f->message) << "\n";
+    out << "  " << SeverityName(f->severity) << " " << Visible(f->rule) << " " << Visible(f->name)
+        << ": " << Visible(f->message) << "\n";
 }
 
 }  // namespace
@@ -74,14 +76,13 @@ std::string RenderDiffText(const Diff& diff, const RenderOptions& /*options*/) {
       << Verdict(diff.report) << "\n";
   if (!diff.frameworks.empty()) out << "\nframeworks:\n";
   for (const FrameworkChange& c : diff.frameworks)
-    out << "  " << ChangeName(c.change) << " " << Visible(c.name) << ": " << Visible(Or(c.old_build))
-        << " -> " << Visible(Or(c.new_build)) << "\n";
+    out << "  " << ChangeName(c.change) << " " << Visible(c.name) << ": "
+        << Visible(Or(c.old_build)) << " -> " << Visible(Or(c.new_build)) << "\n";
   out << "\nCUDA libraries: " << diff.libraries.size() << " changed, " << diff.libraries_unchanged
       << " unchanged\n";
   for (const LibraryChange& c : diff.libraries)
-    out << "  " << ChangeName(c.change) << " " << Visible(c.library) << " ("
-        << Visible(c.package) << "): " << Visible(Or(c.old_version)) << " -> "
-        << Visible(Or(c.new_version)) << "\n";
+    out << "  " << ChangeName(c.change) << " " << Visible(c.library) << " (" << Visible(c.package)
+        << "): " << Visible(Or(c.old_version)) << " -> " << Visible(Or(c.new_version)) << "\n";
   if (!diff.loads.empty()) out << "\nloads that resolve differently:\n";
   for (const LoadChange& l : diff.loads)
     out << "  " << Visible(l.consumer) << " asks " << Visible(l.name) << ": "
@@ -103,8 +104,10 @@ std::string RenderDiffJson(const Diff& diff) {
   j["new_image"] = ImageJson(diff.report.image);
   j["frameworks"] = nlohmann::ordered_json::array();
   for (const FrameworkChange& c : diff.frameworks)
-    j["frameworks"].push_back(
-        {{"name", c.name}, {"change", ChangeName(c.change)}, {"old", c.old_build}, {"new", c.new_build}});
+    j["frameworks"].push_back({{"name", c.name},
+                               {"change", ChangeName(c.change)},
+                               {"old", c.old_build},
+                               {"new", c.new_build}});
   j["libraries"] = nlohmann::ordered_json::array();
   for (const LibraryChange& c : diff.libraries)
     j["libraries"].push_back({{"package", c.package},
@@ -126,7 +129,8 @@ std::string RenderDiffJson(const Diff& diff) {
     for (const rules::Finding* f : v) a.push_back(FindingJson(*f, diff.report.dockerfile));
     return a;
   };
-  j["findings"] = {{"new", list(s.added)}, {"fixed", list(s.fixed)}, {"unchanged", list(s.unchanged)}};
+  j["findings"] = {
+      {"new", list(s.added)}, {"fixed", list(s.fixed)}, {"unchanged", list(s.unchanged)}};
   j["verdict"] = Verdict(diff.report);
   return DumpJson(j, 2) + "\n";
 }
@@ -154,8 +158,9 @@ std::string RenderDiffMarkdown(const Diff& diff) {
     out += "\n";
   }
   if (!diff.loads.empty()) {
-    out += "### Loads that resolve differently\n\n| consumer | name | old | new | why |\n"
-           "|---|---|---|---|---|\n";
+    out +=
+        "### Loads that resolve differently\n\n| consumer | name | old | new | why |\n"
+        "|---|---|---|---|---|\n";
     for (const LoadChange& l : diff.loads)
       out += "| " + MarkdownText(l.consumer) + " | " + MarkdownText(l.name) + " | " +
              MarkdownText(Or(l.old_file)) + " | " + MarkdownText(Or(l.new_file)) + " | " +

@@ -30,7 +30,7 @@ std::string_view ChangeName(Change change);
 
 /// A framework whose version or build facts differ ("2.3.0+cu121 (cuda 12.1)").
 struct FrameworkChange {
-  std::string name;  ///< "torch"
+  std::string name;                  ///< "torch"
   std::string old_build, new_build;  ///< "" where the image lacks it
   Change change = Change::kChanged;
 };
@@ -40,7 +40,7 @@ struct LibraryChange {
   /// The owning package's name; "unowned in DIR" for copies no package owns (each directory
   /// apart: a stale copy is another install).
   std::string package;
-  std::string library;  ///< "libcudnn"
+  std::string library;                   ///< "libcudnn"
   std::string old_version, new_version;  ///< every version found, ", "-joined; "" where absent
   Change change = Change::kChanged;
 };

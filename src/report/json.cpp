@@ -1,10 +1,11 @@
 // The JSON report, schema "imgcheck-report/1" (documented in rules/README.md).
+#include "report/json.h"
+
 #include <nlohmann/json.hpp>
 
 #include "report/diagnostics.h"
 #include "report/escape.h"
 #include "report/image_header.h"
-#include "report/json.h"
 #include "report/report.h"
 
 namespace imgcheck::report {

@@ -27,8 +27,8 @@ std::string MarkdownText(std::string_view s) {
 
 namespace {
 
-constexpr std::array<rules::Severity, 3> kOrder = {rules::Severity::kError,
-                                                  rules::Severity::kWarning, rules::Severity::kInfo};
+constexpr std::array<rules::Severity, 3> kOrder = {
+    rules::Severity::kError, rules::Severity::kWarning, rules::Severity::kInfo};
 
 std::string_view Heading(rules::Severity s) {
   switch (s) {
@@ -57,8 +57,8 @@ std::string FindingMarkdown(const rules::Finding& f) {
                     MarkdownText(f.message) + "</summary>\n\n";
   for (const std::string& p : f.paths) out += "- path: " + MarkdownText(p) + "\n";
   if (f.layer.index >= 0)
-    out += "- layer " + std::to_string(f.layer.index) + ": " + MarkdownText(f.layer.created_by) +
-           "\n";
+    out +=
+        "- layer " + std::to_string(f.layer.index) + ": " + MarkdownText(f.layer.created_by) + "\n";
   if (f.dockerfile)
     out += "- " + MarkdownText(f.dockerfile->path) + ":" + std::to_string(f.dockerfile->line) +
            ": " + MarkdownText(f.dockerfile->instruction) + "\n";
@@ -100,7 +100,8 @@ std::string RenderMarkdown(const Report& report) {
   }
   std::string out = "## imgcheck: " + MarkdownText(report.image.reference) + "\n\n";
   out += "**" + MarkdownText(Verdict(report)) + "**\n\n";
-  out += "| errors | warnings | info | in the baseline | suppressed |\n|---:|---:|---:|---:|---:|\n";
+  out +=
+      "| errors | warnings | info | in the baseline | suppressed |\n|---:|---:|---:|---:|---:|\n";
   out += "| " + std::to_string(counts[2]) + " | " + std::to_string(counts[1]) + " | " +
          std::to_string(counts[0]) + " | " + std::to_string(known.size()) + " | " +
          std::to_string(report.suppressed.size()) + " |\n\n";
@@ -112,7 +113,8 @@ std::string RenderMarkdown(const Report& report) {
     out += "### In the baseline (" + std::to_string(known.size()) + ")\n\n" +
            SeveritySections(known, 4);
   for (const std::string& n : report.notes)
-    if (n.find(rules::kStaysSilent) == std::string::npos) out += "> note: " + MarkdownText(n) + "\n>\n";
+    if (n.find(rules::kStaysSilent) == std::string::npos)
+      out += "> note: " + MarkdownText(n) + "\n>\n";
   return out;
 }
 

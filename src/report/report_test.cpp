@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "report/graph.h"
 #include "support.h"
 
 using namespace imgcheck;
@@ -435,4 +436,71 @@ TEST_CASE("text with colour: the only escape sequences are the report's own") {
   CHECK(text.find('\x1b') == std::string::npos);
   CHECK(text.find('\x07') == std::string::npos);
   CHECK(text.find("\\x1B]0;pwned\\x07") != std::string::npos);
+}
+
+TEST_CASE("markdown: names from the image stay text, one Mermaid chain per loader finding") {
+  report::Report r = Fixed();
+  r.findings[0].message = "</summary><script>x</script> | `tick` **bold** [link](javascript:)";
+  r.findings[0].paths[0] = "/opt/```mermaid\"]/libcudnn.so.5.0.5";
+  std::string md = report::Render(r, report::Format::kMarkdown);
+  CHECK(md.find("<script>") == std::string::npos);
+  CHECK(md.find("</summary><script>") == std::string::npos);
+  CHECK(md.find("**bold**") == std::string::npos);
+  CHECK(md.find("&#60;script&#62;") != std::string::npos);
+  // The fences are ours alone: one ```mermaid block, for IC001 (the only loader finding).
+  size_t fences = 0;
+  for (size_t at = md.find("```"); at != std::string::npos; at = md.find("```", at + 1)) ++fences;
+  CHECK(fences == 2);
+  CHECK(md.find("```mermaid\nflowchart LR\n") != std::string::npos);
+  // One section per severity, in order; the verdict and the counts' table first.
+  size_t errors = md.find("### Errors (1)"), warnings = md.find("### Warnings (1)");
+  size_t info = md.find("### Info (1)");
+  CHECK(errors < warnings);
+  CHECK(warnings < info);
+  CHECK(info != std::string::npos);
+  CHECK(md.find("**FAIL (exit 1: 1 finding at or above --fail-on error)**") < errors);
+  CHECK(md.find("|---:|") < errors);
+  // In the baseline: a section of their own.
+  r.baseline = true;
+  r.findings[0].baseline = true;
+  std::string known = report::Render(r, report::Format::kMarkdown);
+  CHECK(known.find("### In the baseline (1)") != std::string::npos);
+  CHECK(known.find("\n### Errors (1)") == std::string::npos);
+  size_t nested = known.find("\n#### Errors (1)");
+  CHECK(nested != std::string::npos);
+  CHECK(nested > known.find("### In the baseline (1)"));
+}
+
+TEST_CASE("mermaid: a load chain, the failed search drawn apart, labels that cannot escape") {
+  loader::Resolution found;
+  found.consumer = "/site/torch/lib/libtorch_cuda.so";
+  found.name = "libcudnn.so.8";
+  found.status = loader::Status::kFound;
+  found.reason = loader::Reason::kRunpath;
+  found.entry = "$ORIGIN/../../nvidia/cudnn/lib";
+  found.real_path = "/site/nvidia/cudnn/lib/libcudnn.so.8";
+  report::LayerOf layers = [](std::string_view path) {
+    return path == "/site/nvidia/cudnn/lib/libcudnn.so.8"
+               ? rules::LayerRef{3, "sha256:aa", "RUN pip install \"torch\""}
+               : rules::LayerRef{};
+  };
+  std::string chain = report::MermaidChain(found, layers);
+  CHECK(
+      chain ==
+      "flowchart LR\n"
+      "  n0[\"/site/torch/lib/libtorch_cuda.so\"]\n"
+      "  n1[\"libcudnn.so.8\"]\n"
+      "  n0 -->|DT_NEEDED| n1\n"
+      "  n2[\"/site/nvidia/cudnn/lib/libcudnn.so.8<br/>layer 3: RUN pip install #34;torch#34;\"]\n"
+      "  n1 -->|runpath $ORIGIN/../../nvidia/cudnn/lib| n2\n");
+  loader::Resolution missing = found;
+  missing.status = loader::Status::kNotFound;
+  missing.name = "lib\"]|x<b>.so";
+  missing.tried = {
+      {loader::Reason::kDefaultDir, "/usr/lib", "/usr/lib/libx.so", loader::Outcome::kMissing}};
+  std::string failed = report::MermaidChain(missing);
+  CHECK(failed.find("n1[\"lib#34;]#124;x#60;b#62;.so\"]") != std::string::npos);
+  CHECK(failed.find("n1 ==> n2") != std::string::npos);
+  CHECK(failed.find("not found; tried") != std::string::npos);
+  CHECK(failed.find("linkStyle 1 stroke:#d00") != std::string::npos);
 }

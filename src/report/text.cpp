@@ -63,7 +63,7 @@ std::string Verdict(const Report& report) {
   std::string known = baseline ? ", " + std::to_string(baseline) + " in the baseline" : "";
   if (failing == 0) return "PASS (exit 0, " + gate + known + ")";
   std::string counted = report.baseline ? Plural(failing, "new finding", "new findings")
-                                         : Plural(failing, "finding", "findings");
+                                        : Plural(failing, "finding", "findings");
   return "FAIL (exit 1: " + counted + " at or above " + gate + known + ")";
 }
 

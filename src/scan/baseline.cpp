@@ -30,8 +30,9 @@ Baseline ParseBaseline(std::string_view text, const std::string& path) {
   b.path = path;
   for (const nlohmann::json& f : j["findings"]) {
     if (!f.is_object() || !f.contains("fingerprint") || !f["fingerprint"].is_string())
-      throw refuse("a finding without a fingerprint (an older imgcheck's report: scan the "
-                   "baseline image again)");
+      throw refuse(
+          "a finding without a fingerprint (an older imgcheck's report: scan the "
+          "baseline image again)");
     b.fingerprints.insert(f["fingerprint"].get<std::string>());
   }
   return b;

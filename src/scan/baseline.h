@@ -17,8 +17,8 @@ inline constexpr size_t kMaxBaselineBytes = size_t{64} << 20;
 inline constexpr size_t kMaxBaselineDepth = 64;
 
 struct Baseline {
-  std::string path;                      ///< where it was read from
-  std::set<std::string> fingerprints;    ///< of its findings (not of its suppressed ones)
+  std::string path;                    ///< where it was read from
+  std::set<std::string> fingerprints;  ///< of its findings (not of its suppressed ones)
 };
 
 /// The baseline in the imgcheck-report/1 JSON report at `path`. util::Fatal, one line naming

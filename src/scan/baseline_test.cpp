@@ -32,8 +32,8 @@ TEST_CASE("baseline: the fingerprints of a report's findings, bad reports refuse
   CHECK(refused("{") == "--baseline: main.json: not JSON");
   CHECK(refused(R"({"findings":[]})") ==
         "--baseline: main.json: not an imgcheck JSON report (scan --format json)");
-  CHECK(refused(R"({"schema":"imgcheck-report/1","findings":[{"rule":"IC001"}]})").find(
-            "a finding without a fingerprint") != std::string::npos);
+  CHECK(refused(R"({"schema":"imgcheck-report/1","findings":[{"rule":"IC001"}]})")
+            .find("a finding without a fingerprint") != std::string::npos);
   CHECK(refused(std::string(100, '[') + std::string(100, ']')) ==
         "--baseline: main.json: nests deeper than 64");
   CHECK(refused(R"({"schema":"imgcheck-report/1","findings":[]})") == "accepted");

@@ -43,7 +43,8 @@ Listing Libraries(const catalog::Catalog& cat) {
   Listing out;
   for (const catalog::Component& c : cat.components)
     if (catalog::IsLibraryKind(c.kind) && !c.deleted)
-      Add(out, {c.owner ? c.owner->name : "unowned in " + std::string(util::DirName(c.path)), c.name},
+      Add(out,
+          {c.owner ? c.owner->name : "unowned in " + std::string(util::DirName(c.path)), c.name},
           c.version.empty() ? "?" : c.version);
   return out;
 }
@@ -132,11 +133,11 @@ report::Diff Compare(const Result& old_scan, const Result& new_scan) {
        [&](const auto& key, const std::string& a, const std::string& b) {
          d.frameworks.push_back({key.first, Spaced(a), Spaced(b), ChangeOf(a, b)});
        });
-  d.libraries_unchanged = Walk(Libraries(old_scan.catalog), Libraries(new_scan.catalog),
-                               [&](const auto& key, const std::string& a, const std::string& b) {
-                                 d.libraries.push_back(
-                                     {key.first, key.second, Spaced(a), Spaced(b), ChangeOf(a, b)});
-                               });
+  d.libraries_unchanged =
+      Walk(Libraries(old_scan.catalog), Libraries(new_scan.catalog),
+           [&](const auto& key, const std::string& a, const std::string& b) {
+             d.libraries.push_back({key.first, key.second, Spaced(a), Spaced(b), ChangeOf(a, b)});
+           });
   d.loads = Loads(old_scan, new_scan);
   return d;
 }

@@ -30,7 +30,8 @@ catalog::Catalog OwnedBy(const std::string& path, const std::string& package,
 
 TEST_CASE("fingerprint: stable across moves and version bumps, apart for what differs") {
   catalog::Catalog none;
-  std::string before = FingerprintKey(Mismatch("/usr/local/cudnn/lib64", "libcudnn.so.8.9.2"), none);
+  std::string before =
+      FingerprintKey(Mismatch("/usr/local/cudnn/lib64", "libcudnn.so.8.9.2"), none);
   // Another directory (a rebuild that moves the file to another layer) and cuDNN 9.
   CHECK(FingerprintKey(Mismatch("/opt/cudnn/lib", "libcudnn.so.9.1.0"), none) == before);
   // The owning package by name: its version is no part of it.
@@ -73,7 +74,8 @@ TEST_CASE("fingerprint: colliding findings numbered in report order, hex otherwi
   // The same scan again: the same fingerprints.
   std::vector<rules::Finding> again = findings;
   AssignFingerprints(again, none);
-  for (size_t i = 0; i < findings.size(); ++i) CHECK(again[i].fingerprint == findings[i].fingerprint);
+  for (size_t i = 0; i < findings.size(); ++i)
+    CHECK(again[i].fingerprint == findings[i].fingerprint);
 }
 
 }  // namespace imgcheck::scan
