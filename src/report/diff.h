@@ -50,7 +50,7 @@ struct LoadChange {
   std::string consumer;  ///< real path of the consumer (the root of the link map), in both images
   std::string name;      ///< as requested ("libcudnn.so.8")
   std::string old_file, new_file;  ///< real path, or "not found"; "" where not asked for
-  std::string why;  ///< how the new image resolves it (ResolutionText), or why it does not
+  std::string why;  ///< how the new image resolves it (ResolutionReason), or why it does not
 };
 
 struct Diff {

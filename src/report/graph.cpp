@@ -1,6 +1,7 @@
 #include "report/graph.h"
 
 #include "report/escape.h"
+#include "report/report.h"
 
 namespace imgcheck::report {
 
@@ -45,9 +46,7 @@ std::string MermaidChain(const loader::Resolution& r, const LayerOf& layer_of) {
         file += "<br/>layer " + std::to_string(l.index) +
                 (l.created_by.empty() ? "" : ": " + MermaidText(l.created_by));
     out += node("n2", file);
-    std::string how(loader::ReasonName(r.reason));
-    if (!r.entry.empty() && r.entry != r.real_path) how += " " + r.entry;
-    out += "  n1 -->|" + MermaidText(how) + "| n2\n";
+    out += "  n1 -->|" + MermaidText(ResolutionReason(r)) + "| n2\n";
     return out;
   }
   out += node("n2", MermaidText(rules::UnresolvedText(r)));

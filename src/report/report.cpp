@@ -26,9 +26,14 @@ std::string Render(const Report& report, Format format, const RenderOptions& opt
 
 std::string ResolutionText(const loader::Resolution& r) {
   if (!r.found()) return rules::UnresolvedText(r);
-  std::string s = r.real_path + " (" + std::string(loader::ReasonName(r.reason));
+  return r.real_path + " (" + ResolutionReason(r) + ")";
+}
+
+std::string ResolutionReason(const loader::Resolution& r) {
+  if (!r.found()) return rules::UnresolvedText(r);
+  std::string s(loader::ReasonName(r.reason));
   if (!r.entry.empty() && r.entry != r.real_path) s += " " + r.entry;
-  return s + ")";
+  return s;
 }
 
 std::string EvidenceValue(const rules::Evidence& e) {

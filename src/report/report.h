@@ -79,6 +79,9 @@ std::string Render(const Report& report, Format format, const RenderOptions& opt
 /// A resolution as evidence shows it: "REAL_PATH (REASON ENTRY)" when found (the entry left out
 /// when empty or the path itself), else rules::UnresolvedText.
 std::string ResolutionText(const loader::Resolution& r);
+/// How `r` resolved, without the path: "REASON ENTRY" ("runpath $ORIGIN/../lib"; the entry left
+/// out as ResolutionText leaves it out), else rules::UnresolvedText.
+std::string ResolutionReason(const loader::Resolution& r);
 /// The value of one step of evidence, rendered from its resolution when it has one.
 std::string EvidenceValue(const rules::Evidence& e);
 

@@ -111,7 +111,7 @@ std::vector<report::LoadChange> Loads(const Result& old_scan, const Result& new_
     auto it = before.find(key);
     std::string old_file = it == before.end() ? "" : FileOf(*it->second);
     if (old_file == FileOf(*r)) continue;
-    out.push_back({key.first, key.second, old_file, FileOf(*r), report::ResolutionText(*r)});
+    out.push_back({key.first, key.second, old_file, FileOf(*r), report::ResolutionReason(*r)});
   }
   for (const auto& [key, r] : before)
     if (new_consumers.count(key.first) > 0 && after.count(key) == 0)
