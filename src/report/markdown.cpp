@@ -16,7 +16,7 @@ namespace imgcheck::report {
 std::string MarkdownText(std::string_view s) {
   std::string out;
   for (char c : Visible(s)) {
-    if (c != '\0' && std::strchr("*_[]<>&|\\#~!$'\"`", c) != nullptr) {
+    if (c != '\0' && std::strchr("*_[]<>&|\\~$'\"`", c) != nullptr) {
       out += "&#" + std::to_string(static_cast<int>(c)) + ";";
     } else {
       out += c;

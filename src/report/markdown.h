@@ -10,8 +10,9 @@
 namespace imgcheck::report {
 
 /// Text for Markdown and the HTML inside it: Visible, then every character Markdown or HTML
-/// could read (`*_[]<>&|\#~!$'"` and the backtick) as a numeric character reference, so a name
-/// from the image stays text, also in a table cell or a <summary>.
+/// could read (`*_[]<>&|\~$'"` and the backtick) as a numeric character reference, so a name
+/// from the image stays text, also in a table cell or a <summary>. ('#' and '!' stay: no line of
+/// ours starts with the text, and '!' needs the '[' that is escaped; a URL keeps its fragment.)
 std::string MarkdownText(std::string_view s);
 
 /// One finding: a <details> whose summary is its severity, rule, name and message, folding its

@@ -18,9 +18,12 @@ Baseline ParseBaseline(std::string_view text, const std::string& path) {
   auto refuse = [&path](const std::string& why) {
     return util::Fatal("--baseline: " + path + ": " + why);
   };
-  // The nesting checked before the parser recurses into it.
-  if (util::ScanJson(text).depth > kMaxBaselineDepth)
+  // The nesting and the number of values checked before the parser allocates for them.
+  util::JsonShape shape = util::ScanJson(text);
+  if (shape.depth > kMaxBaselineDepth)
     throw refuse("nests deeper than " + std::to_string(kMaxBaselineDepth));
+  if (shape.values > kMaxBaselineValues)
+    throw refuse("holds more than " + std::to_string(kMaxBaselineValues) + " values");
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded()) throw refuse("not JSON");
   if (!j.is_object() || j.value("schema", nlohmann::json()) != "imgcheck-report/1" ||

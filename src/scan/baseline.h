@@ -15,6 +15,7 @@ namespace imgcheck::scan {
 /// Bounds of a baseline report: it is a file from elsewhere (a CI artifact), read whole.
 inline constexpr size_t kMaxBaselineBytes = size_t{64} << 20;
 inline constexpr size_t kMaxBaselineDepth = 64;
+inline constexpr size_t kMaxBaselineValues = size_t{1} << 22;
 
 struct Baseline {
   std::string path;                    ///< where it was read from
@@ -22,7 +23,8 @@ struct Baseline {
 };
 
 /// The baseline in the imgcheck-report/1 JSON report at `path`. util::Fatal, one line naming
-/// the file, when it cannot be read, is too big or too deep, is no imgcheck JSON report, or
+/// the file, when it cannot be read, is too big, too deep or holds too many values (the parser's
+/// memory), is no imgcheck JSON report, or
 /// its findings carry no fingerprint (a report of an imgcheck before fingerprints).
 Baseline LoadBaseline(const std::string& path);
 /// Parses the report's text (LoadBaseline's work, without the file); `path` names it in errors.

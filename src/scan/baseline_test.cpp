@@ -36,6 +36,8 @@ TEST_CASE("baseline: the fingerprints of a report's findings, bad reports refuse
             .find("a finding without a fingerprint") != std::string::npos);
   CHECK(refused(std::string(100, '[') + std::string(100, ']')) ==
         "--baseline: main.json: nests deeper than 64");
+  std::string wide = "[" + std::string(kMaxBaselineValues + 1, ',') + "]";
+  CHECK(refused(wide) == "--baseline: main.json: holds more than 4194304 values");
   CHECK(refused(R"({"schema":"imgcheck-report/1","findings":[]})") == "accepted");
 }
 
