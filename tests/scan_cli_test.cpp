@@ -1426,6 +1426,48 @@ TEST_CASE("diff: a cuDNN bump that fixes IC001 and introduces IC014; --fail-on s
   CHECK(text.output.find("fixed findings:\n  error IC001") != std::string::npos);
 }
 
+TEST_CASE("diff: a torch bump: the framework's build, the cuDNN wheel by package, the loads",
+          "[diff]") {
+  TorchStack before;  // torch 2.3.0 for CUDA 12.1 with cuDNN 8.9.2.26
+  TorchStack after;
+  after.torch = "2.4.0";
+  after.cuda = "12.4";
+  after.cudnn = "9.1.0.70";
+  ImageRecipe a = Base(), b = Base();
+  a.layers.push_back(TorchLayer(before));
+  b.layers.push_back(TorchLayer(after));
+  Pair p(a, b);
+  auto [status, j] = DiffJson(p);
+  INFO(j.dump(2));
+  REQUIRE(j["frameworks"].size() == 1);
+  CHECK(j["frameworks"][0]["name"] == "torch");
+  CHECK(j["frameworks"][0]["change"] == "upgraded");
+  CHECK(j["frameworks"][0]["old"].get<std::string>().find("cuda 12.1") != std::string::npos);
+  CHECK(j["frameworks"][0]["new"].get<std::string>().find("cuda 12.4") != std::string::npos);
+  std::map<std::string, nlohmann::json> cudnn;  // library -> its change in the cuDNN wheel
+  for (const auto& l : j["libraries"])
+    if (l["package"] == "nvidia-cudnn-cu12") cudnn[l["library"]] = l;
+  REQUIRE(cudnn.count("libcudnn") == 1);
+  CHECK(cudnn["libcudnn"]["change"] == "upgraded");
+  CHECK(cudnn["libcudnn"]["old"].get<std::string>().rfind("8", 0) == 0);
+  CHECK(cudnn["libcudnn"]["new"].get<std::string>().rfind("9", 0) == 0);
+  CHECK(cudnn["libcudnn_ops_infer"]["change"] == "removed");
+  CHECK(cudnn["libcudnn_graph"]["change"] == "added");
+  // libtorch_cuda.so now asks for libcudnn.so.9, and no longer for libcudnn.so.8.
+  std::map<std::string, nlohmann::json> loads;
+  for (const auto& l : j["loads"])
+    if (l["consumer"].get<std::string>().ends_with("torch/lib/libtorch_cuda.so"))
+      loads[l["name"]] = l;
+  REQUIRE(loads.count("libcudnn.so.9") == 1);
+  CHECK(loads["libcudnn.so.9"]["old"] == "");
+  CHECK(loads["libcudnn.so.9"]["new"] == "/" + kSite + "nvidia/cudnn/lib/libcudnn.so.9");
+  CHECK(loads["libcudnn.so.9"]["why"].get<std::string>().rfind("runpath", 0) == 0);
+  REQUIRE(loads.count("libcudnn.so.8") == 1);
+  CHECK(loads["libcudnn.so.8"]["new"] == "");
+  CHECK(loads["libcudnn.so.8"]["why"] == "no longer asked for");
+  CHECK(loads.count("libcudart.so.12") == 0);  // the same file in both
+}
+
 TEST_CASE("diff: a base bump changes nothing in the stack, and inherited errors do not fail",
           "[diff]") {
   Pair p(OnBase(Seed(true), "12.1"), OnBase(Seed(true), "12.2"));
