@@ -40,6 +40,9 @@ case "${1:-}" in
       libxml2-utils
       # the Markdown reports rendered as GitHub does (GFM tables, raw HTML) and checked as HTML
       cmark-gfm
+      # `why --format dot` drawn by Graphviz (tests/why_cli_test.cpp); the Action's comment and
+      # the GitLab template's note against fake APIs (tests/action_check.py, gitlab_check.py)
+      graphviz curl jq
       # scripts/build-image.sh: a Debian 12 base where no registry serves one; scripts/release.sh
       # --check: pristine Debian 12 roots
       debootstrap

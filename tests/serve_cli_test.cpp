@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <openssl/evp.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -12,6 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <csignal>
@@ -534,6 +537,220 @@ TEST_CASE("serve: a Deployment with three images, one broken, over the real regi
   CHECK(strict.Stop() == 0);
 }
 
+namespace {
+
+// `object` with the JSONPatch of mutating admission `answer` applied, as the API server does
+// (nlohmann::json's RFC 6902 implementation); `object` itself when the answer has no patch.
+json Patched(const json& object, const json& answer) {
+  const json& r = answer["response"];
+  if (!r.contains("patch")) return object;
+  CHECK(r["patchType"] == "JSONPatch");
+  std::string b64 = r["patch"];
+  std::string patch(b64.size(), '\0');
+  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(patch.data()),
+                          reinterpret_cast<const unsigned char*>(b64.data()),
+                          static_cast<int>(b64.size()));
+  REQUIRE(n >= 0);
+  patch.resize(static_cast<size_t>(n) - (b64.size() - b64.find_last_not_of('=') - 1));
+  return object.patch(json::parse(patch));
+}
+
+std::string DigestOf(const std::string& reference) {
+  CommandResult d =
+      Run("skopeo inspect --tls-verify=false --format '{{.Digest}}' 'docker://" + reference + "'");
+  INFO(d.output);
+  REQUIRE(d.status == 0);
+  return d.output.substr(0, d.output.find('\n'));
+}
+
+}  // namespace
+
+TEST_CASE("serve: mutating admission pins the digest judged, and a tag moved later is not run",
+          "[serve][docker-registry]") {
+  if (!Need({"openssl", "docker-registry", "skopeo"})) return;
+  TempDir work;
+  Certificates certs(work / "certs");
+  int reg_port = FreeLoopbackPort();
+  std::string reg_host = "127.0.0.1:" + std::to_string(reg_port);
+  // --resolve-ttl 0: every review resolves the tag again, so the move shows at once.
+  Server s(work / "s", certs,
+           {"--allow-registry", reg_host, "--scan-budget", "60", "--resolve-ttl", "0"});
+  Registry reg(work / "reg", reg_port, "", certs / "ca.crt");
+  std::string app = reg.host() + "/team/app:1", cuda = reg.host() + "/team/cuda:1";
+  std::string judged = reg.Push(CleanImage(work / "img", "first"), "team/app:1");
+  std::string side_digest = reg.Push(CleanImage(work / "img", "side"), "team/side:1");
+  std::string side = reg.host() + "/team/side@" + side_digest;
+  reg.Push(BrokenImage(), "team/cuda:1");
+
+  // The mutating review: the clean tag is pinned to the digest judged, the reference by digest
+  // and the denied image are left as written.
+  json deployment = Deployment({app, side, cuda});
+  json mutated = s.Post("/v1/mutate?timeout=30s", Review("m-1", "Deployment", deployment));
+  INFO(mutated.dump(2));
+  CHECK(mutated["response"]["uid"] == "m-1");
+  CHECK(mutated["response"]["allowed"] == true);
+  json pinned = Patched(deployment, mutated);
+  json spec = pinned["spec"]["template"]["spec"];
+  CHECK(spec["initContainers"][0]["image"] == app + "@" + judged);
+  CHECK(spec["containers"][0]["image"] == side);
+  CHECK(spec["containers"][1]["image"] == cuda);
+  CHECK(json::diff(deployment, pinned).size() == 1);
+
+  // The API server then calls the validating webhook with the pinned object: the cuda image is
+  // denied there, and without it the pinned spec is allowed.
+  json validated = s.Post("/v1/admission", Review("v-1", "Deployment", pinned));
+  CHECK(validated["response"]["allowed"] == false);
+  CHECK_THAT(validated["response"]["status"]["message"].get<std::string>(),
+             Catch::Contains(cuda) && !Catch::Contains(app));
+  json without_cuda = pinned;
+  without_cuda["spec"]["template"]["spec"]["containers"].erase(1);
+  CHECK(s.Post("/v1/admission", Review("v-2", "Deployment", without_cuda))["response"]["allowed"] ==
+        true);
+
+  // Someone moves the tag to a broken image after the review. The node pulls the pinned
+  // reference: the registry serves it the digest that was judged, not what the tag names now.
+  std::string moved = reg.Push(BrokenImage(), "team/app:1");
+  REQUIRE(moved != judged);
+  CHECK(DigestOf(app) == moved);
+  // The runtime pulls `repo:tag@digest` by the digest alone (containerd, CRI-O); skopeo wants
+  // it without the tag.
+  std::string pulled = spec["initContainers"][0]["image"];
+  CHECK(DigestOf(reg.host() + "/team/app" + pulled.substr(pulled.find('@'))) == judged);
+  CHECK(s.Post("/v1/admission", Review("v-3", "Deployment", without_cuda))["response"]["allowed"] ==
+        true);
+  // Unpinned, the same spec names the moved tag: that is what a validating-only gate judges
+  // now, and what a node pulling the tag would run.
+  json tag_only = deployment;
+  tag_only["spec"]["template"]["spec"]["containers"] = json::array();
+  json now = s.Post("/v1/admission?timeout=30s", Review("v-4", "Deployment", tag_only));
+  CHECK(now["response"]["allowed"] == false);
+  CHECK_THAT(now["response"]["status"]["message"].get<std::string>(), Catch::Contains(moved));
+  // And pinning now leaves it as written: its verdict denies it.
+  json again = s.Post("/v1/mutate", Review("m-2", "Deployment", tag_only));
+  CHECK(again["response"]["allowed"] == true);
+  CHECK_FALSE(again["response"].contains("patch"));
+
+  // --on-unknown allow: an image not judged within the budget is pinned to the digest
+  // resolved, so the verdict its scan reaches later is about what runs.
+  Server quick(work / "quick", certs, {"--allow-registry", reg_host, "--scan-budget", "0"});
+  std::string fresh_digest = reg.Push(CleanImage(work / "img", "fresh"), "team/fresh:1");
+  std::string fresh = reg.host() + "/team/fresh:1";
+  json pod = {{"metadata", {{"name", "p"}}},
+              {"spec",
+               {{"containers", {{{"name", "c"}, {"image", fresh}}}},
+                {"ephemeralContainers", {{{"name", "dbg"}, {"image", fresh}}}}}}};
+  json cold = quick.Post("/v1/mutate", Review("m-3", "Pod", pod));
+  INFO(cold.dump(2));
+  json cold_pinned = Patched(pod, cold);
+  CHECK(cold_pinned["spec"]["containers"][0]["image"] == fresh + "@" + fresh_digest);
+  CHECK(cold_pinned["spec"]["ephemeralContainers"][0]["image"] == fresh + "@" + fresh_digest);
+  // An image that cannot be resolved is left as written, with the reason as a warning.
+  pod["spec"]["containers"][0]["image"] = reg.host() + "/team/missing:1";
+  json missing = quick.Post("/v1/mutate", Review("m-4", "Pod", pod));
+  json missing_pinned = Patched(pod, missing);
+  CHECK(missing_pinned["spec"]["containers"][0]["image"] == reg.host() + "/team/missing:1");
+  CHECK_THAT(missing["response"]["warnings"].dump(), Catch::Contains("not pinned to a digest"));
+  CHECK(quick.Metric("imgcheck_requests_total{path=\"/v1/mutate\",code=\"200\"}") == 2);
+  CHECK(s.Stop() == 0);
+  CHECK(quick.Stop() == 0);
+}
+
+namespace {
+
+// A registry (cpp-httplib in this process) whose one tag moves the moment it has been read: the
+// first GET of manifests/TAG answers OCI layout `first`'s image, every later one `then`'s.
+// Manifests by digest and blobs come from both layouts, so a client that pulls by the digest it
+// was told gets those bytes, and one that asks the tag again gets the other image.
+class MovingTagRegistry {
+ public:
+  MovingTagRegistry(const fs::path& first, const fs::path& then)
+      : port_(FreeLoopbackPort()), layouts_{Layout(first), Layout(then)} {
+    server_.Get("/v2/", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("{}", "application/json");
+    });
+    server_.Get(R"(/v2/.+/manifests/(.+))",
+                [this](const httplib::Request& req, httplib::Response& res) {
+                  std::string ref = req.matches[1];
+                  const Layout* l = nullptr;
+                  if (ref.rfind("sha256:", 0) != 0) {
+                    l = &layouts_[tag_reads_++ == 0 ? 0 : 1];
+                  } else {
+                    for (const Layout& x : layouts_)
+                      if (x.digest == ref) l = &x;
+                  }
+                  if (l == nullptr) return void(res.status = 404);
+                  res.set_header("Docker-Content-Digest", l->digest);
+                  res.set_content(ReadFile(l->Blob(l->digest)), l->media_type);
+                });
+    server_.Get(R"(/v2/.+/blobs/(sha256:[0-9a-f]{64}))", [this](const httplib::Request& req,
+                                                                httplib::Response& res) {
+      for (const Layout& l : layouts_)
+        if (fs::exists(l.Blob(req.matches[1])))
+          return res.set_content(ReadFile(l.Blob(req.matches[1])), "application/octet-stream");
+      res.status = 404;
+    });
+    REQUIRE(server_.bind_to_port("127.0.0.1", port_));
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~MovingTagRegistry() {
+    server_.stop();
+    thread_.join();
+  }
+  MovingTagRegistry(const MovingTagRegistry&) = delete;
+  MovingTagRegistry& operator=(const MovingTagRegistry&) = delete;
+  std::string host() const { return "127.0.0.1:" + std::to_string(port_); }
+  /// The manifest digest the tag names first, and after its first read.
+  std::string first() const { return layouts_[0].digest; }
+  std::string then() const { return layouts_[1].digest; }
+  int tag_reads() const { return tag_reads_; }
+
+ private:
+  struct Layout {
+    explicit Layout(const fs::path& d) : dir(d) {
+      json index = json::parse(ReadFile(d / "index.json"));
+      digest = index["manifests"][0]["digest"];
+      media_type = index["manifests"][0]["mediaType"];
+    }
+    fs::path Blob(const std::string& d) const { return dir / "blobs/sha256" / d.substr(7); }
+    fs::path dir;
+    std::string digest, media_type;
+  };
+  int port_;
+  std::array<Layout, 2> layouts_;
+  std::atomic<int> tag_reads_{0};
+  httplib::Server server_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+TEST_CASE("serve: a tag moved between the review's resolution and the scan's pull is not pinned",
+          "[serve]") {
+  if (!Need({"openssl"})) return;
+  TempDir work;
+  Certificates certs(work / "certs");
+  MovingTagRegistry reg(CleanImage(work / "img", "judged"), BrokenImage());
+  Server s(work / "s", certs,
+           {"--allow-registry", reg.host(), "--scan-budget", "60", "--resolve-ttl", "0"});
+  std::string app = reg.host() + "/team/app:1";
+  json pod = {{"metadata", {{"name", "p"}}},
+              {"spec", {{"containers", {{{"name", "c"}, {"image", app}}}}}}};
+  // The review reads the tag once; the scan then pulls by the digest it named (the tag already
+  // names the broken image), and the patch pins that digest.
+  json mutated = s.Post("/v1/mutate?timeout=30s", Review("m", "Pod", pod));
+  INFO(mutated.dump(2));
+  CHECK(reg.tag_reads() == 1);
+  json pinned = Patched(pod, mutated);
+  CHECK(pinned["spec"]["containers"][0]["image"] == app + "@" + reg.first());
+  CHECK(s.Post("/v1/admission", Review("v-1", "Pod", pinned))["response"]["allowed"] == true);
+  CHECK(reg.tag_reads() == 1);  // the pinned image is never resolved by its tag
+  // The tag-only spec, judged now, names the other image: denied, by its digest.
+  json tag = s.Post("/v1/admission?timeout=30s", Review("v-2", "Pod", pod));
+  CHECK(tag["response"]["allowed"] == false);
+  CHECK_THAT(tag["response"]["status"]["message"].get<std::string>(),
+             Catch::Contains(reg.then()) && Catch::Contains("IC001"));
+}
+
 TEST_CASE("serve: a registry that never answers does not hold a request past its deadline",
           "[serve]") {
   if (!Need({"openssl"})) return;
@@ -691,6 +908,9 @@ TEST_CASE("serve: Redis without a verdict key, and a credential for no one host,
 
 namespace {
 
+// The paths that take an AdmissionReview: validating and mutating (digest pinning).
+constexpr std::array<const char*, 2> kReviewPaths = {"/v1/admission", "/v1/mutate"};
+
 // A review that needs no registry: its one image is from a registry outside --allow-registry,
 // so it is answered at once (per --on-error).
 std::string QuickReview(const std::string& uid) {
@@ -750,11 +970,11 @@ TEST_CASE("serve: stalled handshakes, slow headers and idle connections cost soc
   for (int i = 0; i < 256; ++i) {
     slow.push_back(std::make_unique<TlsClient>("127.0.0.5", s.port(), 10s));
     REQUIRE(slow.back()->ok());
-    REQUIRE(slow.back()->Write("POST /v1/admission HT"));
+    REQUIRE(slow.back()->Write("POST " + std::string(kReviewPaths[i % 2]) + " HT"));
   }
   // Meanwhile every legitimate review, each on a new connection, is answered.
   for (int i = 0; i < 20; ++i) {
-    std::vector<int> codes = Ask(s.port(), PostRequest("/v1/admission", QuickReview("ok")));
+    std::vector<int> codes = Ask(s.port(), PostRequest(kReviewPaths[i % 2], QuickReview("ok")));
     INFO("review " << i);
     CHECK(codes == std::vector<int>{200});
   }
@@ -840,30 +1060,33 @@ TEST_CASE("serve: pipelining, framing and size limits, and an AdmissionReview fo
   Server s(work / "s", certs,
            {"--allow-registry", "127.0.0.1:1", "--max-body", "65536", "--on-error", "deny"});
   std::string get = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
-  // Three requests in one write: three answers, in order, on the one connection.
-  CHECK(Ask(s.port(), get + PostRequest("/v1/admission", QuickReview("p")) + get, 3) ==
-        std::vector<int>{200, 200, 200});
-  // Expect: 100-continue (curl, for large bodies) is answered before the body is sent.
-  {
-    TlsClient c("127.0.0.1", s.port(), 10s);
-    std::string body = QuickReview("e");
-    REQUIRE(
-        c.Write("POST /v1/admission HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
-                "Content-Length: " +
-                std::to_string(body.size()) + "\r\n\r\n"));
-    CHECK(StatusCodes(c.Read(1)) == std::vector<int>{100});
-    REQUIRE(c.Write(body));
-    CHECK(StatusCodes(c.Read(1)) == std::vector<int>{200});
-  }
-  // A chunked body past --max-body is refused when it passes it, not read whole.
   size_t rss = RssBytes(s.pid());
-  std::string chunk(16384, ' ');
-  std::string chunked =
-      "POST /v1/admission HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
-  for (int i = 0; i < 128; ++i) chunked += "4000\r\n" + chunk + "\r\n";  // 2 MiB
-  CHECK(Ask(s.port(), chunked) == std::vector<int>{413});
-  // No framing at all: 411. Header lines without end, or too many: 431.
-  CHECK(Ask(s.port(), "POST /v1/admission HTTP/1.1\r\nHost: x\r\n\r\n{}") == std::vector<int>{411});
+  for (std::string path : kReviewPaths) {
+    INFO(path);
+    // Three requests in one write: three answers, in order, on the one connection.
+    CHECK(Ask(s.port(), get + PostRequest(path, QuickReview("p")) + get, 3) ==
+          std::vector<int>{200, 200, 200});
+    // Expect: 100-continue (curl, for large bodies) is answered before the body is sent.
+    {
+      TlsClient c("127.0.0.1", s.port(), 10s);
+      std::string body = QuickReview("e");
+      REQUIRE(c.Write("POST " + path + " HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n" +
+                      "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n"));
+      CHECK(StatusCodes(c.Read(1)) == std::vector<int>{100});
+      REQUIRE(c.Write(body));
+      CHECK(StatusCodes(c.Read(1)) == std::vector<int>{200});
+    }
+    // A chunked body past --max-body is refused when it passes it, not read whole.
+    std::string chunk(16384, ' ');
+    std::string chunked =
+        "POST " + path + " HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for (int i = 0; i < 128; ++i) chunked += "4000\r\n" + chunk + "\r\n";  // 2 MiB
+    CHECK(Ask(s.port(), chunked) == std::vector<int>{413});
+    // No framing at all: 411.
+    CHECK(Ask(s.port(), "POST " + path + " HTTP/1.1\r\nHost: x\r\n\r\n{}") ==
+          std::vector<int>{411});
+  }
+  // Header lines without end, or too many: 431.
   std::string many = "GET /healthz HTTP/1.1\r\n";
   for (int i = 0; i < 150; ++i) many += "X-" + std::to_string(i) + ": 1\r\n";
   CHECK(Ask(s.port(), many + "\r\n") == std::vector<int>{431});
@@ -873,28 +1096,33 @@ TEST_CASE("serve: pipelining, framing and size limits, and an AdmissionReview fo
   CHECK(RssBytes(s.pid()) < rss + (64 << 20));
 
   // Bodies that are JSON of the wrong shape, too deep, or name too many images: an
-  // AdmissionReview answer per --on-error (deny here), never an HTTP error.
-  auto answer = [&](const std::string& body) {
-    TlsClient c("127.0.0.1", s.port(), 10s);
-    REQUIRE(c.Write(PostRequest("/v1/admission", body)));
-    std::string got = c.Read(1);
-    REQUIRE(StatusCodes(got) == std::vector<int>{200});
-    return json::parse(got.substr(got.find("\r\n\r\n") + 4));
-  };
-  json kind5 = answer(R"({"kind":5,"apiVersion":["x"]})");
-  CHECK(kind5["kind"] == "AdmissionReview");
-  CHECK(kind5["response"]["allowed"] == false);
-  CHECK_THAT(kind5["response"]["status"]["message"].get<std::string>(),
-             Catch::Contains("not an AdmissionReview") && Catch::Contains("--on-error=deny"));
-  json deep = answer(std::string(100, '[') + std::string(100, ']'));
-  CHECK_THAT(deep["response"]["status"]["message"].get<std::string>(),
-             Catch::Contains("nests deeper than 64"));
-  std::vector<std::string> images;
-  images.reserve(65);
-  for (int i = 0; i < 65; ++i) images.push_back("127.0.0.1:2/app:" + std::to_string(i));
-  json wide = answer(Review("w", "Deployment", Deployment(images)).dump());
-  CHECK_THAT(wide["response"]["status"]["message"].get<std::string>(),
-             Catch::Contains("65 distinct images, more than --max-images 64"));
+  // AdmissionReview answer per --on-error (deny here), never an HTTP error, and no patch.
+  for (std::string path : kReviewPaths) {
+    INFO(path);
+    auto answer = [&](const std::string& body) {
+      TlsClient c("127.0.0.1", s.port(), 10s);
+      REQUIRE(c.Write(PostRequest(path, body)));
+      std::string got = c.Read(1);
+      REQUIRE(StatusCodes(got) == std::vector<int>{200});
+      json j = json::parse(got.substr(got.find("\r\n\r\n") + 4));
+      CHECK_FALSE(j["response"].contains("patch"));
+      return j;
+    };
+    json kind5 = answer(R"({"kind":5,"apiVersion":["x"]})");
+    CHECK(kind5["kind"] == "AdmissionReview");
+    CHECK(kind5["response"]["allowed"] == false);
+    CHECK_THAT(kind5["response"]["status"]["message"].get<std::string>(),
+               Catch::Contains("not an AdmissionReview") && Catch::Contains("--on-error=deny"));
+    json deep = answer(std::string(100, '[') + std::string(100, ']'));
+    CHECK_THAT(deep["response"]["status"]["message"].get<std::string>(),
+               Catch::Contains("nests deeper than 64"));
+    std::vector<std::string> images;
+    images.reserve(65);
+    for (int i = 0; i < 65; ++i) images.push_back("127.0.0.1:2/app:" + std::to_string(i));
+    json wide = answer(Review("w", "Deployment", Deployment(images)).dump());
+    CHECK_THAT(wide["response"]["status"]["message"].get<std::string>(),
+               Catch::Contains("65 distinct images, more than --max-images 64"));
+  }
 }
 
 TEST_CASE("serve: one review of 20,000 containers gets a short answer and a short log line",
@@ -906,15 +1134,22 @@ TEST_CASE("serve: one review of 20,000 containers gets a short answer and a shor
   std::vector<std::string> images(20000, "127.0.0.1:2/not/allowed:1");
   std::string body = Review("big", "Deployment", Deployment(images)).dump();
   size_t rss = RssBytes(s.pid());
-  TlsClient c("127.0.0.1", s.port(), 20s);
-  REQUIRE(c.Write(PostRequest("/v1/admission", body)));
-  std::string got = c.Read(1);
-  REQUIRE(StatusCodes(got) == std::vector<int>{200});
-  CHECK(got.size() < 16384);
-  json j = json::parse(got.substr(got.find("\r\n\r\n") + 4));
-  CHECK(j["response"]["allowed"] == false);
-  CHECK_THAT(j["response"]["status"]["message"].get<std::string>(),
-             Catch::Contains("20000 problems") && Catch::Contains("and 19980 more"));
+  for (std::string path : kReviewPaths) {
+    INFO(path);
+    TlsClient c("127.0.0.1", s.port(), 20s);
+    REQUIRE(c.Write(PostRequest(path, body)));
+    std::string got = c.Read(1);
+    REQUIRE(StatusCodes(got) == std::vector<int>{200});
+    CHECK(got.size() < 16384);
+    json j = json::parse(got.substr(got.find("\r\n\r\n") + 4));
+    CHECK(j["response"]["allowed"] == false);
+    // Validating: each image's problem counted; mutating: more than it pins in one object.
+    CHECK_THAT(j["response"]["status"]["message"].get<std::string>(),
+               path == "/v1/admission"
+                   ? Catch::Contains("20000 problems") && Catch::Contains("and 19980 more")
+                   : Catch::Contains("20000 images, more than the 1024 imgcheck pins") &&
+                         Catch::Contains("--on-error=deny"));
+  }
   CHECK(RssBytes(s.pid()) < rss + (300 << 20));
   size_t longest = 0;
   std::istringstream log(s.Log());

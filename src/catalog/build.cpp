@@ -82,6 +82,15 @@ constexpr CataloguedFile kCataloguedFiles[] = {
      &Builder::CollectVersionFile},
     {[](const LibraryRules& rules, std::string_view p) { return rules.Framework(p) != nullptr; },
      1 * kMiB, &Builder::CollectFramework},
+    // What was asked for (Catalog::requested): apt's marks, conda's history.
+    {[](const LibraryRules&, std::string_view p) { return p == "/var/lib/apt/extended_states"; },
+     8 * kMiB, nullptr},
+    {[](const LibraryRules&, std::string_view p) {
+       return util::BaseName(util::DirName(p)) == "conda-meta" && util::BaseName(p) == "history";
+     },
+     4 * kMiB, &Builder::CollectCondaHistory},
+    {[](const LibraryRules&, std::string_view p) { return p == "/etc/ld.so.preload"; }, 64 * kKiB,
+     nullptr},
     {[](const LibraryRules&, std::string_view p) { return p.starts_with("/etc/ld.so.conf"); },
      1 * kMiB, nullptr},
     {[](const LibraryRules&, std::string_view p) { return p == "/etc/ld.so.cache"; }, 64 * kMiB,
@@ -193,6 +202,7 @@ void Builder::Run() {
   ReadDpkg();
   ReadDists();
   ReadConda();
+  ReadIntent();
   // Every ELF file's owner, so a consumer is named by its package ("flash-attn 2.5.8").
   for (const auto& [path, elf] : cat_.elves())
     if (auto it = owners_.find(path); it != owners_.end())
@@ -324,6 +334,9 @@ void Builder::CollectDist(const std::string& path, const Node& node) {
 }
 
 void Builder::CollectConda(const std::string& path, const Node&) { conda_.push_back(path); }
+void Builder::CollectCondaHistory(const std::string& path, const Node&) {
+  conda_history_.push_back(path);
+}
 void Builder::CollectHeader(const std::string& path, const Node&) { headers_.push_back(path); }
 void Builder::CollectVersionFile(const std::string& path, const Node&) {
   version_files_.push_back(path);

@@ -34,6 +34,7 @@ class Builder {
   void CollectDpkgMd5sums(const std::string& path, const image::Node& node);
   void CollectDist(const std::string& path, const image::Node& node);
   void CollectConda(const std::string& path, const image::Node& node);
+  void CollectCondaHistory(const std::string& path, const image::Node& node);
   void CollectHeader(const std::string& path, const image::Node& node);
   void CollectVersionFile(const std::string& path, const image::Node& node);
   void CollectFramework(const std::string& path, const image::Node& node);
@@ -74,6 +75,8 @@ class Builder {
   void CheckMd5sums(const std::string& path, const DpkgPackage& package);
   void ReadDists();
   void ReadConda();
+  /// Catalog::requested, from the package managers' records and the layers' history.
+  void ReadIntent();
 
   // libraries.cpp
   ComponentKind LibraryKind(const Family& f, std::string_view path) const;
@@ -100,6 +103,7 @@ class Builder {
   std::vector<std::pair<std::string, std::string>> dpkg_lists_;    // package, list/md5sums path
   std::vector<std::pair<std::string, std::string>> dpkg_md5sums_;  // package, md5sums path
   std::map<std::string, DistInfo> dists_;
+  std::vector<std::string> conda_history_;
   std::vector<std::string> conda_, headers_, version_files_, frameworks_;
   std::map<std::string, PackageRef> owners_;  // canonical path -> owning package
   std::map<std::string, size_t> library_at_;  // present library path -> component index

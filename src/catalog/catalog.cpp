@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "catalog/metadata.h"
 #include "util/names.h"
 #include "util/path.h"
 
@@ -150,6 +151,13 @@ std::string PackageLabel(const Catalog& catalog, std::string_view path) {
   std::string label = owner->name + (owner->version.empty() ? "" : " " + owner->version);
   if (owner->manager == PackageManager::kPip) return label;
   return std::string(ManagerName(owner->manager)) + " " + label;
+}
+
+std::string Catalog::Requested(const PackageRef& package) const {
+  std::string name =
+      package.manager == PackageManager::kPip ? NormalizeDistName(package.name) : package.name;
+  auto it = requested.find(std::string(ManagerName(package.manager)) + ":" + name);
+  return it == requested.end() ? "" : it->second;
 }
 
 }  // namespace imgcheck::catalog

@@ -186,6 +186,13 @@ class Catalog {
   std::vector<image::Layer> layers;           ///< copied from the image: digest, created_by
   std::vector<util::Diagnostic> diagnostics;  ///< corrupt ELF / unreadable metadata, with place
   std::vector<ReplacedFile> replaced;         ///< package files overwritten after install
+  /// The packages a package manager records as asked for, by "<manager>:<name>" ("dpkg:libcudnn8",
+  /// "pip:torch", "conda:cudnn"; pip names normalised), each with its evidence: apt's manual mark
+  /// (/var/lib/apt/extended_states), a RUN line that names it (`apt-get install`, `pip install`),
+  /// pip's REQUESTED, conda's history specs.
+  std::map<std::string, std::string, std::less<>> requested;
+  /// The evidence that `package` was asked for; "" when none says so.
+  std::string Requested(const PackageRef& package) const;
   /// The dpkg and conda packages that are not CUDA's (those are components): an SBOM of the
   /// whole image (catalog --sbom-scope all) lists them too. Every pip distribution is a component.
   std::vector<Component> packages;

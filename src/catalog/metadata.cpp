@@ -274,8 +274,110 @@ std::vector<DpkgPackage> ParseDpkgStatus(std::string_view text) {
       current.architecture = value;
     else if (key == "Status")
       current.status = value;
+    else if (key == "Auto-Installed")
+      current.auto_installed = value == "1";
   });
   flush();
+  return out;
+}
+
+namespace {
+
+// The package name a spec or argument starts with ("cudnn=8.9" -> "cudnn", "torch[cuda]>=2" ->
+// "torch", "libcudnn8:amd64" -> "libcudnn8"); "" when it starts with none.
+std::string SpecName(std::string_view spec) {
+  size_t end = 0;
+  while (end < spec.size() &&
+         (std::isalnum(static_cast<unsigned char>(spec[end])) || spec[end] == '-' ||
+          spec[end] == '_' || spec[end] == '.' || spec[end] == '+'))
+    ++end;
+  return std::string(spec.substr(0, end));
+}
+
+}  // namespace
+
+std::vector<std::string> ParseCondaHistorySpecs(std::string_view text) {
+  std::vector<std::string> out;
+  ForEachLine(text, [&](std::string_view line) {
+    line = Trim(line);
+    for (std::string_view prefix : {"# update specs:", "# install specs:"}) {
+      if (!line.starts_with(prefix)) continue;
+      std::string_view list = line.substr(prefix.size());
+      // ['cudnn=8.9', "numpy"]: every quoted item.
+      for (size_t at = 0; at < list.size();) {
+        size_t open = list.find_first_of("'\"", at);
+        if (open == std::string_view::npos) break;
+        size_t close = list.find(list[open], open + 1);
+        if (close == std::string_view::npos) break;
+        std::string_view spec = list.substr(open + 1, close - open - 1);
+        // "conda-forge::cudnn=8.9": the channel is not the name.
+        if (size_t colons = spec.rfind("::"); colons != std::string_view::npos)
+          spec = spec.substr(colons + 2);
+        if (std::string name = SpecName(spec); !name.empty()) out.push_back(std::move(name));
+        at = close + 1;
+      }
+    }
+  });
+  return out;
+}
+
+std::vector<std::string> InstalledOnCommandLine(std::string_view command,
+                                                std::string_view manager) {
+  std::vector<std::string> words;
+  std::string word;
+  auto end_word = [&] {
+    if (!word.empty()) words.push_back(std::move(word));
+    word.clear();
+  };
+  char quote = 0;
+  for (char c : command) {
+    if (quote) {
+      if (c == quote) {
+        quote = 0;
+      } else {
+        word += c;
+      }
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (c == ';' || c == '|' || c == '&' || c == '\n') {
+      end_word();
+      if (words.empty() || words.back() != ";") words.emplace_back(";");  // a command ends
+    } else if (std::isspace(static_cast<unsigned char>(c))) {
+      end_word();
+    } else {
+      word += c;
+    }
+  }
+  end_word();
+  std::vector<std::string> out;
+  for (size_t i = 0; i < words.size(); ++i) {
+    // The command: apt-get/apt, or pip/pip3/pipN.M, or python -m pip, then "install".
+    std::string_view w = util::BaseName(words[i]);
+    bool apt = w == "apt-get" || w == "apt";
+    bool pip = w.starts_with("pip") &&
+               SpecName(w.substr(3)).find_first_not_of("0123456789.") == std::string::npos;
+    if (i + 1 < words.size() && words[i] == "-m" && words[i + 1] == "pip") pip = true;
+    if (!(manager == "apt" ? apt : pip)) continue;
+    size_t j = i + 1;
+    while (j < words.size() && words[j] != ";" && words[j] != "install") ++j;
+    if (j >= words.size() || words[j] != "install") continue;
+    for (++j; j < words.size() && words[j] != ";"; ++j) {
+      const std::string& arg = words[j];
+      if (arg.starts_with("-")) {
+        // Options that take a value as the next word.
+        if (arg == "-r" || arg == "-c" || arg == "-t" || arg == "-e" || arg == "-o" ||
+            arg == "--requirement" || arg == "--constraint" || arg == "--target" ||
+            arg == "--index-url" || arg == "--extra-index-url" || arg == "-i" || arg == "-f" ||
+            arg == "--find-links")
+          ++j;
+        continue;
+      }
+      if (arg.find('/') != std::string::npos || arg.ends_with(".deb") || arg.ends_with(".whl"))
+        continue;  // a file, not a name
+      if (std::string name = SpecName(arg); !name.empty()) out.push_back(std::move(name));
+    }
+    i = j;
+  }
   return out;
 }
 

@@ -35,8 +35,10 @@ std::string NormalizeDistName(std::string_view name);
 
 struct DpkgPackage {
   std::string name, version, architecture, status;
+  bool auto_installed = false;  ///< apt's extended_states "Auto-Installed: 1"
 };
-/// /var/lib/dpkg/status (or a status.d file): one record per paragraph.
+/// /var/lib/dpkg/status (or a status.d file, or apt's extended_states): one record per
+/// paragraph.
 std::vector<DpkgPackage> ParseDpkgStatus(std::string_view text);
 
 /// One library line of a dpkg md5sums file ("<32 hex>  usr/lib/x/libfoo.so.1").
@@ -53,6 +55,15 @@ struct DistMetadata {
   std::vector<Requirement> requires_dist;
 };
 DistMetadata ParseDistMetadata(std::string_view text);
+/// The package names conda's history says were asked for (`# update specs: ['cudnn=8.9',
+/// 'numpy']`, `# install specs: [...]`), in order, without their version constraints.
+std::vector<std::string> ParseCondaHistorySpecs(std::string_view text);
+/// The package names a shell command line asks a package manager to install: `apt-get install`
+/// / `apt install` (manager "apt") or `pip install` / `pip3 install` / `python3 -m pip install`
+/// ("pip"), options and version constraints dropped ("libcudnn8=8.9.2.26-1+cuda12.1" ->
+/// "libcudnn8"), up to the next `&&`, `||`, `;` or `|`.
+std::vector<std::string> InstalledOnCommandLine(std::string_view command, std::string_view manager);
+
 /// One `Requires-Dist:` value: "nvidia-cudnn-cu12 (==8.9.2.26) ; platform_system == 'Linux'".
 Requirement ParseRequirement(std::string_view value);
 /// One row of a wheel RECORD: the path and, when stated, the file's size in bytes.

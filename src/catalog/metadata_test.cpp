@@ -281,4 +281,40 @@ TEST_CASE("framework files and CUDA package names come from the rule data", "[ca
   CHECK_FALSE(rules.IsCudaPackage(PackageManager::kDpkg, "curl"));
 }
 
+TEST_CASE("what a package manager was asked to install", "[catalog][metadata]") {
+  // apt's extended_states: the packages apt installed as dependencies.
+  std::vector<DpkgPackage> states = ParseDpkgStatus(
+      "Package: libcudnn8\nArchitecture: amd64\nAuto-Installed: 0\n\n"
+      "Package: libcublas-12-1\nArchitecture: amd64\nAuto-Installed: 1\n");
+  REQUIRE(states.size() == 2);
+  CHECK_FALSE(states[0].auto_installed);
+  CHECK(states[1].auto_installed);
+  // A RUN line: the names after `install`, each command up to its separator.
+  CHECK(InstalledOnCommandLine("/bin/sh -c apt-get update && DEBIAN_FRONTEND=noninteractive "
+                               "apt-get install -y --no-install-recommends libcudnn8=8.9.2.26-1+"
+                               "cuda12.1 'libnccl2' -o Dpkg::Options::=--force-confnew "
+                               "cuda-libraries-12-1:amd64 ./local.deb && rm -rf /x",
+                               "apt") ==
+        std::vector<std::string>{"libcudnn8", "libnccl2", "cuda-libraries-12-1"});
+  CHECK(InstalledOnCommandLine("apt install -y libsox3; echo install me", "apt") ==
+        std::vector<std::string>{"libsox3"});
+  CHECK(InstalledOnCommandLine("apt-get remove -y libfoo", "apt").empty());
+  CHECK(InstalledOnCommandLine("pip install --no-cache-dir -r req.txt torch==2.6.0 "
+                               "\"torchvision>=0.21\" 'xformers[cuda]' /tmp/my.whl -e .",
+                               "pip") ==
+        std::vector<std::string>{"torch", "torchvision", "xformers"});
+  CHECK(InstalledOnCommandLine("python3 -m pip install -U nvidia-cudnn-cu12 | tee log", "pip") ==
+        std::vector<std::string>{"nvidia-cudnn-cu12"});
+  CHECK(InstalledOnCommandLine("pip3.11 install jax", "pip") == std::vector<std::string>{"jax"});
+  CHECK(InstalledOnCommandLine("pipx install black && pipeline install x", "pip").empty());
+  CHECK(InstalledOnCommandLine("apt-get install -y libfoo", "pip").empty());
+  // conda's history: the specs of each install or update.
+  CHECK(ParseCondaHistorySpecs("==> 2024-01-01 00:00:00 <==\n# cmd: conda install cudnn=8.9\n"
+                               "# conda version: 23.1.0\n+conda-forge/linux-64::cudnn-8.9.2\n"
+                               "# update specs: ['cudnn=8.9', \"conda-forge::numpy>=1.26\"]\n"
+                               "# install specs: ['python=3.11']\n# remove specs: ['scipy']\n") ==
+        std::vector<std::string>{"cudnn", "numpy", "python"});
+  CHECK(ParseCondaHistorySpecs("# update specs: ['unterminated").empty());
+}
+
 }  // namespace imgcheck::catalog

@@ -3,6 +3,7 @@
 // components; every package records which files it owns, for the libraries' version evidence.
 #include <algorithm>
 #include <cctype>
+#include <set>
 
 #include "catalog/builder.h"
 #include "catalog/metadata.h"
@@ -182,6 +183,58 @@ void Builder::ReadConda() {
     c.versions.push_back({p->version, VersionSource::kConda, path, node->layer, p->build});
     bool cuda = rules_.IsCudaPackage(PackageManager::kConda, p->name);
     (cuda ? cat_.components : cat_.packages).push_back(std::move(c));
+  }
+}
+
+void Builder::ReadIntent() {
+  auto mark = [&](PackageManager m, const std::string& name, std::string why) {
+    cat_.requested.try_emplace(std::string(ManagerName(m)) + ":" + name, std::move(why));
+  };
+  std::set<std::string, std::less<>> dpkg, pip, conda;
+  for (const auto* list : {&cat_.components, &cat_.packages})
+    for (const Component& c : *list) {
+      if (c.kind == ComponentKind::kOsPackage) dpkg.insert(c.name);
+      if (c.kind == ComponentKind::kPythonDist && !c.deleted) pip.insert(c.name);
+      if (c.kind == ComponentKind::kCondaPackage) conda.insert(c.name);
+    }
+  // The RUN lines: a package named after `apt-get install` or `pip install`.
+  for (size_t i = 0; i < image_.layers.size(); ++i) {
+    const std::string& line = image_.layers[i].created_by;
+    std::string where = " (named on the RUN line of layer " + std::to_string(i) + ")";
+    for (const std::string& name : InstalledOnCommandLine(line, "apt"))
+      if (dpkg.count(name)) mark(PackageManager::kDpkg, name, "apt-get install " + name + where);
+    for (const std::string& name : InstalledOnCommandLine(line, "pip"))
+      if (std::string n = NormalizeDistName(name); pip.count(n))
+        mark(PackageManager::kPip, n, "pip install " + n + where);
+  }
+  // apt: every installed package its extended_states does not mark Auto-Installed.
+  const std::string states = "/var/lib/apt/extended_states";
+  if (const Node* node = tree_.Find(states); node && node->type == NodeType::kRegular)
+    if (std::optional<std::string_view> text = Records(states, *node)) {
+      std::set<std::string, std::less<>> automatic;
+      for (const DpkgPackage& p : ParseDpkgStatus(*text))
+        if (p.auto_installed) automatic.insert(p.name);
+      for (const std::string& name : dpkg)
+        if (!automatic.count(name))
+          mark(PackageManager::kDpkg, name,
+               "apt marks it manually installed (" + states + ", layer " +
+                   std::to_string(node->layer) + ")");
+    }
+  // pip: the REQUESTED file of its *.dist-info (PEP 376, written for a name on pip's command line).
+  for (const Component& c : cat_.components)
+    if (c.kind == ComponentKind::kPythonDist && !c.deleted)
+      if (const Node* r = tree_.Find(c.path + "/REQUESTED"))
+        mark(PackageManager::kPip, c.name,
+             "pip REQUESTED (" + c.path + "/REQUESTED, layer " + std::to_string(r->layer) + ")");
+  // conda: the specs of its history.
+  for (const std::string& path : conda_history_) {
+    const Node* node = tree_.Find(path);
+    std::optional<std::string_view> text = Records(path, *node);
+    if (!text) continue;
+    for (const std::string& name : ParseCondaHistorySpecs(*text))
+      if (conda.count(name))
+        mark(PackageManager::kConda, name,
+             "conda history specs (" + path + ", layer " + std::to_string(node->layer) + ")");
   }
 }
 

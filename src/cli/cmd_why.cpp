@@ -15,9 +15,11 @@ struct WhyArgs {
   std::vector<std::string> consumers;
   std::optional<std::string> ld_library_path;
   std::vector<std::string> rules_dirs;
+  std::string format = "text";
 };
 
 int RunWhy(const WhyArgs& args) {
+  report::WhyFormat format = FormatOf(report::kWhyFormats, args.format);
   rules::Knowledge knowledge = scan::LoadKnowledge(args.rules_dirs);
   scan::Request request = ScanRequest(args.image, knowledge, scan::Depth::kLinkMaps);
   request.ld_library_path = args.ld_library_path;
@@ -26,7 +28,7 @@ int RunWhy(const WhyArgs& args) {
   std::unique_ptr<scan::Result> scanned = scan::Run(request);
   const image::Image& img = scanned->image;
   std::vector<scan::WhyEntry> entries = scan::Why(*scanned, args.target);
-  std::cout << report::RenderWhy(img.tree, args.target, entries) << std::flush;
+  std::cout << report::RenderWhy(img, args.target, entries, format) << std::flush;
   bool all_found = !entries.empty();
   for (const scan::WhyEntry& e : entries) all_found &= e.resolution.found();
   return all_found ? 0 : 1;
@@ -45,6 +47,7 @@ Runner DefineWhy(CLI::App& sub) {
                  "extension, CUDA library and CUDA executable");
   sub.add_option("--ld-library-path", args->ld_library_path,
                  "use this LD_LIBRARY_PATH instead of the image's Env");
+  AddFormatOption(sub, args->format, report::kWhyFormats);
   AddRulesArg(sub, args->rules_dirs);
   sub.footer(
       "Exit status: 0 when every consumer finds it, 1 when one does not (or none requests it), "

@@ -191,34 +191,136 @@ void Required(const Dists& dists, const catalog::Component& dist,
 // The site-packages directory of a pip distribution (its *.dist-info directory's parent).
 std::string SiteOf(const catalog::Component& dist) { return std::string(util::DirName(dist.path)); }
 
+// Whether the imports table has a row for distribution `name` (a framework whose import it
+// models: torch, tensorflow).
+bool IsFramework(const ConsumerRules& rules, std::string_view name) {
+  return rules.imports &&
+         std::any_of(rules.imports->begin(), rules.imports->end(),
+                     [&](const PreloadRow& row) { return util::GlobMatch(row.package, name); });
+}
+
+// The framework process an object or a distribution runs in, and the evidence.
+struct Placement {
+  const catalog::Component* framework = nullptr;  ///< the framework's pip distribution
+  std::string why;
+};
+
+// Where the evidence places the image's objects: by distribution (PEP 503 name) and, for
+// objects no pip distribution owns, by path (Session::Build's contract gives the order).
+struct Placements {
+  std::map<std::string, Placement, std::less<>> dists;
+  std::map<std::string, Placement, std::less<>> objects;
+  /// Shared objects that NEED a framework-only library (custom-op libraries, unowned ones).
+  std::vector<std::string> needing;
+};
+
+// The names (DT_SONAME and file name) of the shared objects of framework distributions that
+// no other object of the image answers to, with their framework: an object that NEEDS one can
+// only ever load in that framework's process (libc10.so, libtensorflow_framework.so.2).
+std::map<std::string, const catalog::Component*, std::less<>> FrameworkOnlyNames(
+    const catalog::Catalog& catalog, const ConsumerRules& rules, const Dists& dists) {
+  std::map<std::string, std::set<const catalog::Component*>, std::less<>> provided;
+  std::set<std::string, std::less<>> elsewhere;
+  for (const auto& [path, elf] : catalog.elves()) {
+    if (elf.type != elf::kTypeSharedObject) continue;
+    const catalog::PackageRef* owner = catalog.Owner(path);
+    const catalog::Component* fw = nullptr;
+    if (owner && owner->manager == catalog::PackageManager::kPip &&
+        IsFramework(rules, catalog::NormalizeDistName(owner->name)))
+      if (auto it = dists.find(catalog::NormalizeDistName(owner->name)); it != dists.end())
+        fw = it->second;
+    for (const std::string& name : {std::string(util::BaseName(path)), elf.soname}) {
+      if (name.empty()) continue;
+      if (fw) {
+        provided[name].insert(fw);
+      } else {
+        elsewhere.insert(name);
+      }
+    }
+  }
+  std::map<std::string, const catalog::Component*, std::less<>> out;
+  for (const auto& [name, fws] : provided)
+    if (fws.size() == 1 && !elsewhere.count(name)) out.emplace(name, *fws.begin());
+  return out;
+}
+
+Placements Place(const catalog::Catalog& catalog, const ConsumerRules& rules, const Dists& dists) {
+  Placements out;
+  if (!rules.imports) return out;
+  // The files: a DT_NEEDED only a framework's objects provide, whatever the METADATA says.
+  const auto only = FrameworkOnlyNames(catalog, rules, dists);
+  if (!only.empty())
+    for (const auto& [path, elf] : catalog.elves()) {
+      if (elf.type != elf::kTypeSharedObject) continue;
+      const catalog::PackageRef* owner = catalog.Owner(path);
+      bool pip = owner && owner->manager == catalog::PackageManager::kPip;
+      std::string dist = pip ? catalog::NormalizeDistName(owner->name) : "";
+      if (pip && IsFramework(rules, dist)) continue;
+      for (const std::string& name : elf.needed) {
+        auto it = only.find(name);
+        if (it == only.end()) continue;
+        Placement p{it->second, it->second->name + "'s process: " +
+                                    std::string(util::BaseName(path)) + " NEEDS " + name +
+                                    ", which only " + it->second->name + "'s objects provide"};
+        out.needing.push_back(path);
+        if (pip) {
+          out.dists.try_emplace(dist, std::move(p));
+        } else {
+          out.objects.try_emplace(path, std::move(p));
+        }
+        break;
+      }
+    }
+  // The declarations: Requires-Dist (recursively), then the imports rows' imported_by.
+  for (const auto& [name, dist] : dists) {
+    if (out.dists.count(name) || IsFramework(rules, name)) continue;
+    std::set<const catalog::Component*> seen;
+    std::vector<const catalog::Component*> required;
+    Required(dists, *dist, seen, required);
+    for (const catalog::Component* d : required)
+      if (d != dist && IsFramework(rules, catalog::NormalizeDistName(d->name))) {
+        out.dists.emplace(name, Placement{d, d->name + "'s process: " + dist->name + " requires " +
+                                                 d->name + " (Requires-Dist)"});
+        break;
+      }
+    if (out.dists.count(name)) continue;
+    for (const PreloadRow& row : *rules.imports)
+      for (const std::string& by : row.imported_by)
+        if (auto fw = dists.find(row.package); fw != dists.end() && util::GlobMatch(by, name))
+          out.dists.try_emplace(
+              name, Placement{fw->second, fw->second->name + "'s process: " + dist->name +
+                                              " imports " + fw->second->name + " first"});
+  }
+  return out;
+}
+
 // What the process of a module of distribution `owner` holds before the module loads: for each
 // distribution it requires, dependencies first, what that one preloads and its import loads;
 // then what `owner` itself preloads.
+// `owner` is null for an object no pip distribution owns; `placed` is the framework the
+// evidence placed it (or its distribution) in, null when none.
 std::vector<Preload> ProcessLoads(
     const image::Tree& tree, const catalog::Catalog& catalog, const ConsumerRules& rules,
-    const Dists& dists, const catalog::PackageRef& owner, const Options& options,
-    std::map<std::pair<std::string, const PreloadRow*>, bool>& fallbacks) {
+    const Dists& dists, const catalog::PackageRef* owner, const catalog::Component* placed,
+    const Options& options, std::map<std::pair<std::string, const PreloadRow*>, bool>& fallbacks) {
   std::vector<Preload> out;
-  // RECORD lies in <site-packages>/<dist>.dist-info/.
-  std::string site(util::DirName(util::DirName(owner.metadata)));
-  auto self = dists.find(catalog::NormalizeDistName(owner.name));
-  if (self != dists.end() && rules.imports) {
-    std::set<const catalog::Component*> seen;
-    std::vector<const catalog::Component*> required;
-    // What its own __init__ imports first without requiring it (imports rows' imported_by).
-    for (const PreloadRow& row : *rules.imports)
-      for (const std::string& by : row.imported_by)
-        if (auto first = dists.find(row.package);
-            first != dists.end() && util::GlobMatch(by, self->first))
-          Required(dists, *first->second, seen, required);
-    Required(dists, *self->second, seen, required);
-    for (const catalog::Component* d : required) {
-      if (d == self->second) continue;
-      PackageLoads(tree, catalog, *rules.preload, d->name, SiteOf(*d), options, fallbacks, out);
+  auto self = owner ? dists.find(catalog::NormalizeDistName(owner->name)) : dists.end();
+  std::set<const catalog::Component*> seen;
+  std::vector<const catalog::Component*> required;
+  // The framework it was placed in first (its import runs before the package's own).
+  if (placed) Required(dists, *placed, seen, required);
+  if (self != dists.end() && rules.imports) Required(dists, *self->second, seen, required);
+  for (const catalog::Component* d : required) {
+    if (self != dists.end() && d == self->second) continue;
+    PackageLoads(tree, catalog, *rules.preload, d->name, SiteOf(*d), options, fallbacks, out);
+    if (rules.imports)
       PackageLoads(tree, catalog, *rules.imports, d->name, SiteOf(*d), options, fallbacks, out);
-    }
   }
-  PackageLoads(tree, catalog, *rules.preload, owner.name, site, options, fallbacks, out);
+  // RECORD lies in <site-packages>/<dist>.dist-info/.
+  if (owner)
+    PackageLoads(tree, catalog, *rules.preload, owner->name,
+                 std::string(util::DirName(util::DirName(owner->metadata))), options, fallbacks,
+                 out);
   return out;
 }
 
@@ -323,6 +425,72 @@ std::string OnCallLoads(const image::Tree& tree, const catalog::Catalog& catalog
   return why;
 }
 
+// The Python extension modules no consumer root covers whose DT_NEEDED names a library that
+// only another package's directory holds (no ld.so.cache or system directory answers for it)
+// and that does not resolve in a load of their own: nothing places them, and they cannot load
+// alone. At most Session::kMaxUnplaced are loaded.
+std::vector<Unplaced> FindUnplaced(const image::Tree& tree, const catalog::Catalog& catalog,
+                                   const std::vector<Consumer>& consumers, const Options& options) {
+  std::set<std::string, std::less<>> roots, private_names;
+  for (const Consumer& c : consumers) roots.insert(c.path);
+  for (const auto& [path, elf] : catalog.elves())
+    if (elf.type == elf::kTypeSharedObject && InPythonDir(path))
+      private_names.emplace(util::BaseName(path));
+  std::vector<Unplaced> out;
+  size_t looked = 0;
+  for (const auto& [path, elf] : catalog.elves()) {
+    if (roots.count(path) || elf.type != elf::kTypeSharedObject || !ImportsAsModule(path, elf))
+      continue;
+    if (std::none_of(elf.needed.begin(), elf.needed.end(),
+                     [&](const std::string& n) { return private_names.count(n) > 0; }))
+      continue;
+    if (++looked > Session::kMaxUnplaced) break;
+    LoadGraph g = PlainLoad(tree, catalog, path, options);
+    if (g.objects.empty() || !FindsLibc(g)) continue;
+    for (const Resolution& r : g.objects[0].resolutions)
+      if (!r.found() && r.kind == Kind::kNeeded && private_names.count(r.name)) {
+        out.push_back({path, catalog::PackageLabel(catalog, path), r.name});
+        break;
+      }
+  }
+  return out;
+}
+
+// The entries of LD_PRELOAD (separated by spaces and colons) and /etc/ld.so.preload (spaces,
+// tabs, newlines and colons), each resolved as ld.so does for the main program: a name with a
+// '/' is a path, any other is searched (LD_LIBRARY_PATH, ld.so.cache, the system directories);
+// dynamic string tokens expanded (glibc elf/rtld.c handle_preload_list, do_preload).
+std::vector<PreloadEntry> Preloads(const image::Tree& tree, const catalog::Catalog& catalog,
+                                   const Options& options) {
+  std::vector<PreloadEntry> out;
+  auto add = [&](std::string_view list, std::string_view separators, const std::string& from,
+                 int layer) {
+    static const elf::ElfInfo kNoDynamic;  // the main program's search, without its RPATH
+    LoadGraph main;
+    main.objects.push_back({});
+    main.objects[0].elf = &kNoDynamic;
+    main.objects[0].real_path = options.working_dir + "/-";
+    for (size_t at = 0; at < list.size() && out.size() < 64;) {
+      size_t end = list.find_first_of(separators, at);
+      if (end == std::string_view::npos) end = list.size();
+      std::string_view entry = list.substr(at, end - at);
+      at = end + 1;
+      if (entry.empty()) continue;
+      PreloadEntry e{std::string(entry), from, layer, {}};
+      e.resolution = Resolve(tree, LookupIn(catalog), main, 0, entry, Kind::kNeeded, options);
+      out.push_back(std::move(e));
+    }
+  };
+  if (std::optional<std::string> env = catalog.config.Env("LD_PRELOAD"))
+    add(*env, " :", "LD_PRELOAD", -1);
+  const std::string file = "/etc/ld.so.preload";
+  if (auto r = tree.Resolve(file);
+      r && r->node && r->node->type == image::NodeType::kRegular && r->node->content)
+    if (std::optional<std::string_view> text = r->node->content->ViewFrom(0))
+      add(*text, " \t\n:", file, r->node->layer);
+  return out;
+}
+
 struct LoadRoot {
   std::string path, role;
   const catalog::Component* framework;
@@ -330,7 +498,7 @@ struct LoadRoot {
 
 // The consumers worth loading, in order (Session::Build's contract), at most `limit`.
 std::vector<LoadRoot> ChooseRoots(const catalog::Catalog& catalog,
-                                  const ConsumerRules& consumer_rules, const Dists& dists,
+                                  const ConsumerRules& consumer_rules, const Placements& placements,
                                   size_t limit) {
   const catalog::LibraryRules& rules = *consumer_rules.libraries;
   std::vector<LoadRoot> roots;
@@ -384,31 +552,21 @@ std::vector<LoadRoot> ChooseRoots(const catalog::Catalog& catalog,
     if (std::any_of(elf.needed.begin(), elf.needed.end(), links_cuda))
       add(path, program ? "executable" : "library", nullptr);
   }
-  // The extension modules of distributions built against a framework whose import the imports
-  // table models (torchvision's _C.so against torch): they load into that framework's process
-  // (the libraries they bring, vendored ones too, are in their link maps).
-  std::set<std::string, std::less<>> dependents;
-  if (consumer_rules.imports)
-    for (const auto& entry : dists) {
-      const catalog::Component* dist = entry.second;  // clang 14 lambdas cannot name a binding
-      std::set<const catalog::Component*> seen;
-      std::vector<const catalog::Component*> required;
-      Required(dists, *dist, seen, required);
-      bool on_framework = std::any_of(required.begin(), required.end(), [&](const auto* d) {
-        return d != dist && std::any_of(consumer_rules.imports->begin(),
-                                        consumer_rules.imports->end(), [&](const PreloadRow& row) {
-                                          return util::GlobMatch(row.package, d->name);
-                                        });
-      });
-      if (on_framework) dependents.insert(dist->name);
-    }
-  if (!dependents.empty())
+  // The extension modules of distributions placed in a framework's process (torchvision's
+  // _C.so in torch's), and the other objects whose own DT_NEEDED places them there (custom-op
+  // libraries): the libraries they bring, vendored ones too, are in their link maps.
+  if (!placements.dists.empty())
     for (const auto& [path, elf] : catalog.elves()) {
       if (elf.type != elf::kTypeSharedObject || !ImportsAsModule(path, elf)) continue;
       const catalog::PackageRef* owner = catalog.Owner(path);
-      if (owner && owner->manager == catalog::PackageManager::kPip && dependents.count(owner->name))
+      if (owner && owner->manager == catalog::PackageManager::kPip &&
+          placements.dists.count(catalog::NormalizeDistName(owner->name)))
         add(path, "extension " + owner->name, nullptr);
     }
+  for (const std::string& path : placements.needing) {
+    const catalog::PackageRef* owner = catalog.Owner(path);
+    add(path, owner ? "extension " + owner->name : "library", nullptr);
+  }
   // The modules that load libraries on their first call (cuda-bindings' nvrtc through
   // cuda-pathfinder): no ELF names those libraries, so only a consumer of their own shows them.
   if (consumer_rules.on_call && !consumer_rules.on_call->empty())
@@ -469,22 +627,39 @@ Session Session::Build(const image::Image& image, const catalog::Catalog& catalo
   s.options_.resolved = std::make_shared<ResolvedPaths>(image.tree);
   const Options& base = s.options_;
   const Dists dists = PipDists(catalog);
-  std::vector<LoadRoot> roots = ChooseRoots(catalog, rules, dists, limit);
+  const Placements placements = Place(catalog, rules, dists);
+  std::vector<LoadRoot> roots = ChooseRoots(catalog, rules, placements, limit);
+  // What LD_PRELOAD and /etc/ld.so.preload map into every process is checked as a consumer.
+  s.preloads_ = Preloads(image.tree, catalog, base);
+  for (const PreloadEntry& e : s.preloads_)
+    if (e.resolution.found() && roots.size() < limit &&
+        std::none_of(roots.begin(), roots.end(),
+                     [&](const LoadRoot& r) { return r.path == e.resolution.real_path; }))
+      roots.push_back({e.resolution.real_path, "preload (" + e.from + ")", nullptr});
   Options plain = base;
   plain.dlopen = rules.dlopen(nullptr);
   // One budget for every consumer's link map: together they are bounded, not each alone.
   if (!plain.budget) plain.budget = std::make_shared<Budget>(Budget{base.limits.loader_work});
   std::map<std::pair<std::string, const PreloadRow*>, bool> fallbacks;
-  // The process of each pip distribution's modules, once per distribution.
+  // The process of each pip distribution's modules, once per distribution (and per framework
+  // for the objects no distribution owns).
   std::map<std::string, std::vector<Preload>, std::less<>> processes;
   for (LoadRoot& root : roots) {
     Options own = plain;
     if (root.framework) own.dlopen = rules.dlopen(root.framework);
-    if (const catalog::PackageRef* owner = catalog.Owner(root.path);
-        owner && owner->manager == catalog::PackageManager::kPip) {
-      auto [it, fresh] = processes.try_emplace(owner->metadata);
+    const catalog::PackageRef* owner = catalog.Owner(root.path);
+    if (owner && owner->manager != catalog::PackageManager::kPip) owner = nullptr;
+    const Placement* placed = nullptr;
+    if (auto it = owner ? placements.dists.find(catalog::NormalizeDistName(owner->name))
+                        : placements.objects.find(root.path);
+        it != (owner ? placements.dists.end() : placements.objects.end()))
+      placed = &it->second;
+    if (owner || placed) {
+      auto [it, fresh] =
+          processes.try_emplace(owner ? owner->metadata : "\n" + placed->framework->path);
       if (fresh)
-        it->second = ProcessLoads(image.tree, catalog, rules, dists, *owner, base, fallbacks);
+        it->second = ProcessLoads(image.tree, catalog, rules, dists, owner,
+                                  placed ? placed->framework : nullptr, base, fallbacks);
       own.preload = it->second;
     }
     std::string on_call;
@@ -499,8 +674,13 @@ Session Session::Build(const image::Image& image, const catalog::Catalog& catalo
     c.optional = Optional(catalog, dists, *rules.optional, c.path);
     c.on_call = !on_call.empty();
     if (c.optional.empty()) c.optional = on_call;
+    if (placed) {
+      c.process = placed->why;
+      c.framework = placed->framework->name;
+    }
     s.consumers_.push_back(std::move(c));
   }
+  s.unplaced_ = FindUnplaced(image.tree, catalog, s.consumers_, base);
   std::set<std::string, std::less<>> file_names;
   for (const auto& [path, elf] : catalog.elves()) file_names.emplace(util::BaseName(path));
   for (Consumer& c : s.consumers_) {

@@ -37,6 +37,29 @@ struct Consumer {
   /// True when its root loads libraries on its first call (dlopen.json on_call): those dlopens
   /// are the package's own evidence, checked whatever library they name.
   bool on_call = false;
+  /// The framework process it runs in and the evidence that places it there ("torch's process:
+  /// _C.so NEEDS libc10.so, which only torch's objects provide"); "" for a process of its own.
+  std::string process;
+  std::string framework;  ///< that framework's pip distribution ("torch"); "" when none
+};
+
+/// One entry of LD_PRELOAD (the image's Env) or /etc/ld.so.preload: every process of the image
+/// maps it first, or prints "ERROR: ld.so: object ... cannot be preloaded ...: ignored." and
+/// runs without it.
+struct PreloadEntry {
+  std::string
+      entry;  ///< as written ("libjemalloc.so.2", "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4")
+  std::string from;       ///< "LD_PRELOAD" or "/etc/ld.so.preload"
+  int layer = -1;         ///< the layer that wrote /etc/ld.so.preload; -1 for the Env
+  Resolution resolution;  ///< as ld.so searches it for the main program (no RPATH of its own)
+};
+
+/// An object no evidence places in a process and that cannot load on its own: a DT_NEEDED
+/// names a library only another package's directory holds, and nothing says who loads it.
+struct Unplaced {
+  std::string path;
+  std::string package;  ///< PackageLabel of its owner
+  std::string missing;  ///< the DT_NEEDED that does not resolve
 };
 
 /// Whether `path` (its ELF facts `elf`) is a Python extension module that an import loads: under
@@ -126,10 +149,14 @@ class Session {
   /// The consumers worth loading (at most `limit`): every ELF under a framework's package
   /// directory, every CUDA library of the catalog, then every other executable or shared object
   /// whose DT_NEEDED names a library that `rules.libraries` classifies (a CUDA family or the
-  /// driver), then every Python extension module of a distribution that requires (Requires-Dist,
-  /// recursively) a package of the imports table. A consumer owned by a pip distribution runs in
-  /// the process its import implies: for each distribution it requires, dependencies first,
-  /// what that one preloads and its import loads; then what its own package preloads. Every
+  /// driver), then every Python extension module of a distribution placed in the process of a
+  /// package of the imports table, and every other shared object placed there. The evidence
+  /// that places a distribution, strongest first: its objects NEED a library only that
+  /// framework's objects provide (libc10.so, libtensorflow_framework.so.2), whatever its
+  /// METADATA says; it requires the framework (Requires-Dist, recursively); an imports row's
+  /// imported_by names it. A consumer runs in the process its placement implies: for each
+  /// framework and distribution it requires, dependencies first, what that one preloads and its
+  /// import loads; then what its own package preloads. Every
   /// consumer's link map draws on one budget of options.limits.loader_work. Also the link map of
   /// each Python interpreter a consumer runs in (InterpreterOf).
   static Session Build(const image::Image& image, const catalog::Catalog& catalog,
@@ -144,6 +171,13 @@ class Session {
   const Options& options() const { return options_; }
   /// Every consumer, in the order they were chosen.
   const std::vector<Consumer>& consumers() const { return consumers_; }
+  /// The Python extension modules no evidence placed and that cannot load on their own (at
+  /// most kMaxUnplaced are looked at): never checked, so the report says so in one note.
+  const std::vector<Unplaced>& unplaced() const { return unplaced_; }
+  /// The entries of LD_PRELOAD and /etc/ld.so.preload, in glibc's order (the variable first);
+  /// each that resolves is also a consumer of its own (role "preload").
+  const std::vector<PreloadEntry>& preloads() const { return preloads_; }
+  static constexpr size_t kMaxUnplaced = 256;
 
   /// Where a consumer runs, for symbol binding: `python` when its root is a Python extension
   /// module (under site-packages or dist-packages); then `interpreter` is the link map (no
@@ -164,6 +198,8 @@ class Session {
   const catalog::Catalog* catalog_ = nullptr;
   Options options_;
   std::vector<Consumer> consumers_;
+  std::vector<Unplaced> unplaced_;
+  std::vector<PreloadEntry> preloads_;
   std::map<std::string, std::string> interpreters_;  ///< "python3.11" -> its real path
   std::map<std::string, LoadGraph, std::less<>> interpreter_maps_;  ///< by real path
 };

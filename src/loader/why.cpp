@@ -28,13 +28,13 @@ std::vector<WhyEntry> FindWhy(const image::Tree& tree, const std::vector<Root>& 
       bool match =
           by_path ? r->found() && (r->path == target || r->real_path == real) : r->name == target;
       if (!match) continue;
-      std::string label = root.role.empty() ? root.path : root.path + " (" + root.role + ")";
       auto it = std::find_if(out.begin(), out.end(),
                              [&](const WhyEntry& e) { return Same(e.resolution, *r); });
+      auto same_root = [&](const Root& e) { return e.path == root.path && e.role == root.role; };
       if (it == out.end())
-        out.push_back({*r, {label}});
-      else if (std::find(it->roots.begin(), it->roots.end(), label) == it->roots.end())
-        it->roots.push_back(label);
+        out.push_back({*r, {root}});
+      else if (std::none_of(it->roots.begin(), it->roots.end(), same_root))
+        it->roots.push_back(root);
     }
   }
   return out;

@@ -16,12 +16,15 @@ struct Root {
   std::string path;
   std::string role;  ///< "framework torch", "executable", ...; may be empty
   const LoadGraph* graph = nullptr;
+
+  /// "PATH (ROLE)", or PATH when the role is empty: how reports name the root.
+  std::string Label() const { return role.empty() ? path : path + " (" + role + ")"; }
 };
 
 /// One distinct resolution of the target, with the roots whose link map holds it.
 struct WhyEntry {
   Resolution resolution;
-  std::vector<std::string> roots;
+  std::vector<Root> roots;  ///< each path and role once
 };
 
 /// The resolutions of `target` in `roots`: a name without '/' matches the requested name; a

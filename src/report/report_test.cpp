@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "report/graph.h"
 #include "support.h"
 
 using namespace imgcheck;
@@ -469,38 +468,4 @@ TEST_CASE("markdown: names from the image stay text, one Mermaid chain per loade
   size_t nested = known.find("\n#### Errors (1)");
   CHECK(nested != std::string::npos);
   CHECK(nested > known.find("### In the baseline (1)"));
-}
-
-TEST_CASE("mermaid: a load chain, the failed search drawn apart, labels that cannot escape") {
-  loader::Resolution found;
-  found.consumer = "/site/torch/lib/libtorch_cuda.so";
-  found.name = "libcudnn.so.8";
-  found.status = loader::Status::kFound;
-  found.reason = loader::Reason::kRunpath;
-  found.entry = "$ORIGIN/../../nvidia/cudnn/lib";
-  found.real_path = "/site/nvidia/cudnn/lib/libcudnn.so.8";
-  report::LayerOf layers = [](std::string_view path) {
-    return path == "/site/nvidia/cudnn/lib/libcudnn.so.8"
-               ? rules::LayerRef{3, "sha256:aa", "RUN pip install \"torch\""}
-               : rules::LayerRef{};
-  };
-  std::string chain = report::MermaidChain(found, layers);
-  CHECK(
-      chain ==
-      "flowchart LR\n"
-      "  n0[\"/site/torch/lib/libtorch_cuda.so\"]\n"
-      "  n1[\"libcudnn.so.8\"]\n"
-      "  n0 -->|DT_NEEDED| n1\n"
-      "  n2[\"/site/nvidia/cudnn/lib/libcudnn.so.8<br/>layer 3: RUN pip install #34;torch#34;\"]\n"
-      "  n1 -->|runpath $ORIGIN/../../nvidia/cudnn/lib| n2\n");
-  loader::Resolution missing = found;
-  missing.status = loader::Status::kNotFound;
-  missing.name = "lib\"]|x<b>.so";
-  missing.tried = {
-      {loader::Reason::kDefaultDir, "/usr/lib", "/usr/lib/libx.so", loader::Outcome::kMissing}};
-  std::string failed = report::MermaidChain(missing);
-  CHECK(failed.find("n1[\"lib#34;]#124;x#60;b#62;.so\"]") != std::string::npos);
-  CHECK(failed.find("n1 ==> n2") != std::string::npos);
-  CHECK(failed.find("not found; tried") != std::string::npos);
-  CHECK(failed.find("linkStyle 1 stroke:#d00") != std::string::npos);
 }

@@ -1,5 +1,6 @@
 #include "report/why.h"
 
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "report/escape.h"
@@ -42,7 +43,74 @@ std::string How(const Resolution& r) {
   return "";
 }
 
+std::string_view StatusName(loader::Status status) {
+  switch (status) {
+    case Status::kFound:
+      return "found";
+    case Status::kNotFound:
+      return "not-found";
+    case Status::kError:
+      return "error";
+  }
+  return "";
+}
+
+nlohmann::ordered_json LayerJson(const LayerOf& layer_of, const std::string& path) {
+  rules::LayerRef layer = layer_of ? layer_of(path) : rules::LayerRef{};
+  if (layer.index < 0) return nullptr;
+  return {{"index", layer.index}, {"digest", layer.digest}, {"created_by", layer.created_by}};
+}
+
 }  // namespace
+
+std::string RenderWhyJson(std::string_view target, const std::vector<loader::WhyEntry>& entries,
+                          const LayerOf& layer_of) {
+  nlohmann::ordered_json resolutions = nlohmann::ordered_json::array();
+  for (const WhyEntry& e : entries) {
+    const Resolution& r = e.resolution;
+    nlohmann::ordered_json tried = nlohmann::ordered_json::array();
+    for (const Attempt& a : r.tried)
+      tried.push_back({{"phase", loader::ReasonName(a.phase)},
+                       {"entry", a.entry},
+                       {"path", a.path},
+                       {"outcome", loader::OutcomeName(a.outcome)}});
+    nlohmann::ordered_json roots = nlohmann::ordered_json::array();
+    for (const loader::Root& root : e.roots)
+      roots.push_back({{"path", root.path}, {"role", root.role}});
+    nlohmann::ordered_json j;
+    j["name"] = r.name;
+    j["kind"] = r.kind == Kind::kDlopen ? "dlopen" : "DT_NEEDED";
+    j["consumer"] = {{"path", r.consumer}, {"layer", LayerJson(layer_of, r.consumer)}};
+    j["status"] = StatusName(r.status);
+    j["reason"] = r.found() ? nlohmann::ordered_json(loader::ReasonName(r.reason)) : nullptr;
+    j["path"] = r.path;
+    j["real_path"] = r.real_path;
+    j["entry"] = r.entry;
+    j["rpath_owner"] = r.rpath_owner;
+    j["error"] = r.error;
+    j["layer"] = r.found() ? LayerJson(layer_of, r.real_path) : nullptr;
+    j["tried"] = std::move(tried);
+    j["roots"] = std::move(roots);
+    resolutions.push_back(std::move(j));
+  }
+  nlohmann::ordered_json out = {{"target", target}, {"resolutions", std::move(resolutions)}};
+  return DumpJson(out, 2) + "\n";
+}
+
+std::string RenderWhy(const image::Image& img, std::string_view target,
+                      const std::vector<loader::WhyEntry>& entries, WhyFormat format) {
+  switch (format) {
+    case WhyFormat::kText:
+      return RenderWhy(img.tree, target, entries);
+    case WhyFormat::kJson:
+      return RenderWhyJson(target, entries, ImageLayers(img));
+    case WhyFormat::kDot:
+      return DotChain(BuildChain(entries, ImageLayers(img)), "imgcheck why " + std::string(target));
+    case WhyFormat::kMermaid:
+      return MermaidChain(BuildChain(entries, ImageLayers(img)));
+  }
+  return "";
+}
 
 std::string RenderWhy(const image::Tree& tree, std::string_view target,
                       const std::vector<loader::WhyEntry>& entries) {
@@ -77,8 +145,9 @@ std::string RenderWhy(const image::Tree& tree, std::string_view target,
       }
       if (r.tried.empty()) s << "     (nothing: no search path applies)\n";
     }
-    s << "  in the link map of " << e.roots.front();
-    for (size_t i = 1; i < e.roots.size(); ++i) s << ",\n                     " << e.roots[i];
+    s << "  in the link map of " << e.roots.front().Label();
+    for (size_t i = 1; i < e.roots.size(); ++i)
+      s << ",\n                     " << e.roots[i].Label();
     s << "\n";
   }
   // Line by line: the text's own newlines stay, a name's bytes cannot drive the terminal.

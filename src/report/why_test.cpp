@@ -41,8 +41,8 @@ TEST_CASE("why: a hit through an RPATH, a miss with every candidate tried", "[re
   miss.tried = {{Reason::kRunpath, "/none", "/none/libcudnn.so.9", Outcome::kMissing},
                 {Reason::kLdCache, "/etc/ld.so.cache", "", Outcome::kMissing},
                 {Reason::kDefaultDir, "/lib64", "/lib64/libcudnn.so.9", Outcome::kMissing}};
-  std::vector<loader::WhyEntry> entries = {{hit, {"/app/a.so (framework x)", "/app/a.so (again)"}},
-                                           {miss, {"/app/b.so"}}};
+  std::vector<loader::WhyEntry> entries = {
+      {hit, {{"/app/a.so", "framework x"}, {"/app/a.so", "again"}}}, {miss, {{"/app/b.so", ""}}}};
   CHECK(RenderWhy(tree, "libcudnn.so.9", entries) ==
         "libcudnn.so.9\n"
         "  DT_NEEDED of /app/a.so (layer 2)\n"

@@ -107,8 +107,13 @@ void CheckStale(Context& ctx) {
       auto users = ctx.Loaded(c->path);
       // Each CUDA library is a root of its own link map: it does not load itself.
       std::erase_if(users, [&](const auto& user) { return user.first->path == c->path; });
-      std::string state = users.empty() ? "left behind (no consumer loads it)"
-                                        : "reachable: " + users[0].first->path + " loads it";
+      // A package asked for by name that nothing loads was installed on purpose: at most info,
+      // and no fix removes it. A copy a consumer loads stays what it is.
+      std::string asked = users.empty() && c->owner ? ctx.catalog.Requested(*c->owner) : "";
+      std::string state = !asked.empty()
+                              ? "installed on purpose (" + asked + "); no consumer loads it"
+                          : users.empty() ? "left behind (no consumer loads it)"
+                                          : "reachable: " + users[0].first->path + " loads it";
       Finding f = ctx.Make("IC011",
                            c->name + " " + v.str() + " at " + c->path + " is older than " +
                                newest_version.str() + " at " + newest->path + "; " + state,
@@ -129,6 +134,13 @@ void CheckStale(Context& ctx) {
                         " cleanly: files of an older version were left beside it";
       f.remediation[0] = static_cast<char>(std::toupper(f.remediation[0]));
       f.remediation += ".";
+      if (!asked.empty()) {
+        f.severity = Severity::kInfo;
+        f.evidence.push_back({"asked for", asked});
+        f.remediation = "None needed: " + c->owner->name +
+                        " was asked for by name and nothing in the image loads this copy; keep " +
+                        "it out of LD_LIBRARY_PATH and ld.so.conf so that nothing does.";
+      }
       ctx.findings.push_back(std::move(f));
     }
   }
@@ -596,6 +608,7 @@ void CheckFrameworkPin(Context& ctx) {
                       [&](const auto& row) { return util::GlobMatch(row.package, req.name); });
       const Component* fw = host ? ctx.Dist(req.name) : nullptr;
       if (!fw || fw->version.empty() || PinHolds(pinned, fw->version)) continue;
+      if (ctx.mismatched.count(dist->name)) continue;  // IC013 named this cause already
       auto want = Version::Parse(pinned), have = Version::Parse(fw->version);
       bool same_release = want && have && want->Prefix(2) == have->Prefix(2);
       Finding f = ctx.Make("IC016",
@@ -609,6 +622,8 @@ void CheckFrameworkPin(Context& ctx) {
                                              LayerText(ctx, fw->layer) + ")"});
       for (size_t i = 0; i < paths.size() && i < 3; ++i)
         f.evidence.push_back({"extension module", paths[i]});
+      f.remediation = "The release that matches the installed " + fw->name + ": " +
+                      MatchRelease(ctx, *dist, *fw).fix + ".";
       ctx.findings.push_back(std::move(f));
     }
   }
@@ -692,6 +707,32 @@ void CheckLibraryPath(Context& ctx) {
   ctx.findings.push_back(std::move(f));
 }
 
+// IC062: an LD_PRELOAD or /etc/ld.so.preload entry that resolves to nothing. ld.so prints an
+// error in every process and runs it without the object (glibc elf/rtld.c do_preload).
+void CheckPreload(Context& ctx) {
+  for (const loader::PreloadEntry& e : ctx.input.session.preloads()) {
+    const loader::Resolution& r = e.resolution;
+    if (r.found()) continue;
+    std::string why =
+        r.status == loader::Status::kError ? r.error : "cannot open shared object file";
+    bool env = e.from == "LD_PRELOAD";
+    Finding f = ctx.Make(
+        "IC062",
+        e.from + " names " + e.entry + ", which " +
+            (r.status == loader::Status::kError ? "ld.so cannot load" : "is not in the image") +
+            ": every process prints \"ERROR: ld.so: object '" + e.entry + "' from " + e.from +
+            " cannot be preloaded (" + why + "): ignored.\" and runs without it",
+        {env ? e.entry : e.from}, e.layer);
+    if (env) f.env = "LD_PRELOAD";
+    f.evidence.push_back({"resolved " + e.entry, UnresolvedText(r)});
+    f.remediation = env ? "Install what " + e.entry + " belongs to in the image, or drop it from " +
+                              "ENV LD_PRELOAD."
+                        : "Install what " + e.entry + " belongs to in the image, or remove it " +
+                              "from /etc/ld.so.preload.";
+    ctx.findings.push_back(std::move(f));
+  }
+}
+
 void CheckLdCache(Context& ctx) {
   const auto& cache = ctx.catalog.config.ld_so_cache;
   if (!cache) return;
@@ -758,7 +799,8 @@ std::vector<Check> LoaderChecks() {
           {"IC016", CheckFrameworkPin},
           {"IC051", CheckUnmanaged},
           {"IC060", CheckLibraryPath},
-          {"IC061", CheckLdCache}};
+          {"IC061", CheckLdCache},
+          {"IC062", CheckPreload}};
 }
 
 }  // namespace imgcheck::rules

@@ -132,6 +132,99 @@ struct Failure {
   bool optional = true;  ///< every consumer reaching it loads it only on request
 };
 
+// IC013 for the object at `path` whose references `f` failed to bind.
+Finding ObjectFinding(const Context& ctx, const std::string& path, Failure& f) {
+  NameHashedSymbols(ctx.catalog, f.symbols);
+  const loader::LoadedObject& object = f.consumer->graph.objects[static_cast<size_t>(f.object)];
+  const loader::Unbound& first = f.symbols[0];
+  std::string list;
+  for (size_t i = 0; i < f.symbols.size() && i < 5; ++i) {
+    const loader::Unbound& s = f.symbols[i];
+    list += (i ? ", " : "") + Demangle(s.name) + (s.version.empty() ? "" : "@" + s.version);
+  }
+  if (f.symbols.size() > 5) list += " and " + std::to_string(f.symbols.size() - 5) + " more";
+  const loader::Resolution* from = ExpectedFrom(ctx, object, first);
+  std::string message = path + " (" + PackageLabel(ctx.catalog, path) + ") needs " +
+                        (f.symbols.size() > 1 ? "symbols " : "symbol ") + list +
+                        ", which no object in its lookup scope defines";
+  std::vector<std::string> paths = {path};
+  if (from) {
+    message += "; " + from->name + " should provide " + (f.symbols.size() > 1 ? "them" : "it") +
+               " and resolves to " + from->real_path + " (" +
+               PackageLabel(ctx.catalog, from->real_path) + ")";
+    paths.insert(paths.begin(), from->real_path);
+    // Another copy of that library in the image that does define it.
+    std::string_view base = catalog::LibraryBaseName(util::BaseName(from->real_path));
+    for (const auto& [other, elf] : ctx.catalog.elves()) {
+      if (other == from->real_path || base.empty() ||
+          catalog::LibraryBaseName(util::BaseName(other)) != base ||
+          !DefinesName(elf, first.hash, first.version))
+        continue;
+      message += "; " + other + " (" + PackageLabel(ctx.catalog, other) + ") defines it";
+      break;
+    }
+    // The release the object's package pins for that library's package.
+    const catalog::PackageRef* have = ctx.catalog.Owner(from->real_path);
+    const catalog::PackageRef* mine = ctx.catalog.Owner(path);
+    const catalog::Component* dist = mine ? ctx.Dist(mine->name) : nullptr;
+    if (have && dist)
+      for (const catalog::Requirement& req : dist->requires_dist)
+        if (req.name == catalog::NormalizeDistName(have->name) && !req.Pinned().empty() &&
+            !PinHolds(req.Pinned(), have->version) && req.marker.find("extra") == std::string::npos)
+          message += "; " + dist->name + " " + dist->version + " pins " + req.name +
+                     "==" + req.Pinned() + ", the image has " + have->version;
+  }
+  Finding finding = ctx.Make("IC013", std::move(message), paths);
+  if (f.optional && !f.consumer->optional.empty()) {
+    finding.severity = Severity::kInfo;
+    finding.message += " (optional: " + f.consumer->optional + ")";
+  }
+  if (from) finding.evidence.push_back(ResolvedEvidence(*from));
+  for (size_t i = 0; i < f.symbols.size() && i < 20; ++i)
+    finding.evidence.push_back(
+        {"unbound",
+         f.symbols[i].name + (f.symbols[i].version.empty() ? "" : "@" + f.symbols[i].version)});
+  finding.evidence.push_back({"consumer", f.consumer->path + " (" + f.consumer->package + ")"});
+  if (!f.consumer->process.empty()) finding.evidence.push_back({"process", f.consumer->process});
+  return finding;
+}
+
+// The symbols of the first objects' findings ("unbound" evidence), demangled, at most `n`.
+std::string FirstSymbols(const std::vector<Finding>& objects, size_t n) {
+  std::vector<std::string> names;
+  for (const Finding& o : objects)
+    for (const Evidence& e : o.evidence)
+      if (e.label == "unbound" && names.size() < n &&
+          std::find(names.begin(), names.end(), Demangle(e.value)) == names.end())
+        names.push_back(Demangle(e.value));
+  std::string out;
+  for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+// One IC013 for the objects of `dist` that fail in `fw`'s process: the package, the release it
+// was built for, the release it meets, how many objects fail with a few symbols, and the fix.
+// Each object's own finding stays as evidence (--verbose, JSON).
+Finding GroupFinding(const Context& ctx, const catalog::Component& dist,
+                     const catalog::Component& fw, const ReleaseMismatch& match,
+                     const std::vector<Finding>& objects) {
+  std::vector<std::string> paths = {dist.path, fw.path};
+  for (const Finding& o : objects) paths.push_back(o.paths.back());
+  Finding g = ctx.Make("IC013",
+                       dist.name + " " + dist.version +
+                           (match.built_for.empty() ? "" : ", built for " + match.built_for + ",") +
+                           " meets " + fw.name + " " + fw.version + ": " +
+                           std::to_string(objects.size()) + " of its objects need symbols " +
+                           fw.name + "'s objects do not define (" + FirstSymbols(objects, 3) + ")",
+                       paths, std::max(dist.layer, fw.layer));
+  g.remediation = "The release that matches the installed " + fw.name + ": " + match.fix + ".";
+  g.evidence.push_back({"installed", fw.name + " " + fw.version + " (" + fw.path + ")"});
+  if (!match.built_for.empty())
+    g.evidence.push_back({"requires", match.built_for + " (" + dist.path + "/METADATA)"});
+  for (const Finding& o : objects) g.evidence.push_back({"object", o.message});
+  return g;
+}
+
 }  // namespace
 
 void CheckUnboundSymbols(Context& ctx) {
@@ -199,60 +292,44 @@ void CheckUnboundSymbols(Context& ctx) {
     finding.evidence.push_back({"consumer", c->path + " (" + c->package + ")"});
     ctx.findings.push_back(std::move(finding));
   }
+  // One root cause, one finding: the objects of one distribution that fail in the process of
+  // the framework the evidence placed them in (the package was built for another release).
+  struct Group {
+    const catalog::Component* dist = nullptr;
+    const catalog::Component* fw = nullptr;
+    std::vector<Finding> objects;
+  };
+  std::map<std::pair<std::string, std::string>, Group> groups;
   for (auto& [path, f] : failures) {
-    NameHashedSymbols(ctx.catalog, f.symbols);
-    const loader::LoadedObject& object = f.consumer->graph.objects[static_cast<size_t>(f.object)];
-    const loader::Unbound& first = f.symbols[0];
-    std::string list;
-    for (size_t i = 0; i < f.symbols.size() && i < 5; ++i) {
-      const loader::Unbound& s = f.symbols[i];
-      list += (i ? ", " : "") + Demangle(s.name) + (s.version.empty() ? "" : "@" + s.version);
+    Finding finding = ObjectFinding(ctx, path, f);
+    const catalog::PackageRef* owner = ctx.catalog.Owner(path);
+    const catalog::Component* dist =
+        owner && owner->manager == catalog::PackageManager::kPip ? ctx.Dist(owner->name) : nullptr;
+    const catalog::Component* fw =
+        f.consumer->framework.empty() ? nullptr : ctx.Dist(f.consumer->framework);
+    // The symbols should come from the framework's objects (or from no library it NEEDS).
+    const catalog::PackageRef* provider =
+        finding.paths.size() > 1 ? ctx.catalog.Owner(finding.paths[0]) : nullptr;
+    bool from_fw = finding.paths.size() == 1 || (provider && fw && provider->name == fw->name);
+    if (!dist || !fw || dist == fw || !from_fw || finding.severity != Severity::kError) {
+      ctx.findings.push_back(std::move(finding));
+      continue;
     }
-    if (f.symbols.size() > 5) list += " and " + std::to_string(f.symbols.size() - 5) + " more";
-    const loader::Resolution* from = ExpectedFrom(ctx, object, first);
-    std::string message = path + " (" + PackageLabel(ctx.catalog, path) + ") needs " +
-                          (f.symbols.size() > 1 ? "symbols " : "symbol ") + list +
-                          ", which no object in its lookup scope defines";
-    std::vector<std::string> paths = {path};
-    if (from) {
-      message += "; " + from->name + " should provide " + (f.symbols.size() > 1 ? "them" : "it") +
-                 " and resolves to " + from->real_path + " (" +
-                 PackageLabel(ctx.catalog, from->real_path) + ")";
-      paths.insert(paths.begin(), from->real_path);
-      // Another copy of that library in the image that does define it.
-      std::string_view base = catalog::LibraryBaseName(util::BaseName(from->real_path));
-      for (const auto& [other, elf] : ctx.catalog.elves()) {
-        if (other == from->real_path || base.empty() ||
-            catalog::LibraryBaseName(util::BaseName(other)) != base ||
-            !DefinesName(elf, first.hash, first.version))
-          continue;
-        message += "; " + other + " (" + PackageLabel(ctx.catalog, other) + ") defines it";
-        break;
-      }
-      // The release the object's package pins for that library's package.
-      const catalog::PackageRef* have = ctx.catalog.Owner(from->real_path);
-      const catalog::PackageRef* mine = ctx.catalog.Owner(path);
-      const catalog::Component* dist = mine ? ctx.Dist(mine->name) : nullptr;
-      if (have && dist)
-        for (const catalog::Requirement& req : dist->requires_dist)
-          if (req.name == catalog::NormalizeDistName(have->name) && !req.Pinned().empty() &&
-              !PinHolds(req.Pinned(), have->version) &&
-              req.marker.find("extra") == std::string::npos)
-            message += "; " + dist->name + " " + dist->version + " pins " + req.name +
-                       "==" + req.Pinned() + ", the image has " + have->version;
+    Group& g = groups[{dist->name, fw->name}];
+    g.dist = dist;
+    g.fw = fw;
+    g.objects.push_back(std::move(finding));
+  }
+  for (auto& [key, g] : groups) {
+    ReleaseMismatch match = MatchRelease(ctx, *g.dist, *g.fw);
+    ctx.mismatched.insert(g.dist->name);
+    if (g.objects.size() == 1) {
+      g.objects[0].remediation =
+          "The release that matches the installed " + g.fw->name + ": " + match.fix + ".";
+      ctx.findings.push_back(std::move(g.objects[0]));
+      continue;
     }
-    Finding finding = ctx.Make("IC013", std::move(message), paths);
-    if (f.optional && !f.consumer->optional.empty()) {
-      finding.severity = Severity::kInfo;
-      finding.message += " (optional: " + f.consumer->optional + ")";
-    }
-    if (from) finding.evidence.push_back(ResolvedEvidence(*from));
-    for (size_t i = 0; i < f.symbols.size() && i < 20; ++i)
-      finding.evidence.push_back(
-          {"unbound",
-           f.symbols[i].name + (f.symbols[i].version.empty() ? "" : "@" + f.symbols[i].version)});
-    finding.evidence.push_back({"consumer", f.consumer->path + " (" + f.consumer->package + ")"});
-    ctx.findings.push_back(std::move(finding));
+    ctx.findings.push_back(GroupFinding(ctx, *g.dist, *g.fw, match, g.objects));
   }
 }
 

@@ -1029,16 +1029,17 @@ TEST_CASE("process: a package whose __init__ imports torch first runs in torch's
   auto found = Scan(f);
   CHECK(found["IC012"].empty());
   CHECK(Naming(found, "IC013", audio).empty());
-  // The same layout under a name no row says imports torch: its own process, as glibc would
-  // load it without torch (the check is the row, not the layout).
+  // The same layout under a name no row names: its NEEDED libc10.so, which only torch's
+  // objects provide, places it in torch's process all the same (the evidence is the files), so
+  // libc10.so is found loaded; its own library, which no row says the package loads first, is
+  // still missing.
   const std::string other = kSite + "otheraudio/lib/_torchaudio.abi3.so";
   FakeImage alone = image("otheraudio");
   std::vector<Finding> unresolved = Naming(Scan(alone), "IC012", other);
   REQUIRE(unresolved.size() == 1);
   INFO(unresolved[0].message);
   CHECK(unresolved[0].severity == Severity::kError);
-  CHECK(unresolved[0].message.rfind("libc10.so and libtorchaudio.abi3.so (DT_NEEDED of " + other,
-                                    0) == 0);
+  CHECK(unresolved[0].message.rfind("libtorchaudio.abi3.so (DT_NEEDED of " + other, 0) == 0);
 }
 
 TEST_CASE("IC012: a library an import needs does not resolve, whatever its name", "[checks]") {
@@ -1994,6 +1995,215 @@ TEST_CASE("IC012: onnxruntime-gpu with no CUDA library is a CPU install and with
   std::vector<Finding> missing = saying(found["IC012"], "libcublasLt.so.13");
   REQUIRE(missing.size() == 1);
   CHECK(missing[0].severity == Severity::kError);
+}
+
+namespace {
+
+// A pip distribution `name` 1.0 with `count` extension modules `<package>/_op<i>.so`, each NEEDING
+// `needs` (and libc) and referencing `imports`, declaring `requires_dist`.
+void Extension(FakeImage& f, const std::string& name, int count,
+               const std::vector<std::string>& needs, const std::vector<std::string>& imports,
+               const std::vector<std::string>& requires_dist = {}) {
+  std::string dir = name;
+  std::replace(dir.begin(), dir.end(), '-', '_');  // the import package of the distribution
+  std::vector<std::string> files;
+  for (int i = 0; i < count; ++i) {
+    elf::fixture::ElfSpec op;
+    op.needed = needs;
+    op.needed.push_back("libc.so.6");
+    op.imported = imports;
+    op.exported = {"PyInit__op" + std::to_string(i)};
+    files.push_back(dir + "/_op" + std::to_string(i) + ".so");
+    f.File(kSite + files.back(), elf::fixture::BuildElf(op));
+  }
+  Dist(f, name, "1.0", requires_dist, files);
+}
+
+}  // namespace
+
+TEST_CASE("process: an extension that declares nothing is placed by what it NEEDS", "[checks]") {
+  // PyG's torch-scatter leaves torch out of its Requires-Dist; its modules NEED libc10.so and
+  // libtorch_cpu.so, which only torch's objects provide: they run in torch's process.
+  const std::string op = kSite + "torch_scatter/_op0.so";
+  FakeImage ok = TorchImport({});
+  Extension(ok, "torch-scatter", 1, {"libc10.so", "libtorch_cpu.so"}, {kC10, kCpu});
+  auto found = Scan(ok);
+  CHECK(Naming(found, "IC012", op).empty());
+  CHECK(Naming(found, "IC013", op).empty());
+  // torch moved under it: the symbol it was built against is gone. One error, with the
+  // evidence that placed it.
+  FakeImage moved = TorchImport({});
+  Extension(moved, "torch-scatter", 1, {"libc10.so", "libtorch_cpu.so"}, {kC10, kGone});
+  std::vector<Finding> missing = Naming(Scan(moved), "IC013", op);
+  REQUIRE(missing.size() == 1);
+  INFO(missing[0].message);
+  CHECK(missing[0].severity == Severity::kError);
+  CHECK(missing[0].message.find("at::_ops::add::call()") != std::string::npos);
+  CHECK(std::any_of(missing[0].evidence.begin(), missing[0].evidence.end(), [](const Evidence& e) {
+    return e.label == "process" &&
+           e.value ==
+               "torch's process: _op0.so NEEDS libc10.so, which only torch's objects provide";
+  }));
+}
+
+TEST_CASE("process: a library that another package's directory holds places nothing", "[checks]") {
+  // appext's module NEEDS libprivate.so, which only otherpkg ships, in a directory its search
+  // does not reach, and otherpkg is no framework: no evidence says which process loads it.
+  auto image = [](const std::string& runpath) {
+    FakeImage f = WithLibs({{"libc.so.6", So("libc.so.6")}});
+    f.File(kSite + "otherpkg/lib/libprivate.so", So("libprivate.so"));
+    Dist(f, "otherpkg", "1.0", {}, {"otherpkg/lib/libprivate.so"});
+    elf::fixture::ElfSpec module;
+    module.needed = {"libprivate.so", "libc.so.6"};
+    module.runpath = runpath;
+    module.exported = {"PyInit__ext"};
+    f.File(kSite + "appext/_ext.so", elf::fixture::BuildElf(module));
+    Dist(f, "appext", "2.0", {}, {"appext/_ext.so"});
+    return f;
+  };
+  static const Knowledge k = Knowledge::Load({IMGCHECK_RULES_DIR});
+  auto unplaced = [&](FakeImage& f) {
+    catalog::Catalog cat = catalog::Build(f.image(), k.libraries());
+    util::Expected<loader::Options> options = loader::ImageOptions(f.image(), cat, k.dlopen());
+    REQUIRE(options);
+    return loader::Session::Build(f.image(), cat, ConsumerRulesOf(k), std::move(*options))
+        .unplaced();
+  };
+  FakeImage lost = image("");
+  std::vector<loader::Unplaced> none_says = unplaced(lost);
+  REQUIRE(none_says.size() == 1);
+  CHECK(none_says[0].path == kSite + "appext/_ext.so");
+  CHECK(none_says[0].package == "appext 2.0");
+  CHECK(none_says[0].missing == "libprivate.so");
+  // Its RUNPATH reaches the library: it loads on its own.
+  FakeImage found = image("$ORIGIN/../otherpkg/lib");
+  CHECK(unplaced(found).empty());
+}
+
+TEST_CASE("IC011: a package installed on purpose that nothing loads is info, never removed",
+          "[checks]") {
+  // apt-get install libcublas-12-1 beside a newer copy: apt marks it manual; no consumer loads
+  // it. A stale copy a consumer loads stays a warning whatever the marks say.
+  const std::string old = "/opt/old/lib/libcublas.so.12.1.3.1";
+  auto image = [&](const std::string& states, bool loaded) {
+    FakeImage f = WithLibs({{"libcublas.so.12.4.5.8", So("libcublas.so.12")}});
+    f.File(old, So("libcublas.so.12"));
+    f.File("/var/lib/dpkg/status",
+           "Package: libcublas-12-1\nStatus: install ok installed\nArchitecture: amd64\n"
+           "Version: 12.1.3.1-1\n");
+    f.File("/var/lib/dpkg/info/libcublas-12-1.list", old + "\n");
+    if (!states.empty()) f.File("/var/lib/apt/extended_states", states);
+    if (loaded) {
+      f.File("/opt/old/lib/libapp.so", So("libapp.so", {"libcublas.so.12"}));
+      f.Link("/opt/old/lib/libcublas.so.12", "libcublas.so.12.1.3.1");
+      SetEnv(f, "LD_LIBRARY_PATH", "/opt/old/lib:" + kLib);
+    }
+    return f;
+  };
+  FakeImage manual = image("Package: libfoo\nArchitecture: amd64\nAuto-Installed: 1\n", false);
+  auto found = Scan(manual);
+  REQUIRE(found["IC011"].size() == 1);
+  const Finding& kept = found["IC011"][0];
+  INFO(kept.message);
+  CHECK(kept.severity == Severity::kInfo);
+  CHECK(kept.message.find("installed on purpose (apt marks it manually installed "
+                          "(/var/lib/apt/extended_states, layer 0)); no consumer loads it") !=
+        std::string::npos);
+  CHECK(kept.remediation.rfind("None needed: libcublas-12-1 was asked for", 0) == 0);
+  CHECK(kept.remediation.find("apt-get remove") == std::string::npos);
+  // apt installed it as a dependency: left behind, a warning with a removing fix.
+  FakeImage automatic =
+      image("Package: libcublas-12-1\nArchitecture: amd64\nAuto-Installed: 1\n", false);
+  auto dep = Scan(automatic);
+  REQUIRE(dep["IC011"].size() == 1);
+  CHECK(dep["IC011"][0].severity == Severity::kWarning);
+  CHECK(dep["IC011"][0].message.find("left behind") != std::string::npos);
+  // Marked manual, but a consumer loads the older copy: still a warning.
+  FakeImage reached = image("Package: libfoo\nArchitecture: amd64\nAuto-Installed: 1\n", true);
+  auto loaded = Scan(reached);
+  REQUIRE(loaded["IC011"].size() == 1);
+  CHECK(loaded["IC011"][0].severity == Severity::kWarning);
+  CHECK(loaded["IC011"][0].message.find("reachable: /opt/old/lib/libapp.so loads it") !=
+        std::string::npos);
+  // Without apt's marks, the RUN line that named it says so.
+  FakeImage named = image("", false);
+  named.image().layers[0].created_by =
+      "/bin/sh -c apt-get update && apt-get install -y --no-install-recommends "
+      "libcublas-12-1=12.1.3.1-1 && rm -rf /var/lib/apt/lists/*";
+  auto run = Scan(named);
+  REQUIRE(run["IC011"].size() == 1);
+  CHECK(run["IC011"][0].severity == Severity::kInfo);
+  CHECK(run["IC011"][0].message.find("(apt-get install libcublas-12-1 (named on the RUN line of "
+                                     "layer 0))") != std::string::npos);
+}
+
+TEST_CASE("IC013: twenty op libraries of one package built for another torch: one error",
+          "[checks]") {
+  // torchvision built for torch 2.2.0 (its pin) on torch 2.3.0: every module misses the same
+  // symbol. One error names the package, both releases, the count and the matching release
+  // (frameworks.json companions: torchvision 0.18 for torch 2.3); each object stays evidence.
+  FakeImage f = TorchImport({.vision_requires = "torch (==2.2.0)"});
+  Extension(f, "torchvision", 20, {"libc10.so", "libtorch_cpu.so"}, {kC10, kGone},
+            {"torch (==2.2.0)"});
+  auto found = Scan(f);
+  std::vector<Finding> errors;
+  for (const Finding& e : found["IC013"])
+    if (e.severity == Severity::kError) errors.push_back(e);
+  REQUIRE(errors.size() == 1);
+  const Finding& g = errors[0];
+  INFO(g.message);
+  CHECK(g.message ==
+        "torchvision 0.18.0, built for torch==2.2.0, meets torch 2.3.0: 20 of its objects need "
+        "symbols torch's objects do not define (at::_ops::add::call())");
+  CHECK(g.remediation ==
+        "The release that matches the installed torch: pip install 'torchvision==0.18.*' (the "
+        "torchvision release built for torch 2.3).");
+  CHECK(std::count_if(g.evidence.begin(), g.evidence.end(),
+                      [](const Evidence& e) { return e.label == "object"; }) == 20);
+  CHECK(g.paths.size() == 22);    // the dist-info, torch's, and every object
+  CHECK(found["IC016"].empty());  // the same cause, said once
+  // A package the data has no row for: the release it was built for.
+  FakeImage other = TorchImport({});
+  Extension(other, "myops", 3, {"libc10.so", "libtorch_cpu.so"}, {kC10, kGone},
+            {"torch (==2.2.0)"});
+  std::vector<Finding> mine;
+  auto other_found = Scan(other);
+  for (const Finding& e : other_found["IC013"])
+    if (e.severity == Severity::kError) mine.push_back(e);
+  REQUIRE(mine.size() == 1);
+  INFO(mine[0].message);
+  CHECK(mine[0].remediation.find("pip install 'torch==2.2.0' (the torch release myops 1.0 was "
+                                 "built for)") != std::string::npos);
+}
+
+TEST_CASE("IC062: an LD_PRELOAD entry that resolves to nothing", "[checks]") {
+  FakeImage f = WithLibs({{"libc.so.6", So("libc.so.6")}});
+  SetEnv(f, "LD_PRELOAD", "libjemalloc.so.2");
+  auto found = Scan(f);
+  REQUIRE(found["IC062"].size() == 1);
+  const Finding& w = found["IC062"][0];
+  INFO(w.message);
+  CHECK(w.severity == Severity::kWarning);
+  CHECK(w.env == "LD_PRELOAD");
+  CHECK(w.layer.index == -1);
+  CHECK(w.message ==
+        "LD_PRELOAD names libjemalloc.so.2, which is not in the image: every process prints "
+        "\"ERROR: ld.so: object 'libjemalloc.so.2' from LD_PRELOAD cannot be preloaded (cannot "
+        "open shared object file): ignored.\" and runs without it");
+  // On the library path: preloaded, silent.
+  f.File(kLib + "/libjemalloc.so.2", So("libjemalloc.so.2"));
+  CHECK(Scan(f)["IC062"].empty());
+  // /etc/ld.so.preload: the layer that wrote it; present entries silent.
+  FakeImage g(2);
+  g.File("/lib/x86_64-linux-gnu/libc.so.6", So("libc.so.6"));
+  g.File("/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4", So("libtcmalloc.so.4"));
+  g.File("/etc/ld.so.preload", "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4\n/usr/lib/libgone.so\n",
+         1);
+  auto preload = Scan(g);
+  REQUIRE(preload["IC062"].size() == 1);
+  CHECK(preload["IC062"][0].layer.index == 1);
+  CHECK(preload["IC062"][0].paths == std::vector<std::string>{"/etc/ld.so.preload"});
+  CHECK(preload["IC062"][0].message.rfind("/etc/ld.so.preload names /usr/lib/libgone.so,", 0) == 0);
 }
 
 }  // namespace imgcheck::rules

@@ -195,4 +195,31 @@ void Context::AddComponentEvidence(Finding& f, const catalog::Component& c,
                                : "none: no dpkg list, pip RECORD or conda-meta file names it"});
 }
 
+ReleaseMismatch MatchRelease(const Context& ctx, const catalog::Component& dist,
+                             const catalog::Component& fw) {
+  ReleaseMismatch out;
+  std::string fw_name = catalog::NormalizeDistName(fw.name);
+  for (const catalog::Requirement& req : dist.requires_dist)
+    if (req.name == fw_name && !req.Pinned().empty() && req.marker.empty() &&
+        req.under_extras.empty())
+      out.built_for = fw_name + "==" + req.Pinned();
+  std::optional<Version> have = Version::Parse(fw.version);
+  const CompanionRow* row =
+      have ? ctx.knowledge.Companion(fw_name, *have, catalog::NormalizeDistName(dist.name))
+           : nullptr;
+  if (row) {
+    out.fix = "pip install '" + dist.name + "==" + row->version.Prefix(2).str() + ".*' (the " +
+              dist.name + " release built for " + fw.name + " " + row->release.Prefix(2).str() +
+              ")";
+  } else if (!out.built_for.empty()) {
+    out.fix = "pip install '" + out.built_for + "' (the " + fw.name + " release " + dist.name +
+              " " + dist.version + " was built for), or install the " + dist.name +
+              " release built for " + fw.name + " " + fw.version;
+  } else {
+    out.fix = "install the " + dist.name + " release built for " + fw.name + " " + fw.version +
+              ", or rebuild " + dist.name + " against it";
+  }
+  return out;
+}
+
 }  // namespace imgcheck::rules

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,9 @@ class Context {
   const Knowledge& knowledge;
   const image::Tree& tree;
   std::vector<Finding> findings;
+  /// Distributions IC013 reported as one root cause against their framework: IC016 does not
+  /// report the same cause again.
+  std::set<std::string, std::less<>> mismatched;
 
   /// The present library-like component (CUDA library, driver, stub, compat) at `real_path`.
   const catalog::Component* LibraryAt(std::string_view real_path) const;
@@ -92,6 +96,19 @@ class Context {
   std::vector<const Consumer*> consumers_;
   std::vector<SeenResolution> resolutions_;
 };
+
+/// A package built for one framework release that meets another: what it was built for and
+/// how to make the two match.
+struct ReleaseMismatch {
+  std::string built_for;  ///< "torch==2.5.0" from its Requires-Dist pin; "" when unknown
+  std::string fix;        ///< "pip install 'torchvision==0.21.*' (...)", or the framework's pin
+};
+/// For distribution `dist` whose objects load into framework `fw`'s process: its exact pin of
+/// `fw` (Requires-Dist, no marker, no extra) and the fix: the release of `dist` built for the
+/// installed `fw` (frameworks.json companions), else the `fw` release `dist` pins, else a
+/// rebuild.
+ReleaseMismatch MatchRelease(const Context& ctx, const catalog::Component& dist,
+                             const catalog::Component& fw);
 
 /// True for the cuDNN shim's soname ("libcudnn.so.9"), with its major in `major`.
 bool IsCudnnShim(std::string_view soname, int* major);

@@ -297,6 +297,9 @@ Knowledge Knowledge::FromFiles(std::vector<DataFile> files) {
     k.onnxruntime_.push_back({VersionField(r, "from"), VersionField(r, "to"),
                               VersionField(r, "cuda", false), VersionField(r, "cudnn", false),
                               r.Int("cudnn_major", false), r.String("source")});
+  for (const Row& r : TableRows(f, "companions"))
+    k.companions_.push_back({r.String("framework"), VersionField(r, "release"), r.String("package"),
+                             VersionField(r, "version"), r.String("source")});
   for (const Row& r : TableRows(f, "cupy_packages"))
     k.cupy_.push_back({r.String("package"), r.Int("cuda_major"), r.String("source")});
   for (const Row& r : TableRows(f, "cudnn_acceptance")) {
@@ -443,6 +446,15 @@ const AcceptanceRow* Knowledge::Acceptance(std::string_view framework,
                                            const Version& version) const {
   for (const auto& r : acceptance_)
     if (r.framework == framework && InRange(version.Prefix(3), r.from, r.to)) return &r;
+  return nullptr;
+}
+
+const CompanionRow* Knowledge::Companion(std::string_view framework, const Version& release,
+                                         std::string_view package) const {
+  for (const auto& r : companions_)
+    if (r.framework == framework && r.package == package &&
+        r.release.Prefix(2) == release.Prefix(2))
+      return &r;
   return nullptr;
 }
 

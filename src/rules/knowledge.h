@@ -73,6 +73,15 @@ struct OnnxruntimeRow {
   int cudnn_major = 0;
   std::string source;
 };
+/// The release of a package built for one framework release (frameworks.json companions, read
+/// from the package's own wheel METADATA): torchvision 0.21 for torch 2.6.
+struct CompanionRow {
+  std::string framework;  ///< the framework's distribution ("torch")
+  Version release;        ///< its release (major.minor)
+  std::string package;    ///< the package's distribution ("torchvision")
+  Version version;        ///< the package's release built for it
+  std::string source;
+};
 struct CupyRow {
   std::string package;
   int cuda_major = 0;
@@ -202,6 +211,10 @@ class Knowledge {
   const std::vector<JaxPluginRow>& jax_plugins() const { return jax_; }
   const OnnxruntimeRow* OnnxruntimeBuild(const Version& ort) const;
   const std::vector<CupyRow>& cupy() const { return cupy_; }
+  /// The release of `package` built for `framework` `release` (compared on major.minor); null
+  /// when the data has no row.
+  const CompanionRow* Companion(std::string_view framework, const Version& release,
+                                std::string_view package) const;
   const AcceptanceRow* Acceptance(std::string_view framework, const Version& version) const;
   const SmFloorRow* SmFloor(std::string_view framework, const Version& cudnn) const;
 
@@ -233,6 +246,7 @@ class Knowledge {
   std::vector<loader::OnCallRow> on_call_;
   std::vector<CpuFallbackRow> cpu_fallback_;
   std::vector<WheelLibrariesRow> wheel_libraries_;
+  std::vector<CompanionRow> companions_;
   std::vector<RuleInfo> rules_;
   std::vector<DriverRow> drivers_;
   std::vector<Version> cuda_releases_;  ///< cuda.json cuda_releases (the cuda-toolkit wheels)

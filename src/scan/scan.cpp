@@ -19,6 +19,22 @@ namespace imgcheck::scan {
 
 namespace {
 
+// One note for the extension modules no evidence placed in a process and that cannot load
+// alone: how many, of which packages, and the first library one misses; "" when none.
+std::string UnplacedNote(const std::vector<loader::Unplaced>& unplaced) {
+  if (unplaced.empty()) return "";
+  std::set<std::string> packages;
+  for (const loader::Unplaced& u : unplaced) packages.insert(u.package);
+  std::string list;
+  for (const std::string& p : packages) list += (list.empty() ? "" : ", ") + p;
+  const size_t n = unplaced.size();
+  return "not placed: " + std::to_string(n) + " Python extension module" + (n > 1 ? "s" : "") +
+         " of " + list + " cannot load on " + (n > 1 ? "their" : "its") + " own (" +
+         unplaced[0].path + " NEEDS " + unplaced[0].missing +
+         ") and nothing in the image says which process loads " + (n > 1 ? "them" : "it") +
+         ": not checked";
+}
+
 // The loader's options for the image and every consumer's link map into `r.input`. An image
 // whose machine the loader does not model gets a note saying so (the loader's rules stay
 // silent), or a util::Fatal when the request needs the link maps.
@@ -36,6 +52,8 @@ void LoadLinkMaps(const Request& request, Result& r) {
   if (request.roots.empty()) {
     r.input.session = loader::Session::Build(r.image, r.catalog, rules::ConsumerRulesOf(knowledge),
                                              std::move(*options));
+    if (std::string note = UnplacedNote(r.input.session.unplaced()); !note.empty())
+      r.input.target.notes.push_back(std::move(note));
     return;
   }
   // why --consumer: exactly the objects named, each by its real path.

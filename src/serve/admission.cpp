@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "image/registry_auth.h"
 #include "serve/json_body.h"
 #include "serve/verdict.h"
 
@@ -78,7 +79,11 @@ util::Expected<AdmissionRequest> ParseAdmissionReview(std::string_view body,
   if (!object || !object->is_object()) return util::MakeError("request.object is missing");
   const nlohmann::json* spec = At(*object, *spec_path);
   std::string spec_name;
-  for (auto p : *spec_path) spec_name += (spec_name.empty() ? "" : ".") + std::string(p);
+  std::vector<std::string> spec_tokens;
+  for (auto p : *spec_path) {
+    spec_name += (spec_name.empty() ? "" : ".") + std::string(p);
+    spec_tokens.emplace_back(p);
+  }
   if (!spec || !spec->is_object()) return util::MakeError(r.kind + " without " + spec_name);
 
   std::string os = "linux", arch = "amd64";
@@ -92,6 +97,8 @@ util::Expected<AdmissionRequest> ParseAdmissionReview(std::string_view body,
   }
   r.platform = os + "/" + arch;
 
+  const nlohmann::json* old_object = r.operation == "UPDATE" ? At(*req, {"oldObject"}) : nullptr;
+  if (old_object && !old_object->is_object()) old_object = nullptr;
   for (const char* list : {"initContainers", "containers", "ephemeralContainers"}) {
     const nlohmann::json* cs = At(*spec, {list});
     if (!cs) continue;
@@ -104,7 +111,14 @@ util::Expected<AdmissionRequest> ParseAdmissionReview(std::string_view body,
       auto image = c.find("image");
       if (image == c.end() || !image->is_string() || image->get<std::string>().empty())
         return util::MakeError(where + " has no image");
-      r.images.push_back({image->get<std::string>(), where});
+      std::vector<std::string> tokens = spec_tokens;
+      tokens.insert(tokens.end(), {list, std::to_string(i), "image"});
+      ImageUse use{image->get<std::string>(), where, JsonPointer(tokens)};
+      if (old_object) {
+        nlohmann::json::json_pointer at(use.pointer);
+        use.unchanged = old_object->contains(at) && old_object->at(at) == *image;
+      }
+      r.images.push_back(std::move(use));
     }
   }
   return r;
@@ -170,6 +184,10 @@ std::string AdmissionResponse(const std::string& uid, const AdmissionAnswer& ans
     for (size_t i = 0; i < answer.warnings.size() && i < kMaxWarnings; ++i)
       w.push_back(answer.warnings[i].substr(0, kMaxWarningChars));
     response["warnings"] = std::move(w);
+  }
+  if (!answer.patch.empty()) {
+    response["patchType"] = "JSONPatch";
+    response["patch"] = image::Base64Encode(answer.patch);
   }
   nlohmann::json j = {{"apiVersion", "admission.k8s.io/v1"},
                       {"kind", "AdmissionReview"},

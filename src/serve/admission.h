@@ -18,6 +18,12 @@ namespace imgcheck::serve {
 struct ImageUse {
   std::string image;  ///< as written in the spec
   std::string where;  ///< "spec.template.spec.initContainers[0] (setup)"
+  /// Where the image is in request.object, as a JSON Pointer (RFC 6901):
+  /// "/spec/template/spec/initContainers/0/image"; empty when not from an object.
+  std::string pointer{};
+  /// UPDATE: request.oldObject has this very image at `pointer`, so it was admitted before and
+  /// may be running (a change of it would restart a pod's container).
+  bool unchanged = false;
 };
 
 struct AdmissionRequest {
@@ -45,6 +51,8 @@ struct AdmissionAnswer {
   std::string message;  ///< why, when denied (status.message)
   int code = 200;       ///< status.code when denied (403)
   std::vector<std::string> warnings;
+  /// A JSONPatch (RFC 6902) document for the object (mutating admission); empty: none.
+  std::string patch;
 };
 
 /// What to answer when imgcheck cannot judge: no verdict within the budget (--on-unknown), or
@@ -70,7 +78,8 @@ AdmissionAnswer Decide(const std::vector<ImageResult>& images, const DecideOptio
 /// The answer to a request that cannot be judged at all (`why`), per --on-error.
 AdmissionAnswer Unjudgeable(const std::string& why, Fallback on_error);
 
-/// The AdmissionReview response for `uid`.
+/// The AdmissionReview response for `uid`, with the answer's patch (base64, patchType JSONPatch)
+/// when it has one.
 std::string AdmissionResponse(const std::string& uid, const AdmissionAnswer& answer);
 
 }  // namespace imgcheck::serve

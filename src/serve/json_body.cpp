@@ -24,4 +24,10 @@ std::string StringAt(const nlohmann::json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
+std::string JsonPointer(const std::vector<std::string>& tokens) {
+  nlohmann::json::json_pointer pointer;
+  for (const std::string& t : tokens) pointer /= t;  // escaped by to_string
+  return pointer.to_string();
+}
+
 }  // namespace imgcheck::serve

@@ -5,7 +5,9 @@
 
 #include <cstddef>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "util/error.h"
 
@@ -21,5 +23,9 @@ util::Expected<nlohmann::json> ParseJsonBody(std::string_view body);
 
 /// The string at `key` of object `j`; empty when absent or not a string (never throws).
 std::string StringAt(const nlohmann::json& j, const char* key);
+
+/// The JSON Pointer (RFC 6901) naming `tokens` one inside the other: "~" and "/" inside a
+/// token are escaped as "~0" and "~1".
+std::string JsonPointer(const std::vector<std::string>& tokens);
 
 }  // namespace imgcheck::serve

@@ -13,6 +13,7 @@
 #include "serve/events.h"
 #include "serve/gatekeeper.h"
 #include "serve/log.h"
+#include "serve/pinning.h"
 #include "serve/tls.h"
 #include "util/error.h"
 
@@ -166,6 +167,41 @@ class Handlers {
     return Json(AdmissionResponse(uid, answer));
   }
 
+  // Mutating admission: every image pinned to the digest Judge resolved and judged (the
+  // resolutions and verdicts the validating path uses, so that it then judges the pinned digest
+  // itself). It denies no image: the validating webhook does; only a request that cannot be
+  // pinned at all is answered per --on-error.
+  HttpResponse Mutation(const HttpRequest& req) {
+    auto deadline = Deadline(req);
+    std::string uid;
+    AdmissionAnswer answer;
+    try {
+      auto parsed = ParseAdmissionReview(req.body, options_.platform, uid);
+      util::Expected<void> capped =
+          parsed ? WithinImageCap(parsed->images) : util::Expected<void>(parsed.error());
+      if (capped && parsed->images.size() > kMaxPins)
+        capped = util::MakeError("the request names " + std::to_string(parsed->images.size()) +
+                                 " images, more than the " + std::to_string(kMaxPins) +
+                                 " imgcheck pins in one object");
+      if (!capped) {
+        answer = Unjudgeable(capped.error().message, options_.decide.on_error);
+        metrics_.Decision("error");
+        Log("mutation " + (uid.empty() ? "(no uid)" : uid) + ": " + capped.error().message);
+      } else {
+        Pinning pinning =
+            PinImages(Judge(parsed->images, parsed->platform, deadline), options_.decide.fail_on);
+        answer.patch = JsonPatch(pinning.pins);
+        for (const std::string& why : pinning.unpinned)
+          answer.warnings.push_back("imgcheck: not pinned to a digest: " + why);
+      }
+    } catch (const std::exception& e) {
+      answer = Unjudgeable(std::string("internal error: ") + e.what(), options_.decide.on_error);
+      metrics_.Decision("error");
+      Log("mutation " + uid + ": internal error: " + e.what());
+    }
+    return Json(AdmissionResponse(uid, answer));
+  }
+
   HttpResponse RegistryEvents(const HttpRequest& req) {
     auto deadline = Deadline(req);
     auto events = ParseRegistryEvents(req.body);
@@ -226,6 +262,7 @@ int Serve(const ServerOptions& options, Verdicts& verdicts, Resolver& resolver, 
   Handlers h(options, verdicts, resolver, metrics);
   std::atomic<bool> ready{false};
   svr.Route("POST", "/v1/admission", false, [&](const auto& req) { return h.Admission(req); });
+  svr.Route("POST", "/v1/mutate", false, [&](const auto& req) { return h.Mutation(req); });
   svr.Route("POST", "/v1/registry-events", false,
             [&](const auto& req) { return h.RegistryEvents(req); });
   svr.Route("POST", "/v1/gatekeeper", false, [&](const auto& req) { return h.Gatekeeper(req); });
