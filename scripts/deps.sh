@@ -38,6 +38,8 @@ case "${1:-}" in
       python3-cryptography
       # the JUnit report against the Jenkins and Ant/JUnit 5 XSDs (testdata/junit)
       libxml2-utils
+      # the Markdown reports rendered as GitHub does (GFM tables, raw HTML) and checked as HTML
+      cmark-gfm
       # `why --format dot` drawn by Graphviz (tests/why_cli_test.cpp); the Action's comment and
       # the GitLab template's note against fake APIs (tests/action_check.py, gitlab_check.py)
       graphviz curl jq

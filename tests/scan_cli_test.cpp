@@ -3,6 +3,7 @@
 // built binary. Each rule has a scenario that fires it and its nearest innocent neighbour.
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -1329,4 +1330,302 @@ TEST_CASE("a clean image of the machine's real CUDA files stays clean", "[scan][
   INFO(Messages(clean));
   CHECK(clean.status == 0);
   CHECK(clean.Serious() == 0);
+}
+
+// --- Baselines, diff and Markdown (issue 45) -------------------------------------------------
+
+namespace {
+
+// Seed(true) after a cuDNN bump: the stale /usr/local/cudnn-5.0 now holds cuDNN 5.1.10 (IC001
+// fixed), but its copy brought a development link to a file it lacks (IC014 introduced).
+ImageRecipe CudnnBumped() {
+  ImageRecipe r = Seed(true);
+  std::vector<Entry> bumped;
+  AddLib(bumped, "usr/local/cudnn-5.0/lib64", "libcudnn.so.5.1.10", So("libcudnn.so.5"),
+         "libcudnn.so.5");
+  bumped.push_back(Symlink("usr/local/cudnn-5.0/lib64/libcudnn.so", "libcudnn.so.5.1.3"));
+  r.layers[1] = Layer(bumped, "COPY cudnn-5.1 /usr/local/cudnn-5.0");
+  return r;
+}
+
+// `recipe` on a base layer of its own (a distribution release file): a base bump changes it.
+ImageRecipe OnBase(ImageRecipe recipe, const std::string& release) {
+  recipe.layers.insert(recipe.layers.begin(), Layer({File("etc/debian_version", release + "\n")},
+                                                    "FROM debian:" + release));
+  return recipe;
+}
+
+struct Pair {
+  TempDir dir;
+  WrittenImage old_image, new_image;
+  Pair(const ImageRecipe& before, const ImageRecipe& after) {
+    old_image = WriteOciLayout(dir / "old", before);
+    new_image = WriteOciLayout(dir / "new", after);
+  }
+  std::string Old() const { return "oci:" + (dir / "old").string() + ":latest"; }
+  std::string New() const { return "oci:" + (dir / "new").string() + ":latest"; }
+};
+
+CommandResult Imgcheck(const Pair& p, const std::string& args) {
+  return Run("cd '" + p.dir.path().string() + "' && '" + Imgcheck() + "' " + args + " 2>&1");
+}
+
+// The diff's JSON (and its exit status), which must have run to the end.
+std::pair<int, nlohmann::json> DiffJson(const Pair& p, const std::string& args = "") {
+  CommandResult r = Imgcheck(
+      p, "diff -q " + p.Old() + " " + p.New() + " --no-cache --format json -o diff.json " + args);
+  INFO(r.output);
+  REQUIRE((r.status == 0 || r.status == 1));
+  return {r.status, nlohmann::json::parse(ReadFile(p.dir / "diff.json"))};
+}
+
+std::vector<std::string> Rules(const nlohmann::json& findings) {
+  std::vector<std::string> out;
+  for (const auto& f : findings) out.push_back(f["rule"]);
+  return out;
+}
+
+bool Has(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+// Markdown as GitHub renders it (cmark-gfm: tables, raw HTML kept), as HTML.
+std::string MarkdownToHtml(const fs::path& markdown) {
+  REQUIRE(HaveProgram("cmark-gfm"));  // scripts/deps.sh installs it
+  CommandResult html = Run("cmark-gfm --unsafe -e table -e autolink " + Quote(markdown));
+  REQUIRE(html.status == 0);
+  return html.output;
+}
+
+size_t Occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Findings of a JSON list whose evidence holds a loader resolution: the loader findings.
+size_t LoaderFindings(const nlohmann::json& findings) {
+  size_t n = 0;
+  for (const auto& f : findings) {
+    bool loader = false;
+    for (const auto& e : f["evidence"]) loader |= e.contains("resolution");
+    n += loader;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("diff: a cuDNN bump that fixes IC001 and introduces IC014; --fail-on sees only new",
+          "[diff]") {
+  Pair p(Seed(true), CudnnBumped());
+  auto [status, j] = DiffJson(p);
+  INFO(j.dump(2));
+  CHECK(j["schema"] == "imgcheck-diff/1");
+  auto added = Rules(j["findings"]["new"]), fixed = Rules(j["findings"]["fixed"]);
+  CHECK(Has(fixed, "IC001"));
+  CHECK(Has(added, "IC014"));
+  CHECK_FALSE(Has(added, "IC001"));
+  CHECK(status == 1);  // IC014 is a new error
+  for (const auto& f : j["findings"]["unchanged"]) CHECK(f["baseline"] == true);
+  // The library by package: the stale copy 5.0.5 became 5.1.10.
+  bool upgraded = false;
+  for (const auto& l : j["libraries"])
+    upgraded |= l["library"] == "libcudnn" &&
+                l["package"] == "unowned in /usr/local/cudnn-5.0/lib64" &&
+                l["change"] == "upgraded" && l["old"] == "5.0.5" && l["new"] == "5.1.10";
+  CHECK(upgraded);
+  // TensorFlow's libcudnn.so.5 still comes first from the bumped directory: another file now.
+  bool reloaded = false;
+  for (const auto& l : j["loads"])
+    reloaded |= l["name"] == "libcudnn.so.5" &&
+                l["old"] == "/usr/local/cudnn-5.0/lib64/libcudnn.so.5.0.5" &&
+                l["new"] == "/usr/local/cudnn-5.0/lib64/libcudnn.so.5.1.10" &&
+                l["why"].get<std::string>().find("ld-library-path") != std::string::npos;
+  CHECK(reloaded);
+  // --fail-on none: the new error does not fail either; the text says what changed.
+  CHECK(DiffJson(p, "--fail-on none").first == 0);
+  CommandResult text = Imgcheck(p, "diff -q --no-cache " + p.Old() + " " + p.New());
+  CHECK(text.status == 1);
+  CHECK(text.output.find(
+            "upgraded libcudnn (unowned in /usr/local/cudnn-5.0/lib64): 5.0.5 -> 5.1.10") !=
+        std::string::npos);
+  CHECK(text.output.find("fixed findings:\n  error IC001") != std::string::npos);
+}
+
+TEST_CASE("diff: a torch bump: the framework's build, the cuDNN wheel by package, the loads",
+          "[diff]") {
+  TorchStack before;  // torch 2.3.0 for CUDA 12.1 with cuDNN 8.9.2.26
+  TorchStack after;
+  after.torch = "2.4.0";
+  after.cuda = "12.4";
+  after.cudnn = "9.1.0.70";
+  ImageRecipe a = Base(), b = Base();
+  a.layers.push_back(TorchLayer(before));
+  b.layers.push_back(TorchLayer(after));
+  Pair p(a, b);
+  auto [status, j] = DiffJson(p);
+  INFO(j.dump(2));
+  REQUIRE(j["frameworks"].size() == 1);
+  CHECK(j["frameworks"][0]["name"] == "torch");
+  CHECK(j["frameworks"][0]["change"] == "upgraded");
+  CHECK(j["frameworks"][0]["old"].get<std::string>().find("cuda 12.1") != std::string::npos);
+  CHECK(j["frameworks"][0]["new"].get<std::string>().find("cuda 12.4") != std::string::npos);
+  std::map<std::string, nlohmann::json> cudnn;  // library -> its change in the cuDNN wheel
+  for (const auto& l : j["libraries"])
+    if (l["package"] == "nvidia-cudnn-cu12") cudnn[l["library"]] = l;
+  REQUIRE(cudnn.count("libcudnn") == 1);
+  CHECK(cudnn["libcudnn"]["change"] == "upgraded");
+  CHECK(cudnn["libcudnn"]["old"].get<std::string>().rfind("8", 0) == 0);
+  CHECK(cudnn["libcudnn"]["new"].get<std::string>().rfind("9", 0) == 0);
+  CHECK(cudnn["libcudnn_ops_infer"]["change"] == "removed");
+  CHECK(cudnn["libcudnn_graph"]["change"] == "added");
+  // libtorch_cuda.so now asks for libcudnn.so.9, and no longer for libcudnn.so.8.
+  std::map<std::string, nlohmann::json> loads;
+  for (const auto& l : j["loads"])
+    if (l["consumer"].get<std::string>().ends_with("torch/lib/libtorch_cuda.so"))
+      loads[l["name"]] = l;
+  REQUIRE(loads.count("libcudnn.so.9") == 1);
+  CHECK(loads["libcudnn.so.9"]["old"] == "");
+  CHECK(loads["libcudnn.so.9"]["new"] == "/" + kSite + "nvidia/cudnn/lib/libcudnn.so.9");
+  CHECK(loads["libcudnn.so.9"]["why"].get<std::string>().rfind("runpath", 0) == 0);
+  REQUIRE(loads.count("libcudnn.so.8") == 1);
+  CHECK(loads["libcudnn.so.8"]["new"] == "");
+  CHECK(loads["libcudnn.so.8"]["why"] == "no longer asked for");
+  CHECK(loads.count("libcudart.so.12") == 0);  // the same file in both
+}
+
+TEST_CASE("diff: a base bump changes nothing in the stack, and inherited errors do not fail",
+          "[diff]") {
+  Pair p(OnBase(Seed(true), "12.1"), OnBase(Seed(true), "12.2"));
+  auto [status, j] = DiffJson(p);
+  INFO(j.dump(2));
+  CHECK(j["frameworks"].empty());
+  CHECK(j["libraries"].empty());
+  CHECK(j["libraries_unchanged"].get<size_t>() >= 2);
+  CHECK(j["loads"].empty());
+  CHECK(j["findings"]["new"].empty());
+  CHECK(j["findings"]["fixed"].empty());
+  CHECK(Has(Rules(j["findings"]["unchanged"]), "IC001"));
+  CHECK(status == 0);  // IC001 is an error, but the old image had it
+  // The same image scanned alone fails: the diff's pass is the baseline's doing.
+  CHECK(Imgcheck(p, "scan -q --no-cache " + p.New()).status == 1);
+}
+
+TEST_CASE("diff: two images that share a base read the shared layers once", "[diff]") {
+  Pair p(Seed(true), CudnnBumped());
+  // The layers both images have, and the new layout's copy of them corrupted (same size): a
+  // reading of them from the new layout fails its digest check.
+  REQUIRE(p.old_image.layers[0].digest == p.new_image.layers[0].digest);
+  REQUIRE(p.old_image.layers[2].digest == p.new_image.layers[2].digest);
+  for (int i : {0, 2}) {
+    fs::path blob = BlobPath(p.dir / "new", p.new_image.layers[static_cast<size_t>(i)].digest);
+    std::string bytes = ReadFile(blob);
+    for (size_t k = bytes.size() / 2; k < bytes.size() / 2 + 16 && k < bytes.size(); ++k)
+      bytes[k] = static_cast<char>(~bytes[k]);
+    fs::permissions(blob, fs::perms::owner_write, fs::perm_options::add);
+    WriteFile(blob, bytes);
+  }
+  std::string images = " " + p.Old() + " " + p.New();
+  CommandResult cached = Imgcheck(p, "diff -q --cache-dir cache" + images);
+  INFO(cached.output);
+  CHECK(cached.status == 1);  // ran to the end: the shared layers came from the first scan
+  CommandResult uncached = Imgcheck(p, "diff -q --no-cache" + images);
+  INFO(uncached.output);
+  CHECK(uncached.status == 2);  // read twice: the new layout's corrupt copy is met
+}
+
+TEST_CASE("scan --baseline: a rebuild that moves files between layers matches; new ones fail",
+          "[baseline]") {
+  // The rebuild: the stale cuDNN in another directory, written by another layer, and the
+  // layers in another order; the same problem (IC001) with the same cause.
+  ImageRecipe moved = Base({"LD_LIBRARY_PATH=/opt/cudnn5/lib64"});
+  ImageRecipe seed = Seed(true);
+  std::vector<Entry> old;
+  AddLib(old, "opt/cudnn5/lib64", "libcudnn.so.5.0.5", So("libcudnn.so.5"), "libcudnn.so.5");
+  moved.layers = {seed.layers[2], Layer(old, "COPY cudnn-5.0 /opt/cudnn5"), seed.layers[0]};
+  Pair p(seed, moved);
+  CommandResult before = Imgcheck(p, "scan -q --no-cache " + p.Old() + " -f json -o main.json");
+  REQUIRE(before.status == 1);
+  auto main = nlohmann::json::parse(ReadFile(p.dir / "main.json"));
+  Result after = Scan(moved, "--baseline '" + (p.dir / "main.json").string() + "'");
+  INFO(Messages(after));
+  REQUIRE(after.Count("IC001") == 1);
+  CHECK(after.Of("IC001")[0]["paths"][0] == "/opt/cudnn5/lib64/libcudnn.so.5.0.5");
+  CHECK(after.Of("IC001")[0]["baseline"] == true);
+  CHECK(after.Of("IC001")[0]["fingerprint"] == Result{0, main, ""}.Of("IC001")[0]["fingerprint"]);
+  for (const auto& f : after.json["findings"]) CHECK(f["baseline"] == true);
+  CHECK(after.status == 0);
+  // SARIF: unchanged, and without a baseline no baselineState at all.
+  CommandResult sarif =
+      Imgcheck(p, "scan -q --no-cache " + p.New() + " --baseline main.json -f sarif -o new.sarif");
+  CHECK(sarif.status == 0);
+  auto s = nlohmann::json::parse(ReadFile(p.dir / "new.sarif"));
+  for (const auto& res : s["runs"][0]["results"]) {
+    CHECK(res["baselineState"] == "unchanged");
+    CHECK(res["partialFingerprints"].contains("imgcheck/v2"));
+  }
+  // Must fire: a finding the baseline lacks is new and fails.
+  Result worse = Scan(CudnnBumped(), "--baseline '" + (p.dir / "main.json").string() + "'");
+  INFO(Messages(worse));
+  REQUIRE(worse.Count("IC014") == 1);
+  CHECK(worse.Of("IC014")[0]["baseline"] == false);
+  CHECK(worse.status == 1);
+}
+
+TEST_CASE("scan --baseline: a file that is no report is refused in one line (exit 2)",
+          "[baseline]") {
+  TempDir dir;
+  WriteOciLayout(dir / "layout", Seed(false));
+  std::string image = " oci:" + (dir / "layout").string() + ":latest";
+  WriteFile(dir / "not.json", "{\"findings\": [");
+  WriteFile(dir / "old.json", R"({"schema":"imgcheck-report/1","findings":[{"rule":"IC001"}]})");
+  for (std::string bad : {"not.json", "old.json", "missing.json"}) {
+    CommandResult r = Run("cd '" + dir.path().string() + "' && '" + Imgcheck() +
+                          "' scan -q --no-cache --baseline " + bad + image);
+    INFO(r.output);
+    CHECK(r.status == 2);
+    CHECK(r.output.rfind("imgcheck: --baseline: ", 0) == 0);
+    CHECK(Occurrences(r.output, "\n") == 1);
+  }
+}
+
+TEST_CASE(
+    "markdown: GFM that cmark-gfm renders with a table, details and a Mermaid block per "
+    "loader finding",
+    "[markdown]") {
+  TempDir dir;
+  WriteOciLayout(dir / "layout", Seed(true));
+  std::string image = " oci:" + (dir / "layout").string() + ":latest";
+  CommandResult r = Run("cd '" + dir.path().string() + "' && '" + Imgcheck() +
+                        "' scan -q --no-cache" + image + " -o markdown=scan.md -o json=scan.json");
+  INFO(r.output);
+  REQUIRE(r.status == 1);
+  auto json = nlohmann::json::parse(ReadFile(dir / "scan.json"));
+  std::string html = MarkdownToHtml(dir / "scan.md");
+  INFO(html);
+  CHECK(Occurrences(html, "<table>") == 1);
+  CHECK(Occurrences(html, "<details>") == json["findings"].size());
+  size_t loader = LoaderFindings(json["findings"]);
+  CHECK(loader >= 1);  // IC001's resolution of libcudnn.so.5
+  CHECK(Occurrences(html, "<pre><code class=\"language-mermaid\">") == loader);
+  CHECK(html.find("<h3>Errors (") != std::string::npos);
+  CHECK(html.find("flowchart LR") != std::string::npos);
+  // The diff's Markdown: its tables and sections, a block per loader finding again.
+  Pair p(Seed(true), CudnnBumped());
+  CommandResult d =
+      Imgcheck(p, "diff -q --no-cache " + p.Old() + " " + p.New() + " -f markdown -o diff.md");
+  REQUIRE(d.status == 1);
+  auto [status, j] = DiffJson(p);
+  std::string diff_html = MarkdownToHtml(p.dir / "diff.md");
+  INFO(diff_html);
+  CHECK(diff_html.find("<h3>New findings (") != std::string::npos);
+  CHECK(diff_html.find("<h3>Fixed findings (") != std::string::npos);
+  CHECK(diff_html.find("<th>package</th>") != std::string::npos);
+  size_t all = j["findings"]["new"].size() + j["findings"]["fixed"].size() +
+               j["findings"]["unchanged"].size();
+  CHECK(Occurrences(diff_html, "<details>") == all);
+  CHECK(Occurrences(diff_html, "<pre><code class=\"language-mermaid\">") ==
+        LoaderFindings(j["findings"]["new"]) + LoaderFindings(j["findings"]["fixed"]) +
+            LoaderFindings(j["findings"]["unchanged"]));
 }

@@ -16,6 +16,7 @@
 #include "probe/session.h"
 #include "report/report.h"
 #include "rules/config.h"
+#include "scan/baseline.h"
 #include "scan/scan.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -31,6 +32,7 @@ struct ScanArgs {
   std::vector<std::string> outputs;  ///< FILE (in --format) or FORMAT=FILE, each once
   std::string dockerfile;            ///< --dockerfile: map findings to its lines
   std::string sarif_category;        ///< --sarif-category ("": the reference less tag/digest)
+  std::string baseline;              ///< --baseline: an earlier JSON report
   scan::PolicyArgs rules;
   bool fail_on_empty = false;  ///< --fail-on-empty: exit 1 when there is no CUDA stack
   bool probe = false;          ///< --probe: also run the GPU probe (src/probe)
@@ -85,6 +87,10 @@ int ScanOne(const ScanArgs& args, const std::vector<Output>& outputs, const scan
             const std::optional<attest::Signer>& signer) {
   scan::Request request = ScanRequest(args.image, policy.knowledge, scan::Depth::kFindings);
   request.policy = &policy;
+  // Read before the scan, so that a bad baseline fails at once.
+  std::optional<scan::Baseline> baseline;
+  if (!args.baseline.empty())
+    request.baseline = &baseline.emplace(scan::LoadBaseline(args.baseline)).fingerprints;
   request.dockerfile = args.dockerfile;
   // The GPU probe's findings join the scan's; without a GPU only a note.
   std::optional<probe::ScanStep> probe;
@@ -115,7 +121,7 @@ int ScanOne(const ScanArgs& args, const std::vector<Output>& outputs, const scan
   }
   if (signer) Attest(args, rep, policy, *signer);
   for (const auto& f : rep.findings)
-    if (rules::Fails(policy.fail_on, f.severity)) return 1;
+    if (report::Fails(rep, f)) return 1;
   return args.fail_on_empty && !rep.cuda_stack ? 1 : 0;
 }
 
@@ -162,6 +168,9 @@ Runner DefineScan(CLI::App& sub) {
   sub.add_option("--sarif-category", args->sarif_category,
                  "SARIF automationDetails category, the same for every build of one image "
                  "(default: the image reference without tag or digest)");
+  sub.add_option("--baseline", args->baseline,
+                 "an earlier scan's JSON report (e.g. of main): the findings it has are marked "
+                 "as in the baseline and do not fail the exit code");
   AddRuleArgs(sub, args->rules);
   sub.add_flag("-v,--verbose", args->verbose,
                "text report: the evidence of each finding (search lists, version sources, "

@@ -25,6 +25,8 @@ namespace imgcheck::cli {
 const std::vector<Command>& Commands() {
   static const std::vector<Command> kCommands = {
       {"scan", "check an image's CUDA/cuDNN stack and report findings (the default)", DefineScan},
+      {"diff", "what a change did to the CUDA stack, and the findings it introduced or fixed",
+       DefineDiff},
       {"layers", "list an image's layers with their sizes, history and file counts", DefineLayers},
       {"catalog", "list every CUDA library, driver file and framework, per layer", DefineCatalog},
       {"why", "explain how the loader resolves one soname or path in the image", DefineWhy},

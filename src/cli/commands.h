@@ -108,6 +108,7 @@ auto FormatOf(const Table& table, const std::string& name) {
 
 // One function per subcommand, each in its own cmd_*.cpp.
 Runner DefineScan(CLI::App& sub);
+Runner DefineDiff(CLI::App& sub);
 Runner DefineLayers(CLI::App& sub);
 Runner DefineCatalog(CLI::App& sub);
 Runner DefineWhy(CLI::App& sub);

@@ -80,7 +80,8 @@ TEST_CASE("each command's --format completes to that command's own formats", "[c
     line = bash.find('\'', line) + 1;
     return bash.substr(line, bash.find('\'', line) - line);
   };
-  CHECK(formats_of("scan") == "text json sarif junit codequality");
+  CHECK(formats_of("scan") == "text json sarif junit codequality markdown");
+  CHECK(formats_of("diff") == "text json markdown");
   CHECK(formats_of("catalog") == "table json cyclonedx cyclonedx-1.5 spdx-json");
   CHECK(formats_of("layers") == "text json");
   CHECK(formats_of("probe") == "text json");

@@ -26,7 +26,6 @@ std::string_view Severity(rules::Severity s) { return util::Name(kSeverities, s,
 std::string RenderCodeQuality(const Report& report) {
   std::vector<const rules::Finding*> all;
   for (const auto& f : report.findings) all.push_back(&f);
-  std::vector<std::string> fingerprints = Fingerprints(all);
   nlohmann::ordered_json issues = nlohmann::ordered_json::array();
   for (size_t i = 0; i < all.size(); ++i) {
     const rules::Finding& f = *all[i];
@@ -41,7 +40,7 @@ std::string RenderCodeQuality(const Report& report) {
     nlohmann::ordered_json issue;
     issue["description"] = f.rule + " " + f.name + ": " + f.message;
     issue["check_name"] = f.rule;
-    issue["fingerprint"] = fingerprints[i];
+    issue["fingerprint"] = f.fingerprint;
     issue["severity"] = Severity(f.severity);
     issue["location"] = {{"path", path}, {"lines", {{"begin", line}}}};
     issues.push_back(std::move(issue));

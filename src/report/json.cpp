@@ -1,4 +1,6 @@
 // The JSON report, schema "imgcheck-report/1" (documented in rules/README.md).
+#include "report/json.h"
+
 #include <nlohmann/json.hpp>
 
 #include "report/diagnostics.h"
@@ -8,8 +10,6 @@
 
 namespace imgcheck::report {
 
-namespace {
-
 nlohmann::ordered_json FindingJson(const rules::Finding& f, bool dockerfile) {
   nlohmann::ordered_json j;
   j["rule"] = f.rule;
@@ -17,6 +17,8 @@ nlohmann::ordered_json FindingJson(const rules::Finding& f, bool dockerfile) {
   j["severity"] = rules::SeverityName(f.severity);
   j["message"] = f.message;
   j["paths"] = f.paths;
+  j["fingerprint"] = f.fingerprint;
+  j["baseline"] = f.baseline;
   nlohmann::ordered_json layer;
   if (f.layer.index >= 0) {
     layer["index"] = f.layer.index;
@@ -26,8 +28,16 @@ nlohmann::ordered_json FindingJson(const rules::Finding& f, bool dockerfile) {
   j["layer"] = f.layer.index >= 0 ? layer : nlohmann::ordered_json(nullptr);
   j["remediation"] = f.remediation;
   j["evidence"] = nlohmann::ordered_json::array();
-  for (const auto& e : f.evidence)
-    j["evidence"].push_back({{"label", e.label}, {"value", EvidenceValue(e)}});
+  for (const auto& e : f.evidence) {
+    nlohmann::ordered_json one = {{"label", e.label}, {"value", EvidenceValue(e)}};
+    // The loader's answer, for tools that draw or compare load chains.
+    if (e.resolution)
+      one["resolution"] = {{"consumer", e.resolution->consumer},
+                           {"name", e.resolution->name},
+                           {"found", e.resolution->found()},
+                           {"real_path", e.resolution->real_path}};
+    j["evidence"].push_back(std::move(one));
+  }
   auto line = [](const std::optional<rules::SourceLine>& d) {
     return d ? nlohmann::ordered_json{{"path", d->path},
                                       {"line", d->line},
@@ -42,8 +52,6 @@ nlohmann::ordered_json FindingJson(const rules::Finding& f, bool dockerfile) {
   }
   return j;
 }
-
-}  // namespace
 
 std::string RenderJson(const Report& report) {
   nlohmann::ordered_json j;

@@ -62,7 +62,7 @@ std::string RenderJunit(const Report& report) {
   for (const auto& f : report.findings) {
     auto it = find(f.rule);
     if (it == cases.end()) it = cases.insert(cases.end(), Case{f.rule, f.name, {}, {}, {}});
-    (rules::Fails(report.fail_on, f.severity) ? it->failures : it->infos).push_back(&f);
+    (Fails(report, f) ? it->failures : it->infos).push_back(&f);
   }
   for (const auto& n : report.not_run)
     if (auto it = find(n.rule); it != cases.end() && it->failures.empty() && it->infos.empty())

@@ -17,15 +17,17 @@
 
 namespace imgcheck::report {
 
-enum class Format : uint8_t { kText, kJson, kSarif, kJunit, kCodeQuality };
+enum class Format : uint8_t { kText, kJson, kSarif, kJunit, kCodeQuality, kMarkdown };
 
 /// The one table of scan output formats (--format, its help, check and completion).
-inline constexpr std::array<util::FormatInfo<Format>, 5> kFormats = {{
+inline constexpr std::array<util::FormatInfo<Format>, 6> kFormats = {{
     {Format::kText, "text", "grouped by severity, for people, in colour on a terminal"},
     {Format::kJson, "json", "imgcheck-report/1 JSON: image, findings, suppressed, notes"},
     {Format::kSarif, "sarif", "SARIF 2.1.0, for code-scanning uploads"},
     {Format::kJunit, "junit", "JUnit XML, one test case per rule"},
     {Format::kCodeQuality, "codequality", "GitLab Code Quality JSON, for merge requests"},
+    {Format::kMarkdown, "markdown",
+     "GitHub-flavoured Markdown, for job summaries and pull-request comments"},
 }};
 
 struct ImageInfo {
@@ -53,12 +55,13 @@ struct Report {
   std::vector<rules::NotRun> not_run;              ///< rules that could not run (JUnit skipped)
   bool dockerfile = false;  ///< --dockerfile was given: findings carry Dockerfile lines
   std::string timestamp;    ///< when the scan ran, UTC "YYYY-MM-DDTHH:MM:SS"; "" when unknown
+  /// Compared against a baseline (scan --baseline, diff): findings say whether it had them.
+  bool baseline = false;
 };
 
-/// One fingerprint per finding, stable across scans: a hash of the rule, the main image path
-/// (or the configuration variable) and nothing that moves (no line, version or message). Two
-/// findings that would collide get "#2", "#3" appended in report order, so none merge.
-std::vector<std::string> Fingerprints(const std::vector<const rules::Finding*>& findings);
+/// True when `f` fails the report's gate: at or above --fail-on and not in the baseline. The
+/// exit code, the verdict and JUnit's failures all ask this.
+bool Fails(const Report& report, const rules::Finding& f);
 
 struct RenderOptions {
   bool color = false;    ///< ANSI colours (text only; the caller decides: a TTY and no NO_COLOR)
@@ -76,6 +79,9 @@ std::string Render(const Report& report, Format format, const RenderOptions& opt
 /// A resolution as evidence shows it: "REAL_PATH (REASON ENTRY)" when found (the entry left out
 /// when empty or the path itself), else rules::UnresolvedText.
 std::string ResolutionText(const loader::Resolution& r);
+/// How `r` resolved, without the path: "REASON ENTRY" ("runpath $ORIGIN/../lib"; the entry left
+/// out as ResolutionText leaves it out), else rules::UnresolvedText.
+std::string ResolutionReason(const loader::Resolution& r);
 /// The value of one step of evidence, rendered from its resolution when it has one.
 std::string EvidenceValue(const rules::Evidence& e);
 
@@ -84,5 +90,6 @@ std::string RenderJson(const Report& report);
 std::string RenderSarif(const Report& report);
 std::string RenderJunit(const Report& report);
 std::string RenderCodeQuality(const Report& report);
+std::string RenderMarkdown(const Report& report);
 
 }  // namespace imgcheck::report

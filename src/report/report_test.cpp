@@ -85,9 +85,13 @@ report::Report Fixed() {
   c.layer = {2, "sha256:3333333333333333333333333333333333333333333333333333333333333333",
              "COPY cudnn /usr/local/cudnn"};
   c.remediation = "Install it from a package.";
+  a.fingerprint = "fp-ic001";  // scan::AssignFingerprints' work, tested in scan_test
+  b.fingerprint = "fp-ic060";
+  c.fingerprint = "fp-ic051";
   r.findings = {a, b, c};
   rules::Finding d = c;
   d.paths = {"/opt/vendor/libcublas.so.12"};
+  d.fingerprint = "fp-ic051-vendor";
   r.suppressed = {{d, {"IC051", "/opt/vendor/**", "vendored on purpose", ".imgcheck.yaml:3"}}};
   r.notes = {"IC030 (driver-too-old) stays silent: no target driver (--driver VERSION or --host)"};
   r.not_run = {{"IC030", "no target driver (--driver VERSION or --host)", true},
@@ -242,21 +246,42 @@ TEST_CASE("sarif: Dockerfile lines as physical locations, fingerprints that do n
   REQUIRE(results[1]["relatedLocations"].size() == 1);
   CHECK(results[1]["relatedLocations"][0]["physicalLocation"]["region"]["startLine"] == 5);
   CHECK_FALSE(results[0].contains("relatedLocations"));
-  // The fingerprint ignores the line, the message and the order of the scan.
-  auto plain = nlohmann::json::parse(report::Render(Fixed(), report::Format::kSarif));
+  // The fingerprint is the finding's own, whatever the order of the results.
   report::Report moved = WithDockerfile();
-  moved.findings[0].dockerfile->line = 40;
-  moved.findings[0].message = "cuDNN 5.0.4 now";
   std::swap(moved.findings[0], moved.findings[2]);
   auto after = nlohmann::json::parse(report::Render(moved, report::Format::kSarif));
   CHECK(after["runs"][0]["results"][2]["partialFingerprints"] ==
-        plain["runs"][0]["results"][0]["partialFingerprints"]);
-  // Same rule, same main path: still two results, two fingerprints.
-  report::Report twice = Fixed();
-  twice.findings.push_back(twice.findings[2]);
-  auto fps = report::Fingerprints({&twice.findings[2], &twice.findings[3]});
-  CHECK(fps[0] != fps[1]);
-  CHECK(fps[1] == fps[0] + "#2");
+        nlohmann::json{{"imgcheck/v2", "fp-ic001"}});
+  CHECK(after["runs"][0]["results"][3]["partialFingerprints"]["imgcheck/v2"] == "fp-ic051-vendor");
+  CHECK_FALSE(after["runs"][0]["results"][0].contains("baselineState"));
+}
+
+TEST_CASE("baseline: SARIF baselineState, JSON, text, the verdict and JUnit leave it out") {
+  report::Report r = Fixed();
+  r.baseline = true;
+  r.findings[0].baseline = true;  // the error was there before; the warning is new
+  r.fail_on = rules::FailOn{rules::Severity::kWarning};
+  auto sarif = nlohmann::json::parse(report::Render(r, report::Format::kSarif));
+  const auto& results = sarif["runs"][0]["results"];
+  CHECK(results[0]["baselineState"] == "unchanged");
+  CHECK(results[1]["baselineState"] == "new");
+  RequireValidSarif(report::Render(r, report::Format::kSarif));
+  auto json = nlohmann::json::parse(report::Render(r, report::Format::kJson));
+  CHECK(json["findings"][0]["baseline"] == true);
+  CHECK(json["findings"][1]["baseline"] == false);
+  CHECK(json["findings"][0]["fingerprint"] == "fp-ic001");
+  CHECK(report::Verdict(r) ==
+        "FAIL (exit 1: 1 new finding at or above --fail-on warning, 1 in the baseline)");
+  CHECK(report::Fails(r, r.findings[1]));
+  CHECK_FALSE(report::Fails(r, r.findings[0]));
+  std::string text = report::Render(r, report::Format::kText);
+  CHECK(text.find("IC001 cudnn-version-mismatch (in the baseline)") != std::string::npos);
+  CHECK(text.find("IC060 unsafe-library-path (in the baseline)") == std::string::npos);
+  std::string junit = report::Render(r, report::Format::kJunit);
+  CHECK(junit.find("failures=\"1\"") != std::string::npos);
+  // Only the warning new: with --fail-on error, nothing new fails.
+  r.fail_on = rules::FailOn{rules::Severity::kError};
+  CHECK(report::Verdict(r) == "PASS (exit 0, --fail-on error, 1 in the baseline)");
 }
 
 TEST_CASE("junit agrees with --fail-on, rules that could not run are skipped") {
@@ -348,10 +373,10 @@ TEST_CASE("golden: junit") {
 TEST_CASE("the format table") {
   CHECK(util::ParseFormat(report::kFormats, "sarif") == report::Format::kSarif);
   CHECK_FALSE(util::ParseFormat(report::kFormats, "yaml"));
-  CHECK(util::FormatNames(report::kFormats) == "text|json|sarif|junit|codequality");
+  CHECK(util::FormatNames(report::kFormats) == "text|json|sarif|junit|codequality|markdown");
   CHECK(util::ParseFormat(report::kFormats, "codequality") == report::Format::kCodeQuality);
   CHECK(util::UnknownFormat(report::kFormats, "xml") ==
-        "unknown format 'xml' (text|json|sarif|junit|codequality)");
+        "unknown format 'xml' (text|json|sarif|junit|codequality|markdown)");
   CHECK(util::UnknownFormat(report::kFormats, "json").empty());
 }
 
@@ -410,4 +435,37 @@ TEST_CASE("text with colour: the only escape sequences are the report's own") {
   CHECK(text.find('\x1b') == std::string::npos);
   CHECK(text.find('\x07') == std::string::npos);
   CHECK(text.find("\\x1B]0;pwned\\x07") != std::string::npos);
+}
+
+TEST_CASE("markdown: names from the image stay text, one Mermaid chain per loader finding") {
+  report::Report r = Fixed();
+  r.findings[0].message = "</summary><script>x</script> | `tick` **bold** [link](javascript:)";
+  r.findings[0].paths[0] = "/opt/```mermaid\"]/libcudnn.so.5.0.5";
+  std::string md = report::Render(r, report::Format::kMarkdown);
+  CHECK(md.find("<script>") == std::string::npos);
+  CHECK(md.find("</summary><script>") == std::string::npos);
+  CHECK(md.find("**bold**") == std::string::npos);
+  CHECK(md.find("&#60;script&#62;") != std::string::npos);
+  // The fences are ours alone: one ```mermaid block, for IC001 (the only loader finding).
+  size_t fences = 0;
+  for (size_t at = md.find("```"); at != std::string::npos; at = md.find("```", at + 1)) ++fences;
+  CHECK(fences == 2);
+  CHECK(md.find("```mermaid\nflowchart LR\n") != std::string::npos);
+  // One section per severity, in order; the verdict and the counts' table first.
+  size_t errors = md.find("### Errors (1)"), warnings = md.find("### Warnings (1)");
+  size_t info = md.find("### Info (1)");
+  CHECK(errors < warnings);
+  CHECK(warnings < info);
+  CHECK(info != std::string::npos);
+  CHECK(md.find("**FAIL (exit 1: 1 finding at or above --fail-on error)**") < errors);
+  CHECK(md.find("|---:|") < errors);
+  // In the baseline: a section of their own.
+  r.baseline = true;
+  r.findings[0].baseline = true;
+  std::string known = report::Render(r, report::Format::kMarkdown);
+  CHECK(known.find("### In the baseline (1)") != std::string::npos);
+  CHECK(known.find("\n### Errors (1)") == std::string::npos);
+  size_t nested = known.find("\n#### Errors (1)");
+  CHECK(nested != std::string::npos);
+  CHECK(nested > known.find("### In the baseline (1)"));
 }

@@ -110,7 +110,6 @@ std::string RenderSarif(const Report& report) {
   std::vector<const rules::Finding*> all;
   for (const auto& f : report.findings) all.push_back(&f);
   for (const auto& sup : report.suppressed) all.push_back(&sup.finding);
-  std::vector<std::string> fingerprints = Fingerprints(all);
 
   // The driver lists the rules the results use, in ID order, so ruleIndex is stable.
   std::vector<const rules::RuleInfo*> used;
@@ -147,7 +146,11 @@ std::string RenderSarif(const Report& report) {
           {{{"id", 1},
             {"physicalLocation", DockerfileLocation(*f.written_by)},
             {"message", {{"text", "wrote " + (f.paths.empty() ? "the file" : f.paths[0])}}}}});
-    res["partialFingerprints"] = {{"imgcheck/v1", fingerprints[i]}};
+    // v2: rule, owning package and library base name (scan/fingerprint.h); v1 hashed the path,
+    // which moved with a rebuild.
+    if (!f.fingerprint.empty()) res["partialFingerprints"] = {{"imgcheck/v2", f.fingerprint}};
+    // Against a baseline (SARIF 2.1.0 section 3.27.24): what it had and what is new.
+    if (report.baseline) res["baselineState"] = f.baseline ? "unchanged" : "new";
     if (i >= report.findings.size()) {
       const rules::Ignore& ig = report.suppressed[i - report.findings.size()].ignore;
       res["suppressions"] =

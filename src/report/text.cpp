@@ -52,12 +52,19 @@ bool Shown(const rules::Finding& f, const RenderOptions& options) {
 
 std::string Verdict(const Report& report) {
   size_t failing = 0;
-  for (const auto& f : report.findings) failing += rules::Fails(report.fail_on, f.severity);
+  size_t baseline = 0;
+  for (const auto& f : report.findings) {
+    failing += Fails(report, f);
+    baseline += f.baseline;
+  }
   std::string gate = report.fail_on.at
                          ? "--fail-on " + std::string(rules::SeverityName(*report.fail_on.at))
                          : std::string("--fail-on none");
-  if (failing == 0) return "PASS (exit 0, " + gate + ")";
-  return "FAIL (exit 1: " + Plural(failing, "finding", "findings") + " at or above " + gate + ")";
+  std::string known = baseline ? ", " + std::to_string(baseline) + " in the baseline" : "";
+  if (failing == 0) return "PASS (exit 0, " + gate + known + ")";
+  std::string counted = report.baseline ? Plural(failing, "new finding", "new findings")
+                                        : Plural(failing, "finding", "findings");
+  return "FAIL (exit 1: " + counted + " at or above " + gate + known + ")";
 }
 
 std::string RenderText(const Report& report, const RenderOptions& options) {
@@ -100,7 +107,7 @@ std::string RenderText(const Report& report, const RenderOptions& options) {
       if (f.severity != s || !Shown(f, options)) continue;
       out << "\n"
           << paint(Colour(s), SeverityWord(s) + " " + Visible(f.rule)) << " " << Visible(f.name)
-          << (f.quiet ? " (quiet)" : "") << "\n";
+          << (f.quiet ? " (quiet)" : "") << (f.baseline ? " (in the baseline)" : "") << "\n";
       out << "  " << Visible(f.message) << "\n";
       if (f.layer.index >= 0) {
         out << "  layer " << f.layer.index;

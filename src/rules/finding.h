@@ -64,6 +64,13 @@ struct Finding {
   /// Expected by design (a library laid out as an NVIDIA release installs it): kept in JSON,
   /// SARIF and the exit code, shown in the text report only with --verbose.
   bool quiet = false;
+  /// Stable across rebuilds and version bumps (rule, owning package, library base name, env):
+  /// what baselines, diffs and SARIF match findings by. Filled once by the scan
+  /// (scan::AssignFingerprints), after the checks; "" in findings built elsewhere.
+  std::string fingerprint;
+  /// Matched by the --baseline report (or, in a diff, already in the old image): reported as
+  /// such, and left out of the exit code.
+  bool baseline = false;
 };
 
 }  // namespace imgcheck::rules

@@ -8,8 +8,10 @@
 #include "report/image_header.h"
 #include "rules/config.h"
 #include "rules/target.h"
+#include "scan/baseline.h"
 #include "scan/build_info.h"
 #include "scan/dockerfile.h"
+#include "scan/fingerprint.h"
 #include "util/error.h"
 #include "util/profile.h"
 
@@ -74,7 +76,12 @@ void Judge(const Request& request, const ProbeStep::Outcome* probe, Result& r) {
   if (probe)
     rep.findings.insert(rep.findings.end(), probe->findings.begin(), probe->findings.end());
   rules::SortFindings(rep.findings);  // once, the probe's with the checks', in the report's order
+  AssignFingerprints(rep.findings, r.catalog);  // suppressed ones too: in the same order
   rep.suppressed = rules::ApplyConfig(policy.config, rep.findings);
+  if (request.baseline) {
+    MarkBaseline(*request.baseline, rep.findings);
+    rep.baseline = true;
+  }
   rep.fail_on = policy.fail_on;
   rep.notes = r.input.target.notes;
   rep.cuda_stack = r.catalog.HasCudaStack();

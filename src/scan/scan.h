@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -67,6 +68,9 @@ struct Request {
   /// Take the SHA-256 of the libraries outside Python environments while the layers stream
   /// (Component::sha256): for an SBOM only, as it costs a pass over those bytes.
   bool sbom_hashes = false;
+  /// The fingerprints of a baseline (scan/baseline.h; a diff's old image): findings among them
+  /// are marked `baseline`, which the exit code leaves out. Null: no baseline.
+  const std::set<std::string>* baseline = nullptr;
 };
 
 /// Everything one scan learned. Not copyable: the input and the report point into it.
