@@ -363,6 +363,8 @@ class StreamQueue : public WorkQueue {
       client_->Command({"SET", ErrorKey(item.id), why.substr(0, kMaxError), "EX",
                         std::to_string(std::chrono::seconds(kErrorTtl).count())});
       std::lock_guard lock(mu_);
+      // Bounded as the stream is; one dropped from here waits for its lease instead.
+      if (refused_.size() >= options_.limit) refused_.erase(refused_.begin());
       refused_.insert_or_assign(item.id, item);
     } catch (const util::Fatal& e) {
       Down(e.what());  // delivered again after a lease
