@@ -1719,8 +1719,11 @@ TEST_CASE(
   CHECK(a.Metric("imgcheck_judged_without_pull_total") +
             b.Metric("imgcheck_judged_without_pull_total") >=
         kImages);
-  for (Server* s : {&a, &b})  // together: each took some of the sweep
+  for (Server* s : {&a, &b}) {  // together: each took some of the sweep
     CHECK(s->Metric("imgcheck_work_deliveries_total{priority=\"sweep\"}") >= 1);
+    // A rolling reload is no dead replica: nothing reclaimed, whatever was handed back.
+    CHECK(s->Metric("imgcheck_work_reclaimed_total{priority=\"sweep\"}") == 0);
+  }
   CHECK(a.Stop() == 0);
   CHECK(b.Stop() == 0);
 }

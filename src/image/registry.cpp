@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "image/curl_lib.h"
@@ -213,6 +214,7 @@ class Client {
         cred_(FindCredential(ref_.domain, options.credentials)),
         sleep_(options.sleep),
         pace_(options.pace),
+        connections_(options.connections),
         deadline_s_(options.deadline_s) {
     for (const auto& r : options.allow_registries) {
       util::Expected<Reference> allowed = ParseReference(r + "/x");
@@ -307,7 +309,7 @@ class Client {
       }
       if (!sent_auth.empty()) req.headers.push_back(sent_auth);
       Pace();
-      auto ex = std::make_unique<HttpExchange>(req, tls_, "", bounds_);
+      auto ex = std::make_unique<HttpExchange>(req, tls_, "", bounds_, ShareFor(current));
       milliseconds delay{0};
       if (!ex->WaitHeaders()) {
         std::string problem = TransportProblem(*ex);  // throws for what a retry cannot fix
@@ -448,10 +450,12 @@ class Client {
     origin_url_ = "https://" + host_;
     if (!tls_.verify || IsLocalHost(host_)) {
       Pace();
-      HttpExchange https({"GET", origin_url_ + "/v2/", {}, {}}, tls_, "", bounds_);
+      HttpExchange https({"GET", origin_url_ + "/v2/", {}, {}}, tls_, "", bounds_,
+                         ShareFor(origin_url_));
       if (!https.WaitHeaders() && https.error() != TransportError::kConnect) {
         Pace();
-        HttpExchange http({"GET", "http://" + host_ + "/v2/", {}, {}}, tls_, "", bounds_);
+        HttpExchange http({"GET", "http://" + host_ + "/v2/", {}, {}}, tls_, "", bounds_,
+                          ShareFor("http://" + host_));
         if (http.WaitHeaders() && (http.status() == 200 || http.status() == 401)) {
           origin_url_ = "http://" + host_;
         }
@@ -529,6 +533,11 @@ class Client {
     return t.value;
   }
 
+  // The warm connections of `url`'s origin, when the options keep them.
+  ConnectionShare* ShareFor(const std::string& url) const {
+    return connections_ ? connections_->For(UrlOrigin(url)) : nullptr;
+  }
+
   Reference ref_;
   std::string host_;  // host[:port] the API is on, for messages
   TlsOptions tls_;
@@ -536,6 +545,7 @@ class Client {
   Credential cred_;
   std::function<void(milliseconds)> sleep_;
   std::function<void()> pace_;
+  std::shared_ptr<ConnectionShares> connections_;
   int deadline_s_;
   std::string origin_url_;                     // "https://host:port"
   std::string origin_;                         // UrlOrigin(origin_url_): where credentials may go
@@ -959,19 +969,44 @@ std::optional<std::string> Repository::GetReferrers(const std::string& digest,
   std::string what = "the referrers of " + Name() + "@" + digest;
   std::string query =
       artifact_type.empty() ? "" : "?artifactType=" + UrlEscape(std::string(artifact_type));
-  auto ex = client.Send("GET", client.RepoUrl("referrers/" + digest + query),
-                        {"Accept: application/vnd.oci.image.index.v1+json"});
-  // No referrers API: the tag schema instead. 404 is the distribution spec's answer; 405 and 501
-  // are what registries that route no such endpoint answer.
-  if (long s = ex->status(); s == 404 || s == 405 || s == 501) return std::nullopt;
-  if (ex->status() != 200) client.Fail(what, *ex);
-  std::string body;
-  if (!ex->ReadAll(body, limit))
-    throw util::Fatal(what + " is larger than " + std::to_string(limit) + " bytes");
-  client.CheckDeadline(*ex);
-  if (ex->error() != TransportError::kNone)
-    throw util::Fatal("reading " + what + " broke: " + ex->error_message());
-  return body;
+  // Page by page as each page's Link header says (distribution-spec 1.1 "Listing Referrers":
+  // a registry may page the list), on the registry's origin and this endpoint only, bounded in
+  // pages and in bytes altogether; the manifests of all pages as one image index.
+  std::string url = client.RepoUrl("referrers/" + digest + query);
+  std::set<std::string> seen;
+  nlohmann::json manifests = nlohmann::json::array();
+  uint64_t read = 0;
+  for (size_t page = 0;; ++page) {
+    if (page == kMaxReferrerPages)
+      throw util::Fatal(what + ": more than " + std::to_string(kMaxReferrerPages) + " pages");
+    if (!seen.insert(url).second)
+      throw util::Fatal(what + ": its pages loop (" + ClipRegistryText(UrlPath(url), 120) +
+                        " again)");
+    auto ex = client.Send("GET", url, {"Accept: application/vnd.oci.image.index.v1+json"});
+    // No referrers API: the tag schema instead. 404 is the distribution spec's answer; 405 and
+    // 501 are what registries that route no such endpoint answer.
+    if (long s = ex->status(); page == 0 && (s == 404 || s == 405 || s == 501)) return std::nullopt;
+    if (ex->status() != 200) client.Fail(what, *ex);
+    std::string body;
+    if (!ex->ReadAll(body, limit - read))
+      throw util::Fatal(what + " is larger than " + std::to_string(limit) + " bytes");
+    read += body.size();
+    client.CheckDeadline(*ex);
+    if (ex->error() != TransportError::kNone)
+      throw util::Fatal("reading " + what + " broke: " + ex->error_message());
+    nlohmann::json j = ParseJson(body, limit, what);
+    if (!j.is_object() || !j.contains("manifests") || !j["manifests"].is_array())
+      throw util::Fatal(what + ": page " + std::to_string(page + 1) + " is no image index");
+    for (auto& m : j["manifests"]) manifests.push_back(std::move(m));
+    util::Expected<std::string> next = NextPageUrl(ex->url(), ex->Header("link"));
+    if (!next) throw util::Fatal(what + ": " + next.error().message);
+    if (next->empty()) break;
+    url = std::move(*next);
+  }
+  nlohmann::json index = {{"schemaVersion", 2},
+                          {"mediaType", "application/vnd.oci.image.index.v1+json"},
+                          {"manifests", std::move(manifests)}};
+  return index.dump();
 }
 
 ListingPage Repository::Tags(const std::string& next, size_t n) {

@@ -15,6 +15,8 @@
 
 namespace imgcheck::image {
 
+class ConnectionShares;
+
 struct RegistryOptions {
   /// --creds and --authfile. A credential goes only to the registry it names (and to the token
   /// service that registry names), never across origins on a redirect.
@@ -42,6 +44,9 @@ struct RegistryOptions {
   /// Called before each request to the registry or its token service (serve --crawl-rate paces
   /// a crawl with it); it may wait, or throw to give the operation up. Null: nothing.
   std::function<void()> pace;
+  /// Connections and TLS sessions kept warm per registry across the clients made with these
+  /// options (serve's lifetime); null: each client's exchanges start cold.
+  std::shared_ptr<ConnectionShares> connections;
 };
 
 /// A source for `reference` ("nvidia/cuda:12.1.1-runtime-ubuntu22.04", "host:5000/x@sha256:...").
@@ -60,6 +65,9 @@ struct ListingPage {
 /// malformed; an error when it leaves the page's origin (credentials go only to the registry
 /// they are for) or its endpoint (/v2/_catalog, /v2/REPO/tags/list).
 util::Expected<std::string> NextPageUrl(const std::string& page_url, std::string_view link);
+
+/// Pages of referrers read for one image (Repository::GetReferrers).
+inline constexpr size_t kMaxReferrerPages = 16;
 
 /// Page sizes a listing asks for (`n`), within 1 and this.
 inline constexpr size_t kMaxPageSize = 1000;
@@ -119,10 +127,12 @@ class Repository {
   /// with the OCI-Subject header, i.e. it lists the manifest in its referrers API itself; false:
   /// the writer must update the referrers tag schema's index (distribution-spec 1.1).
   bool PutReferrer(const std::string& body, std::string_view media_type);
-  /// The body (at most `limit` bytes, not parsed) of GET /v2/NAME/referrers/DIGEST, asking for
-  /// `artifact_type` only when not empty (a registry may ignore the filter). nullopt when the
-  /// registry has no referrers API (404: distribution-spec 1.1 "Listing Referrers").
-  /// util::Fatal on any other failure.
+  /// The referrers of `digest` (GET /v2/NAME/referrers/DIGEST, asking for `artifact_type` only
+  /// when not empty: a registry may ignore the filter), every page of them followed through its
+  /// Link header, as one image index of all pages' manifests. nullopt when the registry has no
+  /// referrers API (404: distribution-spec 1.1 "Listing Referrers"). util::Fatal on any other
+  /// failure, and when the pages hold more than `limit` bytes together, number more than
+  /// kMaxReferrerPages, loop, or lead to another origin or endpoint.
   std::optional<std::string> GetReferrers(const std::string& digest, std::string_view artifact_type,
                                           uint64_t limit);
   /// The first page of at most `n` tags when `next` is empty, else the page `next` (a

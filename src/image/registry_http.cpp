@@ -1,6 +1,7 @@
 #include "image/registry_http.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <utility>
@@ -84,8 +85,50 @@ struct HttpExchange::State {
   }
 };
 
+// libcurl locks each kind of shared data through these, from any thread.
+struct ConnectionShare::Locks {
+  std::array<std::mutex, CURL_LOCK_DATA_LAST> mu;
+  static void Lock(CURL*, curl_lock_data data, curl_lock_access, void* user) {
+    static_cast<Locks*>(user)->mu.at(static_cast<size_t>(data)).lock();
+  }
+  static void Unlock(CURL*, curl_lock_data data, void* user) {
+    static_cast<Locks*>(user)->mu.at(static_cast<size_t>(data)).unlock();
+  }
+};
+
+ConnectionShare::ConnectionShare() : locks_(std::make_unique<Locks>()) {
+  const CurlLib* lib = Curl();
+  if (lib == nullptr) return;
+  const CurlLib& c = *lib;
+  CURLSH* sh = c.share_init();
+  if (sh == nullptr) return;
+  bool ok = c.share_setopt(sh, CURLSHOPT_LOCKFUNC, &Locks::Lock) == CURLSHE_OK &&
+            c.share_setopt(sh, CURLSHOPT_UNLOCKFUNC, &Locks::Unlock) == CURLSHE_OK &&
+            c.share_setopt(sh, CURLSHOPT_USERDATA, locks_.get()) == CURLSHE_OK;
+  for (curl_lock_data d : {CURL_LOCK_DATA_CONNECT, CURL_LOCK_DATA_SSL_SESSION, CURL_LOCK_DATA_DNS})
+    ok = ok && c.share_setopt(sh, CURLSHOPT_SHARE, d) == CURLSHE_OK;
+  if (!ok) {
+    c.share_cleanup(sh);
+    return;
+  }
+  share_ = sh;
+}
+
+ConnectionShare::~ConnectionShare() {
+  if (share_ != nullptr) Curl()->share_cleanup(static_cast<CURLSH*>(share_));
+}
+
+ConnectionShare* ConnectionShares::For(const std::string& origin) {
+  std::lock_guard lock(mu_);
+  auto it = shares_.find(origin);
+  if (it != shares_.end()) return it->second.get();
+  if (shares_.size() >= limit_) return nullptr;
+  return shares_.emplace(origin, std::make_unique<ConnectionShare>()).first->second.get();
+}
+
 HttpExchange::HttpExchange(const HttpRequest& request, const TlsOptions& tls,
-                           const std::string& unix_socket, const HttpBounds& bounds)
+                           const std::string& unix_socket, const HttpBounds& bounds,
+                           ConnectionShare* share)
     : s_(std::make_unique<State>()) {
   s_->url = request.url;
   s_->bounds = bounds;
@@ -108,6 +151,8 @@ HttpExchange::HttpExchange(const HttpRequest& request, const TlsOptions& tls,
   c.easy_setopt(e, CURLOPT_URL, request.url.c_str());
   if (!unix_socket.empty()) c.easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, unix_socket.c_str());
   c.easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  if (share != nullptr && share->handle() != nullptr)
+    c.easy_setopt(e, CURLOPT_SHARE, static_cast<CURLSH*>(share->handle()));
   c.easy_setopt(e, CURLOPT_HTTPHEADER, s_->headers);
   // One connection per exchange, paused at will: HTTP/2's multiplexing would buy nothing.
   c.easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
@@ -234,6 +279,12 @@ bool HttpExchange::ReadAll(std::string& out, uint64_t limit) {
     out.append(chunk, n);
   }
   return true;
+}
+
+long HttpExchange::new_connections() const {
+  long n = 0;
+  if (s_->easy != nullptr) s_->curl->easy_getinfo(s_->easy, CURLINFO_NUM_CONNECTS, &n);
+  return n;
 }
 
 TransportError HttpExchange::error() const {

@@ -6,7 +6,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,11 +54,47 @@ enum class TransportError {
   kOther,
 };
 
+/// What exchanges to one registry keep warm between them for a long-lived process (serve): open
+/// connections, TLS sessions and DNS answers (a libcurl share, CURL_LOCK_DATA_CONNECT,
+/// _SSL_SESSION and _DNS). A reused connection skips the TCP and TLS handshakes and with them the
+/// CA bundle's parsing, which libcurl 7.88 caches per multi handle only (CURLOPT_CA_CACHE_TIMEOUT),
+/// not in a share. Thread-safe; it must outlive the exchanges that use it.
+class ConnectionShare {
+ public:
+  ConnectionShare();
+  ~ConnectionShare();
+  ConnectionShare(const ConnectionShare&) = delete;
+  ConnectionShare& operator=(const ConnectionShare&) = delete;
+  /// The libcurl share; null when libcurl could not be loaded (exchanges then start cold).
+  void* handle() const { return share_; }
+
+ private:
+  struct Locks;
+  std::unique_ptr<Locks> locks_;
+  void* share_ = nullptr;
+};
+
+/// One ConnectionShare per registry origin, made on first use: at most `limit` origins, later
+/// ones start cold (a pod spec names the registries, and each share holds connections).
+class ConnectionShares {
+ public:
+  explicit ConnectionShares(size_t limit = 64) : limit_(limit) {}
+  /// The share of `origin` ("scheme://host:port"); null past the limit.
+  ConnectionShare* For(const std::string& origin);
+
+ private:
+  size_t limit_;
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<ConnectionShare>> shares_;
+};
+
 class HttpExchange {
  public:
-  /// `unix_socket`: connect there instead of to the URL's host (the Docker Engine API).
+  /// `unix_socket`: connect there instead of to the URL's host (the Docker Engine API). `share`:
+  /// connections and TLS sessions kept warm across exchanges (null: this exchange's own).
   HttpExchange(const HttpRequest& request, const TlsOptions& tls,
-               const std::string& unix_socket = "", const HttpBounds& bounds = {});
+               const std::string& unix_socket = "", const HttpBounds& bounds = {},
+               ConnectionShare* share = nullptr);
   ~HttpExchange();
   HttpExchange(const HttpExchange&) = delete;
   HttpExchange& operator=(const HttpExchange&) = delete;
@@ -71,6 +109,8 @@ class HttpExchange {
   /// Reads the rest of the body; false when it exceeds `limit` (reading stops there).
   bool ReadAll(std::string& out, uint64_t limit);
 
+  /// New connections this exchange opened (0: a kept one was reused).
+  long new_connections() const;
   TransportError error() const;
   std::string error_message() const;  ///< curl's words, one line
   /// Stalled under a rate floor (HttpBounds::min_bytes above kMinStallBytes): the server

@@ -1259,5 +1259,143 @@ TEST_CASE("artifacts pushed to a registry are what skopeo reads, and pulls verif
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The referrers API, page by page (distribution-spec 1.1 "Listing Referrers"), against a
+// registry played by a loopback server whose pages link on as `link` says.
+
+struct PagedReferrers {
+  static constexpr const char* kSubject =
+      "sha256:5555555555555555555555555555555555555555555555555555555555555555";
+  /// The Link header of page `n` (1-based; the first page is asked for without ?page=); "" ends.
+  std::function<std::string(int n)> link;
+  size_t padding = 0;  ///< bytes of annotation in each page's manifest entry
+  std::atomic<int> pages{0};
+  LoopbackServer server{[this](int fd, Seen& s) {
+    if (s.target == "/v2/") return LoopbackServer::Reply(fd, "200 OK", "", "{}");
+    std::string base = std::string("/v2/app/referrers/") + kSubject;
+    if (!s.target.starts_with(base)) return LoopbackServer::Reply(fd, "404 Not Found", "", "{}");
+    size_t at = s.target.find("page=");
+    int n = at == std::string::npos ? 1 : std::atoi(s.target.c_str() + at + 5);
+    ++pages;
+    std::string digest = "sha256:" + std::string(60, '0') + std::to_string(1000 + n);
+    nlohmann::json index = {{"schemaVersion", 2},
+                            {"mediaType", "application/vnd.oci.image.index.v1+json"},
+                            {"manifests",
+                             {{{"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+                               {"digest", digest},
+                               {"size", 100},
+                               {"artifactType", "application/vnd.dev.sigstore.bundle.v0.3+json"},
+                               {"annotations", {{"pad", std::string(padding, 'p')}}}}}}};
+    std::string l = link(n);
+    LoopbackServer::Reply(fd, "200 OK",
+                          "Content-Type: application/vnd.oci.image.index.v1+json\r\n" +
+                              (l.empty() ? "" : "Link: " + l + "\r\n"),
+                          index.dump());
+  }};
+  std::string Page(int n) const {
+    return std::string("</v2/app/referrers/") + kSubject + "?page=" + std::to_string(n) +
+           ">; rel=\"next\"";
+  }
+  std::optional<std::string> Get(uint64_t limit = 1 << 20) {
+    RegistryOptions o;
+    o.sleep = [](std::chrono::milliseconds) {};
+    o.deadline_s = 20;
+    Repository repo(server.host() + "/app:x", o);
+    return repo.GetReferrers(kSubject, "application/vnd.dev.sigstore.bundle.v0.3+json", limit);
+  }
+};
+
+TEST_CASE("the referrers API is read page by page through its Link header, bounded", "[registry]") {
+  IsolatedAuth env;
+  PagedReferrers reg;
+  auto digests = [](const std::string& body) {
+    std::vector<std::string> out;
+    nlohmann::json index = nlohmann::json::parse(body);
+    for (const auto& m : index["manifests"]) out.push_back(m["digest"]);
+    return out;
+  };
+  auto suffix = [](int n) { return "sha256:" + std::string(60, '0') + std::to_string(1000 + n); };
+
+  SECTION("three pages: every page's manifests, in order, as one index") {
+    reg.link = [&](int n) { return n < 3 ? reg.Page(n + 1) : std::string(); };
+    auto body = reg.Get();
+    REQUIRE(body);
+    CHECK(digests(*body) == std::vector<std::string>{suffix(1), suffix(2), suffix(3)});
+    CHECK(nlohmann::json::parse(*body)["mediaType"] == "application/vnd.oci.image.index.v1+json");
+    CHECK(reg.pages == 3);
+  }
+  SECTION("one page without a Link: that page only") {
+    reg.link = [](int) { return std::string(); };
+    auto body = reg.Get();
+    REQUIRE(body);
+    CHECK(digests(*body) == std::vector<std::string>{suffix(1)});
+    CHECK(reg.pages == 1);
+  }
+  SECTION("a next page on another host is refused, and never asked for") {
+    LoopbackServer elsewhere([](int fd, Seen&) { LoopbackServer::Reply(fd, "200 OK", "", "{}"); });
+    reg.link = [&](int) {
+      return "<" + elsewhere.url() + "/v2/app/referrers/" + PagedReferrers::kSubject +
+             "?page=2>; rel=\"next\"";
+    };
+    CHECK_THROWS_WITH(reg.Get(), Catch::Contains("another host") && !Catch::Contains("\n"));
+    CHECK(elsewhere.seen().empty());
+  }
+  SECTION("a next page that is another endpoint is refused") {
+    reg.link = [](int) { return std::string("</v2/app/manifests/latest>; rel=\"next\""); };
+    CHECK_THROWS_WITH(reg.Get(), Catch::Contains("another listing"));
+  }
+  SECTION("pages that loop end in an error at the first page seen again") {
+    reg.link = [&](int n) { return reg.Page(n == 3 ? 2 : n + 1); };
+    CHECK_THROWS_WITH(reg.Get(), Catch::Contains("its pages loop"));
+    CHECK(reg.pages == 3);
+  }
+  SECTION("endless pages end at the bound") {
+    reg.link = [&](int n) { return reg.Page(n + 1); };
+    CHECK_THROWS_WITH(reg.Get(),
+                      Catch::Contains("more than " + std::to_string(kMaxReferrerPages) + " pages"));
+    CHECK(reg.pages == static_cast<int>(kMaxReferrerPages));
+  }
+  SECTION("the bound in bytes holds for all pages together") {
+    reg.padding = 3000;
+    reg.link = [&](int n) { return reg.Page(n + 1); };
+    CHECK_THROWS_WITH(reg.Get(8000), Catch::Contains("larger than 8000 bytes"));
+    CHECK(reg.pages == 3);  // 3.3 KB a page: the third one passes the bound
+  }
+}
+
+TEST_CASE("a connection share keeps a registry's connections warm across exchanges",
+          "[registry][docker-registry]") {
+  if (!HaveRegistryTools()) return;
+  RegistryConfig config;
+  config.tls = true;
+  Registry reg(config);
+  TlsOptions tls;
+  tls.ca_pem = ReadFile(reg.ca());
+  const std::string url = "https://" + reg.host() + "/v2/";
+  // The connections each of three exchanges opened, one after the other.
+  auto connections = [&](ConnectionShare* share) {
+    std::vector<long> opened;
+    for (int i = 0; i < 3; ++i) {
+      HttpExchange ex({"GET", url, {}, {}}, tls, "", {}, share);
+      REQUIRE(ex.WaitHeaders());
+      CHECK(ex.status() == 200);
+      std::string body;
+      CHECK(ex.ReadAll(body, 1 << 16));
+      opened.push_back(ex.new_connections());
+    }
+    return opened;
+  };
+  CHECK(connections(nullptr) == std::vector<long>{1, 1, 1});  // cold: one each
+  ConnectionShares shares;
+  ConnectionShare* share = shares.For(UrlOrigin(url));
+  REQUIRE(share != nullptr);
+  CHECK(share == shares.For(UrlOrigin(url)));
+  CHECK(connections(share) == std::vector<long>{1, 0, 0});  // warm: the first one's, reused
+  // Bounded: past its limit of origins, exchanges start cold.
+  ConnectionShares one(1);
+  CHECK(one.For("https://a:443") != nullptr);
+  CHECK(one.For("https://b:443") == nullptr);
+}
+
 }  // namespace
 }  // namespace imgcheck::image

@@ -10,6 +10,7 @@
 #include "attest/keys.h"
 #include "attest/statement.h"
 #include "image/registry.h"
+#include "image/registry_http.h"
 #include "rules/config.h"
 #include "serve/metrics.h"
 #include "serve/verdict.h"
@@ -35,8 +36,13 @@ Verdict VerdictOfStatement(const attest::Statement& s, const std::string& digest
 
 class Attestations {
  public:
+  /// The registry clients it makes share warm connections per registry for its lifetime
+  /// (options.registry.connections, made here when not given).
   Attestations(AttestationOptions options, Metrics& metrics)
-      : options_(std::move(options)), metrics_(metrics) {}
+      : options_(std::move(options)), metrics_(metrics) {
+    if (!options_.registry.connections)
+      options_.registry.connections = std::make_shared<image::ConnectionShares>();
+  }
   bool enabled() const { return !options_.keys.empty(); }
   bool verify_by_scan() const { return options_.verify_by_scan; }
   /// The full policy identity (scan::Policy::identity) statements must carry; set again when

@@ -49,10 +49,11 @@ void Metrics::ScanFinished(double seconds, bool ok) {
 
 namespace {
 
-void Bump(std::map<std::string, uint64_t, std::less<>>& counts, std::string_view key) {
+void Bump(std::map<std::string, uint64_t, std::less<>>& counts, std::string_view key,
+          uint64_t n = 1) {
   auto it = counts.find(key);
   if (it == counts.end()) it = counts.emplace(std::string(key), 0).first;
-  ++it->second;
+  it->second += n;
 }
 
 }  // namespace
@@ -65,6 +66,21 @@ void Metrics::WorkDelivered(std::string_view priority) {
 void Metrics::WorkReclaimed(std::string_view priority) {
   std::lock_guard lock(mu_);
   Bump(work_reclaimed_, priority);
+}
+
+void Metrics::WorkHandedBack(std::string_view priority) {
+  std::lock_guard lock(mu_);
+  Bump(work_handed_back_, priority);
+}
+
+void Metrics::DegradedReplayed(std::string_view what, uint64_t n) {
+  std::lock_guard lock(mu_);
+  Bump(degraded_replayed_, what, n);
+}
+
+void Metrics::DegradedDropped(std::string_view what, uint64_t n) {
+  std::lock_guard lock(mu_);
+  Bump(degraded_dropped_, what, n);
 }
 
 void Metrics::WorkDeadLettered(std::string_view priority) {
@@ -170,10 +186,30 @@ std::string Metrics::Render() const {
   by_priority("imgcheck_work_deliveries_total",
               "Entries of the shared work queue delivered to this replica.", work_delivered_);
   by_priority("imgcheck_work_reclaimed_total",
-              "Entries taken over from a replica that left them idle past the lease.",
+              "Entries taken over from a replica that left them idle past the lease without a "
+              "word (it died or hangs; retries of failed or refused entries not counted).",
               work_reclaimed_);
+  by_priority("imgcheck_work_handed_back_total",
+              "Entries this replica handed back for another to take at once (sweeps for a "
+              "policy it does not run, on a reload or when first met).",
+              work_handed_back_);
   by_priority("imgcheck_work_dead_letters_total",
               "Entries moved to imgcheck:work:dead after too many deliveries.", work_dead_);
+  auto by_what = [&](const char* name, const char* help,
+                     const std::map<std::string, uint64_t, std::less<>>& counts) {
+    o << "# HELP " << name << " " << help << "\n# TYPE " << name << " counter\n";
+    for (const char* w : {"verdict", "known"}) {
+      auto it = counts.find(w);
+      o << name << "{what=\"" << w << "\"} " << (it == counts.end() ? 0 : it->second) << "\n";
+    }
+  };
+  by_what("imgcheck_degraded_replayed_total",
+          "Verdicts and known digests judged while Redis did not answer, written to it since.",
+          degraded_replayed_);
+  by_what("imgcheck_degraded_dropped_total",
+          "Verdicts and known digests judged while Redis did not answer, dropped past the bound "
+          "(the oldest first) before it answered again.",
+          degraded_dropped_);
   o << "# HELP imgcheck_work_invalid_total Entries of the work queue in Redis that were no "
        "digest and reference, dropped.\n"
        "# TYPE imgcheck_work_invalid_total counter\n"

@@ -36,8 +36,16 @@ class Metrics {
   // The fleet (issue 33): the work queue, facts, registries.
   /// An entry of the shared work queue delivered to this replica, by priority ("now", "sweep").
   void WorkDelivered(std::string_view priority);
-  /// One taken over from a replica that left it idle past the lease.
+  /// One taken over from a replica that left it idle past the lease without a word (it died or
+  /// hangs): the dead-replica signal. Retries of a failed or refused entry are not counted.
   void WorkReclaimed(std::string_view priority);
+  /// One this replica handed back for another to take at once (a sweep for a policy it does
+  /// not run, given back on a reload or when first met): no lease waited, no delivery counted.
+  void WorkHandedBack(std::string_view priority);
+  /// What this replica judged while Redis did not answer, by `what` ("verdict", "known"):
+  /// written to Redis once it answers again, or dropped past the bound (the oldest first).
+  void DegradedReplayed(std::string_view what, uint64_t n);
+  void DegradedDropped(std::string_view what, uint64_t n);
   /// One moved to the dead letters after too many deliveries.
   void WorkDeadLettered(std::string_view priority);
   /// One that was no digest and reference (dropped); returns how many so far.
@@ -93,7 +101,9 @@ class Metrics {
   void RenderAttestations(std::ostream& o) const;
 
   // The fleet (issue 33).
-  std::map<std::string, uint64_t, std::less<>> work_delivered_, work_reclaimed_, work_dead_;
+  std::map<std::string, uint64_t, std::less<>> work_delivered_, work_reclaimed_, work_dead_,
+      work_handed_back_;
+  std::map<std::string, uint64_t, std::less<>> degraded_replayed_, degraded_dropped_;
   uint64_t work_invalid_ = 0;
   std::map<std::string, std::pair<size_t, double>, std::less<>> work_depth_;
   std::map<std::string, int64_t, std::less<>> registry_scans_;

@@ -5,6 +5,8 @@
 #include <map>
 #include <mutex>
 
+#include "image/registry_http.h"
+
 namespace imgcheck::serve {
 
 namespace {
@@ -41,7 +43,11 @@ Resolver::Resolver(image::LoadOptions load, std::vector<std::string> allow,
                    std::chrono::seconds tag_ttl, ManifestResolver fetch)
     : allow_(std::move(allow)),
       state_(std::make_shared<State>(std::move(load), tag_ttl, std::move(fetch))),
-      lookups_(kLookupThreads, kLookupQueue) {}
+      lookups_(kLookupThreads, kLookupQueue) {
+  // Every lookup of a registry reuses its connections for the server's lifetime.
+  if (!state_->load.registry.connections)
+    state_->load.registry.connections = std::make_shared<image::ConnectionShares>();
+}
 
 std::shared_ptr<const image::KnownManifest> Resolver::TakeManifest(const std::string& pinned) {
   std::lock_guard lock(state_->mu);

@@ -168,7 +168,12 @@ size_t Verdicts::SetIdentity(const std::string& identity) {
     index_.clear();
     failed_.clear();
   }
-  return changed ? queue_->Resweep(identity) : 0;
+  if (!changed) return 0;
+  // What this replica refused under its old policy is handed back at once, not left to a lease.
+  if (size_t back = queue_->HandBack())
+    Log("reload: handed back " + std::to_string(back) +
+        " work entries refused under the old policy, for any replica to take now");
+  return queue_->Resweep(identity);
 }
 
 std::shared_ptr<const Verdict> Verdicts::FromMemory(const std::string& digest) {
@@ -433,7 +438,7 @@ std::optional<Outcome> Verdicts::Process(const WorkItem& item) {
       mine = options_.identity;
     }
     if (item.identity != mine) {  // queued by a replica that reloaded before this one
-      queue_->Failed(item, "queued for policy " + item.identity + ", met a replica under " + mine);
+      queue_->Refused(item, "queued for policy " + item.identity + ", met a replica under " + mine);
       return std::nullopt;
     }
   }
@@ -563,13 +568,7 @@ Outcome Verdicts::Scan(const std::string& digest, const std::string& reference, 
   auto verdict = std::make_shared<const Verdict>(std::move(*v));
   Remember(digest, verdict);
   queue_->Judged(digest, reference);
-  if (shared_) {
-    try {
-      shared_->Put(key, seal_.Seal(key, verdict->report), options_.store_ttl);
-    } catch (const util::Fatal& e) {
-      Log(e.what());
-    }
-  }
+  if (shared_) Store(key, seal_.Seal(key, verdict->report));
   renewal.reset();
   release();
   out.state = Outcome::State::kReady;
@@ -581,11 +580,15 @@ void Verdicts::Put(const std::string& digest, std::shared_ptr<const Verdict> ver
   std::string key = Key(digest);
   std::string report = verdict->report;
   Remember(digest, std::move(verdict));
-  if (!shared_) return;
+  if (shared_) Store(key, seal_.Seal(key, report));
+}
+
+void Verdicts::Store(const std::string& key, const std::string& value) {
   try {
-    shared_->Put(key, seal_.Seal(key, report), options_.store_ttl);
+    shared_->Put(key, value, options_.store_ttl);
   } catch (const util::Fatal& e) {
     Log(e.what());
+    if (size_t dropped = unsent_.Push({key, value})) metrics_.DegradedDropped("verdict", dropped);
   }
 }
 
@@ -596,6 +599,21 @@ void Verdicts::MeasureQueue() {
   }
 }
 
-bool Verdicts::SharedStoreUp() { return !shared_ || shared_->Ping(); }
+bool Verdicts::SharedStoreUp() {
+  if (!shared_) return true;
+  if (!shared_->Ping()) return false;
+  // Judged while it did not answer: written now, so the other replicas need not scan again.
+  auto flushed = unsent_.Flush([this](const std::pair<std::string, std::string>& kv) {
+    shared_->Put(kv.first, kv.second, options_.store_ttl);
+  });
+  if (flushed.dropped > 0) metrics_.DegradedDropped("verdict", flushed.dropped);
+  if (flushed.written > 0) {
+    metrics_.DegradedReplayed("verdict", flushed.written);
+    Log("wrote the " + std::to_string(flushed.written) +
+        " verdicts judged while the shared store did not answer to it");
+  }
+  if (!flushed.error.empty()) Log(flushed.error);
+  return true;
+}
 
 }  // namespace imgcheck::serve

@@ -22,6 +22,7 @@
 #include "serve/metrics.h"
 #include "serve/pacer.h"
 #include "serve/redis_store.h"
+#include "serve/unsent.h"
 #include "serve/verdict.h"
 #include "serve/verdict_seal.h"
 #include "serve/work_queue.h"
@@ -109,6 +110,8 @@ class Verdicts {
   /// threads are left to the process's exit, which must follow, and their locks in the store
   /// are released, waiting 200 ms at most, so another replica takes them over at once).
   bool Stop(std::chrono::steady_clock::time_point by);
+  /// Whether the shared store answers (the server's watcher asks every few seconds); when it
+  /// does, the verdicts stored while it did not are written to it first.
   bool SharedStoreUp();
   /// Measures the work queue's depth into the metrics (the server's watcher, every few seconds).
   void MeasureQueue();
@@ -147,6 +150,9 @@ class Verdicts {
   /// `sweep`: paced by options_.sweep_rate.
   Outcome Scan(const std::string& digest, const std::string& reference, bool sweep);
   std::shared_ptr<const Verdict> FromStore(const std::string& digest);
+  /// Writes the sealed `value` at `key` in the shared store; while it does not answer, keeps it
+  /// to be written by SharedStoreUp (the newest options_.queue_limit).
+  void Store(const std::string& key, const std::string& value);
   /// Puts `item`, whose registry has its share of the workers, back at the end of the queue;
   /// false when the queue is full (the item is then scanned all the same, never lost).
   bool Defer(const WorkItem& item, const std::string& registry);
@@ -157,6 +163,8 @@ class Verdicts {
   VerdictSeal seal_;
   std::shared_ptr<SharedStore> shared_;  ///< shared with the thread that releases locks at Stop
   Metrics& metrics_;
+  /// Key and sealed verdict, stored while the shared store did not answer.
+  Unsent<std::pair<std::string, std::string>> unsent_{options_.queue_limit};
 
   std::mutex mu_;
   std::condition_variable work_;     ///< a job was queued (or stopping)

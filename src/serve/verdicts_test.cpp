@@ -235,13 +235,18 @@ int Rejected(const Metrics& metrics, const std::string& reason) {
 class RedisServer {
  public:
   explicit RedisServer(const std::filesystem::path& dir)
-      : port_(imgcheck::testing::FreeLoopbackPort()), pidfile_(dir / "redis.pid") {
+      : port_(imgcheck::testing::FreeLoopbackPort()), dir_(dir), pidfile_(dir / "redis.pid") {
+    Start();
+  }
+  ~RedisServer() { Stop(); }
+  /// Starts it on its port, empty (no persistence: what a restart without a volume gives).
+  void Start() {
     auto r = imgcheck::testing::Run(
         "redis-server --port " + std::to_string(port_) +
         " --bind 127.0.0.1 --requirepass test-pass --save '' --appendonly no --daemonize yes "
         "--pidfile " +
-        pidfile_.string() + " --dir " + dir.string() + " --logfile " +
-        (dir / "redis.log").string());
+        pidfile_.string() + " --dir " + dir_.string() + " --logfile " +
+        (dir_ / "redis.log").string());
     REQUIRE(r.status == 0);
     REQUIRE(imgcheck::testing::Eventually([&] {
       return imgcheck::testing::Run("REDISCLI_AUTH=test-pass redis-cli -p " +
@@ -249,10 +254,15 @@ class RedisServer {
                  .output == "PONG\n";
     }));
   }
-  ~RedisServer() {
+  /// SIGTERM, and waits until it is gone.
+  void Stop() {
     std::string pid =
         std::filesystem::exists(pidfile_) ? imgcheck::testing::ReadFile(pidfile_) : std::string();
-    if (!pid.empty()) kill(std::stoi(pid), SIGTERM);
+    if (pid.empty()) return;
+    int n = std::stoi(pid);
+    kill(n, SIGTERM);
+    CHECK(imgcheck::testing::Eventually([&] { return kill(n, 0) != 0; }));
+    std::filesystem::remove(pidfile_);
   }
   std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
   /// A store logged in with the password.
@@ -272,7 +282,7 @@ class RedisServer {
 
  private:
   int port_;
-  std::filesystem::path pidfile_;
+  std::filesystem::path dir_, pidfile_;
 };
 
 }  // namespace
@@ -631,7 +641,7 @@ TEST_CASE(
   CHECK(pending.substr(0, pending.find('\n')) == "0");
 
   // A digest whose scan keeps failing: delivered max_deliveries times, then dead-lettered with
-  // its last error.
+  // its last error and that count (--max-deliveries 3: three deliveries, "3" in the entry).
   std::string broken = "docker://reg/broken@" + Digest('b');
   REQUIRE(b->Add(Digest('b'), broken, Priority::kNow));
   int deliveries = 0;
@@ -645,7 +655,10 @@ TEST_CASE(
   }));
   CHECK(deliveries == 3);
   std::string dead = redis.Cli("xrange imgcheck:work:dead - +");
-  CHECK_THAT(dead, Catch::Contains(broken) && Catch::Contains("(try 3)"));
+  CHECK_THAT(dead, Catch::Contains(broken) && Catch::Contains("(try 3)") &&
+                       Catch::Contains("\nn\n3\n") && !Catch::Contains("\nn\n4\n"));
+  // The retries of a scan that failed are no dead replica: the reclaim of a's entry only.
+  CHECK_THAT(mb.Render(), Catch::Contains("imgcheck_work_reclaimed_total{priority=\"now\"} 1"));
   CHECK(redis.Cli("xlen imgcheck:work:now") == "0");
   CHECK_THAT(mb.Render(), Catch::Contains("imgcheck_work_dead_letters_total{priority=\"now\"} 1"));
 
@@ -697,6 +710,208 @@ TEST_CASE(
   auto last = b->Take(0ms, true);
   REQUIRE(last);
   b->Done(*last);
+}
+
+namespace {
+
+// Digest number `i` (distinct for i < 65536).
+std::string DigestN(int i) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string d = "sha256:" + std::string(60, '0');
+  for (int shift = 12; shift >= 0; shift -= 4) d += kHex[(i >> shift) & 15];
+  return d;
+}
+
+// The value of series "name{labels}" in Metrics::Render's text; -1 when absent.
+long long Counter(const Metrics& metrics, const std::string& series) {
+  std::string text = metrics.Render();
+  size_t at = text.find("\n" + series + " ");
+  return at == std::string::npos ? -1 : std::stoll(text.substr(at + series.size() + 2));
+}
+
+}  // namespace
+
+TEST_CASE("a reload hands back at once the work a replica refused; reclaims count only the silent",
+          "[work][redis]") {
+  if (!imgcheck::testing::HaveProgram("redis-server"))
+    return imgcheck::testing::Skip("redis-server not installed");
+  imgcheck::testing::TempDir dir;
+  RedisServer redis(dir.path());
+  auto client = [&] {
+    auto c = RedisClient::Open(redis.url(), "test-pass");
+    REQUIRE(c);
+    return *c;
+  };
+  const std::string handed = "imgcheck_work_handed_back_total{priority=\"sweep\"}";
+  const std::string reclaimed = "imgcheck_work_reclaimed_total{priority=\"sweep\"}";
+
+  SECTION("two consumers: what one refused the other takes at once after its reload") {
+    Metrics ma, mb;
+    StreamOptions oa;
+    oa.consumer = "a";
+    oa.lease = 10s;  // no take below may wait for it
+    oa.poll = 20ms;
+    StreamOptions ob = oa;
+    ob.consumer = "b";
+    auto a = MakeStreamQueue(client(), oa, ma);
+    auto b = MakeStreamQueue(client(), ob, mb);
+    // a reloaded to policy 00000002 and queued its sweep; b, under 00000001 still, meets it.
+    for (char c : {'a', 'b'})
+      redis.Cli("xadd imgcheck:work:sweep '*' d " + Digest(c) + " r docker://reg/x@" + Digest(c) +
+                " i 00000002");
+    const std::string why = "queued for policy 00000002, met a replica under 00000001";
+    auto start = std::chrono::steady_clock::now();
+    // The first meeting of each: handed back at once, a new entry at the end, nothing held.
+    for (int i = 0; i < 2; ++i) {
+      auto item = b->Take(0ms, true);
+      REQUIRE(item);
+      CHECK(item->identity == "00000002");
+      b->Refused(*item, why);
+    }
+    CHECK(Counter(mb, handed) == 2);
+    std::string pending = redis.Cli("xpending imgcheck:work:sweep imgcheck");
+    CHECK(pending.substr(0, pending.find('\n')) == "0");
+    // Met again: kept by b as a failure would be, so that no two replicas pass one entry to and
+    // fro for a policy neither runs.
+    std::vector<std::string> kept;
+    for (int i = 0; i < 2; ++i) {
+      auto item = b->Take(0ms, true);
+      REQUIRE(item);
+      kept.push_back(item->id);
+      b->Refused(*item, why);
+    }
+    CHECK(Counter(mb, handed) == 2);
+    CHECK_FALSE(a->Take(0ms, true));  // b holds both, for a lease
+    // b reloads: both handed back; a takes them at once, as new entries.
+    CHECK(b->HandBack() == 2);
+    CHECK(b->HandBack() == 0);  // nothing held any more
+    CHECK(Counter(mb, handed) == 4);
+    std::set<std::string> digests;
+    for (int i = 0; i < 2; ++i) {
+      auto item = a->Take(0ms, true);
+      REQUIRE(item);
+      CHECK(std::find(kept.begin(), kept.end(), item->id) == kept.end());
+      digests.insert(item->digest);
+      a->Done(*item);
+    }
+    CHECK(digests == std::set<std::string>{Digest('a'), Digest('b')});
+    CHECK(std::chrono::steady_clock::now() - start < 5s);  // no lease of 10 s waited
+    CHECK(Counter(ma, reclaimed) == 0);
+    CHECK(Counter(mb, reclaimed) == 0);
+    CHECK(redis.Cli("xlen imgcheck:work:sweep") == "0");
+    CHECK(redis.Cli("xlen imgcheck:work:dead") == "0");
+  }
+
+  SECTION("a rolling reload of two replicas: the sweep judged without a lease, no reclaim") {
+    Metrics ma, mb;
+    StreamOptions so;
+    so.lease = LockLease(3600s);  // the default --deadline's: 10 s
+    so.poll = 20ms;
+    VerdictOptions o;
+    o.identity = "00000001";
+    o.verdict_key = std::string(40, 's');
+    o.poll = 20ms;
+    o.sweep_rate = 1000;
+    FakeScanner fa, fb;
+    so.consumer = "a";
+    Verdicts a(fa.Get(), o, redis.Store(), ma, MakeStreamQueue(client(), so, ma));
+    so.consumer = "b";
+    Verdicts b(fb.Get(), o, redis.Store(), mb, MakeStreamQueue(client(), so, mb));
+    constexpr int kImages = 30;
+    for (int i = 0; i < kImages; ++i)
+      REQUIRE(a.Get(DigestN(i), "docker://reg/app@" + DigestN(i), 10s).state ==
+              Outcome::State::kReady);
+    CHECK(redis.Cli("zcard imgcheck:known") == std::to_string(kImages));
+    // a reloads first; its first sweep scan is held, so that b, under the old policy a moment
+    // longer, meets the new policy's entries.
+    fa.release = false;
+    auto start = std::chrono::steady_clock::now();
+    CHECK(a.SetIdentity("00000002") == kImages);
+    REQUIRE(imgcheck::testing::Eventually([&] { return Counter(mb, handed) >= 1; }));
+    CHECK(b.SetIdentity("00000002") == 0);  // queued by a already
+    fa.release = true;
+    auto judged = [&] {
+      return redis.Cli(
+          "eval \"return #redis.call('keys', ARGV[1])\" 0 "
+          "'imgcheck:verdict:00000002:sha256:*[0-9a-f]'");
+    };
+    REQUIRE(imgcheck::testing::Eventually([&] { return judged() == std::to_string(kImages); }));
+    // A refused entry left to the lease would take 10 s.
+    CHECK(std::chrono::steady_clock::now() - start < 9s);
+    CHECK(Counter(ma, reclaimed) == 0);
+    CHECK(Counter(mb, reclaimed) == 0);
+    CHECK(fa.calls + fb.calls == 2 * kImages);  // each judged once under each policy
+  }
+}
+
+TEST_CASE("what a replica judged while Redis was down reaches Redis when it answers again",
+          "[verdicts][work][redis]") {
+  if (!imgcheck::testing::HaveProgram("redis-server"))
+    return imgcheck::testing::Skip("redis-server not installed");
+  imgcheck::testing::TempDir dir;
+  RedisServer redis(dir.path());
+  auto client = RedisClient::Open(redis.url(), "test-pass");
+  REQUIRE(client);
+  Metrics metrics;
+  StreamOptions so;
+  so.consumer = "a";
+  so.poll = 20ms;
+  so.local_limit = 3;  // the bound of what waits in memory: the degraded queue's
+  VerdictOptions o;
+  o.identity = "policy1";
+  o.verdict_key = std::string(40, 's');
+  o.queue_limit = 3;
+  o.poll = 20ms;
+  FakeScanner fake;
+  Verdicts verdicts(fake.Get(), o, redis.Store(), metrics, MakeStreamQueue(*client, so, metrics));
+  auto ref = [](int i) { return "docker://reg/app@" + DigestN(i); };
+  auto key = [](int i) { return "imgcheck:verdict:policy1:" + DigestN(i); };
+  REQUIRE(verdicts.Get(DigestN(0), ref(0), 10s).state == Outcome::State::kReady);
+  CHECK(redis.Cli("exists " + key(0)) == "1");
+
+  // Redis goes away (restarted without persistence): five digests are judged meanwhile, from
+  // scans, one decided by an attestation (Put), as admission asks.
+  redis.Stop();
+  CHECK_FALSE(verdicts.SharedStoreUp());
+  for (int i = 1; i <= 4; ++i)
+    REQUIRE(verdicts.Get(DigestN(i), ref(i), 10s).state == Outcome::State::kReady);
+  verdicts.Put(DigestN(5), std::make_shared<const Verdict>(
+                               *ParseVerdict(Report("reg/bad@" + DigestN(5), true))));
+  CHECK(fake.calls == 5);
+  // The oldest two past the bound of three are dropped, and counted.
+  CHECK(Counter(metrics, "imgcheck_degraded_dropped_total{what=\"verdict\"}") == 2);
+  CHECK(Counter(metrics, "imgcheck_degraded_dropped_total{what=\"known\"}") == 1);
+  CHECK(Counter(metrics, "imgcheck_degraded_replayed_total{what=\"verdict\"}") == 0);
+
+  redis.Start();
+  // The server's watcher asks every few seconds; the work queue's workers find Redis themselves.
+  REQUIRE(imgcheck::testing::Eventually([&] {
+    return verdicts.SharedStoreUp() &&
+           Counter(metrics, "imgcheck_degraded_replayed_total{what=\"known\"}") == 3;
+  }));
+  CHECK(Counter(metrics, "imgcheck_degraded_replayed_total{what=\"verdict\"}") == 3);
+  for (int i : {1, 2}) CHECK(redis.Cli("exists " + key(i)) == "0");
+  for (int i : {3, 4, 5}) CHECK(redis.Cli("exists " + key(i)) == "1");
+  // The known set: the scans of 2, 3 and 4 (an attestation is no scan: not re-judged).
+  std::string known = redis.Cli("zrange imgcheck:known 0 -1");
+  CHECK(known == ref(2) + "\n" + ref(3) + "\n" + ref(4));
+  CHECK(redis.Cli("zscore imgcheck:known " + ref(1)).empty());
+
+  // Another replica takes them from Redis, sealed, without scanning; the next policy's sweep
+  // re-judges the digests known.
+  FakeScanner other_fake;
+  Metrics other_metrics;
+  Verdicts other(other_fake.Get(), o, redis.Store(), other_metrics);
+  for (int i : {3, 4, 5}) {
+    Outcome out = other.Get(DigestN(i), ref(i), 10s);
+    REQUIRE(out.state == Outcome::State::kReady);
+    CHECK(out.cached == "redis");
+  }
+  CHECK(other.Get(DigestN(5), ref(5), 0ms).verdict->Fails({imgcheck::rules::Severity::kError}));
+  CHECK(other_fake.calls == 0);
+  // Written once: nothing is left to write again.
+  CHECK(verdicts.SharedStoreUp());
+  CHECK(Counter(metrics, "imgcheck_degraded_replayed_total{what=\"verdict\"}") == 3);
 }
 
 TEST_CASE("the facts store keeps its bound by evicting the least recently used, one account",

@@ -9,12 +9,14 @@
 #include <condition_variable>
 #include <deque>
 #include <list>
+#include <map>
 #include <mutex>
 #include <set>
 #include <unordered_map>
 #include <vector>
 
 #include "serve/log.h"
+#include "serve/unsent.h"
 #include "util/sha256.h"
 
 namespace imgcheck::serve {
@@ -101,6 +103,8 @@ class LocalQueue : public WorkQueue {
   void Done(const WorkItem&) override {}
   bool Requeue(const WorkItem& item) override { return waiting_.Push(item); }
   void Failed(const WorkItem&, const std::string&) override {}
+  void Refused(const WorkItem&, const std::string&) override {}  // no identity in memory
+  size_t HandBack() override { return 0; }
   void Judged(const std::string& digest, const std::string& reference) override {
     std::lock_guard lock(mu_);
     if (auto it = known_.find(digest); it != known_.end()) {
@@ -158,10 +162,14 @@ constexpr const char* kAddScript =
     "if ARGV[4] == '' then return 1 end "
     "return redis.call('XREADGROUP', 'GROUP', ARGV[5], ARGV[4], 'COUNT', '1', 'STREAMS', "
     "KEYS[1], '>')";
-// Moves entry ARGV[2] of group ARGV[1] to the end of the stream: a new entry with its fields
-// (digest ARGV[3], reference ARGV[4], identity ARGV[5] when not empty), the old one acknowledged
-// and deleted with its last error (KEYS[2]), in one step, so it is never lost nor doubled.
+// Moves entry ARGV[2] of group ARGV[1], while consumer ARGV[6] holds it, to the end of the
+// stream: a new entry with its fields (digest ARGV[3], reference ARGV[4], identity ARGV[5] when
+// not empty), which any consumer reads at once, as delivered never; the old one acknowledged and
+// deleted with its last error (KEYS[2]), in one step, so it is never lost nor doubled. 0 when
+// the consumer holds it no more (reclaimed by another).
 constexpr const char* kRequeueScript =
+    "local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1) "
+    "if #p == 0 or p[1][2] ~= ARGV[6] then return 0 end "
     "if ARGV[5] == '' then redis.call('XADD', KEYS[1], '*', 'd', ARGV[3], 'r', ARGV[4]) "
     "else redis.call('XADD', KEYS[1], '*', 'd', ARGV[3], 'r', ARGV[4], 'i', ARGV[5]) end "
     "redis.call('XACK', KEYS[1], ARGV[1], ARGV[2]) redis.call('XDEL', KEYS[1], ARGV[2]) "
@@ -250,7 +258,8 @@ class StreamQueue : public WorkQueue {
       : client_(std::move(client)),
         options_(std::move(o)),
         metrics_(metrics),
-        local_(options_.local_limit, options_.local_limit) {}
+        local_(options_.local_limit, options_.local_limit),
+        unsent_known_(options_.local_limit) {}
 
   bool Add(const std::string& digest, const std::string& reference, Priority p) override {
     if (stopping_) return false;
@@ -315,8 +324,7 @@ class StreamQueue : public WorkQueue {
   bool Requeue(const WorkItem& item) override {
     if (item.id.empty()) return local_.Push(item);  // kept in memory while Redis was away
     try {
-      client_->Command({"EVAL", kRequeueScript, "2", StreamKey(item.priority), ErrorKey(item.id),
-                        kGroup, item.id, item.digest, item.reference, item.identity});
+      MoveToEnd(item);  // or another replica reclaimed it: not ours to scan either way
       Up();
     } catch (const util::Fatal& e) {
       Down(e.what());
@@ -337,13 +345,62 @@ class StreamQueue : public WorkQueue {
     }
   }
 
+  void Refused(const WorkItem& item, const std::string& why) override {
+    if (item.id.empty()) return;
+    Release(item.id);
+    bool first;
+    {
+      std::lock_guard lock(mu_);
+      if (met_.size() >= options_.limit) met_.clear();  // bounded; each handed back once more
+      first = met_.insert(item.digest + " " + item.identity).second;
+    }
+    try {
+      if (first) {
+        if (MoveToEnd(item)) metrics_.WorkHandedBack(PriorityName(item.priority));
+        return;  // or another replica reclaimed it meanwhile
+      }
+      // Kept like a failure: the error marks a retry, not a replica that stopped answering.
+      client_->Command({"SET", ErrorKey(item.id), why.substr(0, kMaxError), "EX",
+                        std::to_string(std::chrono::seconds(kErrorTtl).count())});
+      std::lock_guard lock(mu_);
+      // Bounded as the stream is; one dropped from here waits for its lease instead.
+      if (refused_.size() >= options_.limit) refused_.erase(refused_.begin());
+      refused_.insert_or_assign(item.id, item);
+    } catch (const util::Fatal& e) {
+      Down(e.what());  // delivered again after a lease
+    }
+  }
+
+  size_t HandBack() override {
+    std::map<std::string, WorkItem> refused;
+    {
+      std::lock_guard lock(mu_);
+      refused.swap(refused_);
+      met_.clear();  // a new policy: what this process refused may be its own now
+    }
+    size_t n = 0;
+    for (const auto& [id, item] : refused) {
+      try {
+        if (!MoveToEnd(item)) continue;  // reclaimed by another meanwhile
+        metrics_.WorkHandedBack(PriorityName(item.priority));
+        ++n;
+      } catch (const util::Fatal& e) {
+        Down(e.what());  // delivered again after a lease
+        break;
+      }
+    }
+    return n;
+  }
+
   void Judged(const std::string& digest, const std::string& reference) override {
     (void)digest;  // the reference pins it
     try {
-      client_->Command(
-          {"EVAL", kJudgedScript, "1", kKnown, reference, std::to_string(kKnownLimit)});
+      Known(reference);
     } catch (const util::Fatal& e) {
       Down(e.what());
+      // Written once Redis answers again (Up), so that the next policy re-judges it.
+      if (size_t dropped = unsent_known_.Push(reference))
+        metrics_.DegradedDropped("known", dropped);
     }
   }
 
@@ -490,10 +547,16 @@ class StreamQueue : public WorkQueue {
         std::lock_guard lock(mu_);
         if (!held_.insert(item->id).second) continue;
       }
-      metrics_.WorkReclaimed(PriorityName(p));
-      long long deliveries = Deliveries(key, item->id);
-      if (deliveries <= options_.max_deliveries) return item;
-      DeadLetter(*item, deliveries);
+      // The claim counted as a delivery: the ones before it were made (and all failed).
+      long long made = Deliveries(key, item->id) - 1;
+      RedisReply last = client_->Command({"GET", ErrorKey(item->id)});
+      // An error recorded: its holder failed or refused it and answered; none: it died or hangs.
+      bool answered = last->type == REDIS_REPLY_STRING;
+      if (!answered) metrics_.WorkReclaimed(PriorityName(p));
+      if (made < options_.max_deliveries) return item;
+      std::string error = "no verdict after " + std::to_string(made) + " deliveries";
+      if (answered && last->len <= kMaxError) error.assign(last->str, last->len);
+      DeadLetter(*item, made, error);
       Release(item->id);
     }
     return std::nullopt;
@@ -510,11 +573,7 @@ class StreamQueue : public WorkQueue {
     return e->element[3]->integer;
   }
 
-  void DeadLetter(const WorkItem& item, long long deliveries) {
-    std::string error = "no verdict after " + std::to_string(deliveries) + " deliveries";
-    RedisReply last = client_->Command({"GET", ErrorKey(item.id)});
-    if (last->type == REDIS_REPLY_STRING && last->len <= kMaxError)
-      error = std::string(last->str, last->len);
+  void DeadLetter(const WorkItem& item, long long deliveries, const std::string& error) {
     client_->Command({"XADD", kDead, "MAXLEN", "~", std::to_string(kDeadLimit), "*", "d",
                       item.digest, "r", item.reference, "e", error, "n", std::to_string(deliveries),
                       "p", std::string(PriorityName(item.priority))});
@@ -531,8 +590,31 @@ class StreamQueue : public WorkQueue {
     client_->Command({"DEL", ErrorKey(id)});
   }
 
+  void Known(const std::string& reference) {
+    client_->Command({"EVAL", kJudgedScript, "1", kKnown, reference, std::to_string(kKnownLimit)});
+  }
+
+  // Moves `item`, while this consumer holds it, to the end of its stream (kRequeueScript);
+  // false when it holds it no more.
+  bool MoveToEnd(const WorkItem& item) {
+    RedisReply r = client_->Command({"EVAL", kRequeueScript, "2", StreamKey(item.priority),
+                                     ErrorKey(item.id), kGroup, item.id, item.digest,
+                                     item.reference, item.identity, options_.consumer});
+    return r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+  }
+
   void Up() {
-    if (down_.exchange(false)) Log("the work streams in Redis answer again");
+    if (!down_.exchange(false)) return;
+    Log("the work streams in Redis answer again");
+    // What was judged meanwhile joins the known set, oldest first (Redis's clock dates it).
+    auto flushed = unsent_known_.Flush([this](const std::string& reference) { Known(reference); });
+    if (flushed.dropped > 0) metrics_.DegradedDropped("known", flushed.dropped);
+    if (!flushed.error.empty()) Down(flushed.error);
+    if (flushed.written > 0) {
+      metrics_.DegradedReplayed("known", flushed.written);
+      Log("wrote the " + std::to_string(flushed.written) +
+          " digests judged while Redis did not answer to its known set");
+    }
   }
   void Down(const std::string& why) {
     if (!down_.exchange(true))
@@ -546,7 +628,10 @@ class StreamQueue : public WorkQueue {
   std::atomic<bool> groups_ready_{false}, stopping_{false}, down_{false};
   std::mutex mu_;
   std::array<Clock::time_point, kPriorities> next_reclaim_{};
-  std::set<std::string> held_;  ///< entry ids queued here or being scanned here
+  std::set<std::string> held_;               ///< entry ids queued here or being scanned here
+  std::map<std::string, WorkItem> refused_;  ///< by id: entries refused and kept (Refused)
+  std::set<std::string> met_;  ///< "digest identity" of entries refused once (handed back then)
+  Unsent<std::string> unsent_known_;  ///< references judged while Redis did not answer
 };
 
 }  // namespace

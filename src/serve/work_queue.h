@@ -2,8 +2,9 @@
 // memory; with --redis two Redis Streams read by one consumer group that every replica joins, so
 // work outlives the replica that accepted it (Harbor's jobservice and Trivy Operator lose or
 // repeat it): an entry is acknowledged once its verdict is stored, an entry a dead replica held
-// is reclaimed by another once idle for a lease (XAUTOCLAIM), and one delivered too often goes
-// to a dead-letter stream with its last error.
+// is reclaimed by another once idle for a lease (XAUTOCLAIM), one a replica cannot judge under
+// its policy is handed back for another to take at once, and one delivered too often goes to a
+// dead-letter stream with its last error.
 #pragma once
 
 #include <chrono>
@@ -58,8 +59,18 @@ class WorkQueue {
   /// Its scan failed with `error`: delivered again later (to any replica), or dead-lettered
   /// once delivered too often.
   virtual void Failed(const WorkItem& item, const std::string& error) = 0;
+  /// A sweep for a policy this process does not run (`why`): handed back at once the first
+  /// time this process meets it (a replica that reloaded before this one takes it), else kept
+  /// like a failure (delivered again after a lease, dead-lettered once delivered too often:
+  /// a policy no replica runs any more) until HandBack.
+  virtual void Refused(const WorkItem& item, const std::string& why) = 0;
+  /// A reload: every entry this process refused and still holds is handed back, a new entry
+  /// that any replica (this one under its new policy too) takes at once, with no lease waited
+  /// and no delivery counted. Returns how many.
+  virtual size_t HandBack() = 0;
   /// Records that `digest` was judged (now: its last-seen time), so that a new policy re-judges
-  /// it (Resweep). The newest kKnownLimit are kept.
+  /// it (Resweep). The newest kKnownLimit are kept. While Redis does not answer, the newest
+  /// StreamOptions::local_limit are kept here and written once it answers again.
   virtual void Judged(const std::string& digest, const std::string& reference) = 0;
   /// Queues every digest judged before as a sweep, once per policy `identity` however many
   /// replicas reload into it; returns how many were queued (0 when another replica did it).
@@ -80,9 +91,12 @@ struct StreamOptions {
   /// An entry delivered to a replica that has not touched it for this long is reclaimed by
   /// another (LockLease of --deadline: a SIGKILLed replica's work moves on within it).
   std::chrono::milliseconds lease{10000};
-  int max_deliveries = 5;               ///< delivered this often without a verdict: dead-lettered
-  size_t limit = 100000;                ///< entries per stream; more are refused
-  size_t local_limit = 256;             ///< items kept in memory while Redis does not answer
+  /// Delivered this often without a verdict (each a scan that failed, or a replica that
+  /// stopped answering): dead-lettered at its next claim.
+  int max_deliveries = 5;
+  size_t limit = 100000;  ///< entries per stream; more are refused
+  /// Items kept in memory while Redis does not answer; the known digests judged meanwhile too.
+  size_t local_limit = 256;
   std::chrono::milliseconds poll{200};  ///< an idle worker looks at the streams this often
 };
 
