@@ -1244,7 +1244,8 @@ TEST_CASE("an LD_PRELOAD entry the image lacks is one warning on its ENV line (I
   auto image = [](bool present) {
     ImageRecipe r = Base({"LD_PRELOAD=libjemalloc.so.2"});
     std::vector<Entry> e = {Dir("usr/lib64")};
-    if (present) AddLib(e, "usr/lib64", "libjemalloc.so.2", So("libjemalloc.so.2"), "libjemalloc.so.2");
+    if (present)
+      AddLib(e, "usr/lib64", "libjemalloc.so.2", So("libjemalloc.so.2"), "libjemalloc.so.2");
     r.layers.push_back(Layer(e, "RUN apt-get install -y libjemalloc2"));
     r.layers.push_back(EmptyLayer("ENV LD_PRELOAD=libjemalloc.so.2"));
     return r;
