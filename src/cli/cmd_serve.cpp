@@ -18,7 +18,7 @@
 #include "serve/facts_store.h"
 #include "serve/log.h"
 #include "serve/server.h"
-#include "serve/verdict_seal.h"
+#include "serve/trust/trust.h"
 #include "util/error.h"
 #include "util/file.h"
 

@@ -17,7 +17,7 @@
 #include "image/layer_cache.h"
 #include "serve/metrics.h"
 #include "serve/redis_client.h"
-#include "serve/verdict_seal.h"
+#include "serve/trust/trust.h"
 
 namespace imgcheck::serve {
 

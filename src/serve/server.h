@@ -6,7 +6,7 @@
 #include <string>
 
 #include "serve/admission.h"
-#include "serve/attested.h"
+#include "serve/trust/trust.h"
 #include "serve/http.h"
 #include "serve/metrics.h"
 #include "serve/resolver.h"

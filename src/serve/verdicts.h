@@ -24,7 +24,7 @@
 #include "serve/redis_store.h"
 #include "serve/unsent.h"
 #include "serve/verdict.h"
-#include "serve/verdict_seal.h"
+#include "serve/trust/trust.h"
 #include "serve/work_queue.h"
 
 namespace imgcheck::serve {

@@ -15,7 +15,7 @@
 #include "serve/events.h"
 #include "serve/facts_store.h"
 #include "serve/resolver.h"
-#include "serve/verdict_seal.h"
+#include "serve/trust/trust.h"
 #include "support.h"
 
 using namespace imgcheck::serve;

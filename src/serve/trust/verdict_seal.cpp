@@ -1,4 +1,4 @@
-#include "serve/verdict_seal.h"
+#include "serve/trust/verdict_seal.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>

@@ -1,4 +1,4 @@
-#include "serve/attested.h"
+#include "serve/trust/attested.h"
 
 #include <nlohmann/json.hpp>
 

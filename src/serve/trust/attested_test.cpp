@@ -1,7 +1,7 @@
 // serve --trust-key against a real registry (docker-registry): an image decided from its signed
 // attestation exactly as its scan would decide it, and never from a forged, replayed or foreign
 // attestation, or one of another policy.
-#include "serve/attested.h"
+#include "serve/trust/attested.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
