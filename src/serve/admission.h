@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "rules/config.h"
-#include "serve/verdicts.h"
+#include "serve/fleet/fleet.h"
 #include "util/error.h"
 
 namespace imgcheck::serve {

@@ -9,8 +9,7 @@
 #include "serve/trust/trust.h"
 #include "serve/http.h"
 #include "serve/metrics.h"
-#include "serve/resolver.h"
-#include "serve/verdicts.h"
+#include "serve/fleet/fleet.h"
 
 namespace imgcheck::serve {
 

@@ -1,4 +1,4 @@
-#include "serve/resolver.h"
+#include "serve/fleet/resolver.h"
 
 #include <algorithm>
 #include <future>

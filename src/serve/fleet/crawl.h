@@ -15,9 +15,9 @@
 
 #include "image/image.h"
 #include "serve/metrics.h"
-#include "serve/pacer.h"
-#include "serve/resolver.h"
-#include "serve/verdicts.h"
+#include "serve/fleet/pacer.h"
+#include "serve/fleet/resolver.h"
+#include "serve/fleet/verdicts.h"
 #include "util/error.h"
 
 namespace imgcheck::serve {

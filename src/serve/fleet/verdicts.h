@@ -20,12 +20,12 @@
 #include <vector>
 
 #include "serve/metrics.h"
-#include "serve/pacer.h"
-#include "serve/redis_store.h"
-#include "serve/unsent.h"
+#include "serve/fleet/pacer.h"
+#include "serve/fleet/redis_store.h"
+#include "serve/fleet/unsent.h"
 #include "serve/verdict.h"
 #include "serve/trust/trust.h"
-#include "serve/work_queue.h"
+#include "serve/fleet/work_queue.h"
 
 namespace imgcheck::serve {
 

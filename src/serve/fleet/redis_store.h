@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "serve/redis_client.h"
+#include "serve/fleet/redis_client.h"
 #include "util/error.h"
 
 namespace imgcheck::serve {

@@ -1,4 +1,4 @@
-#include "serve/crawl.h"
+#include "serve/fleet/crawl.h"
 
 #include <algorithm>
 #include <cstdio>

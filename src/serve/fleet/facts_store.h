@@ -16,7 +16,7 @@
 
 #include "image/layer_cache.h"
 #include "serve/metrics.h"
-#include "serve/redis_client.h"
+#include "serve/fleet/redis_client.h"
 #include "serve/trust/trust.h"
 
 namespace imgcheck::serve {

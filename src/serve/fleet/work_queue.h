@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "serve/metrics.h"
-#include "serve/redis_client.h"
+#include "serve/fleet/redis_client.h"
 
 namespace imgcheck::serve {
 

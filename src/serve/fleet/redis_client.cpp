@@ -1,4 +1,4 @@
-#include "serve/redis_client.h"
+#include "serve/fleet/redis_client.h"
 
 namespace imgcheck::serve {
 

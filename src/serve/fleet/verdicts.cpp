@@ -1,4 +1,4 @@
-#include "serve/verdicts.h"
+#include "serve/fleet/verdicts.h"
 
 #include <algorithm>
 #include <future>

@@ -1,4 +1,4 @@
-#include "serve/work_queue.h"
+#include "serve/fleet/work_queue.h"
 
 #include <openssl/rand.h>
 #include <unistd.h>
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "serve/log.h"
-#include "serve/unsent.h"
+#include "serve/fleet/unsent.h"
 #include "util/sha256.h"
 
 namespace imgcheck::serve {

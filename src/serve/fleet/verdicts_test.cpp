@@ -1,6 +1,6 @@
 // Verdicts: the LRU, single flight, the budget, failures, the queue bound; the resolver's
 // allow-list and caches; registry event envelopes; metrics text.
-#include "serve/verdicts.h"
+#include "serve/fleet/verdicts.h"
 
 #include <signal.h>
 
@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "serve/events.h"
-#include "serve/facts_store.h"
-#include "serve/resolver.h"
+#include "serve/fleet/facts_store.h"
+#include "serve/fleet/resolver.h"
 #include "serve/trust/trust.h"
 #include "support.h"
 

@@ -1,4 +1,4 @@
-#include "serve/redis_store.h"
+#include "serve/fleet/redis_store.h"
 
 #include <openssl/rand.h>
 
@@ -6,7 +6,7 @@
 #include <mutex>
 #include <vector>
 
-#include "serve/redis_client.h"
+#include "serve/fleet/redis_client.h"
 
 namespace imgcheck::serve {
 

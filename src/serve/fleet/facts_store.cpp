@@ -1,4 +1,4 @@
-#include "serve/facts_store.h"
+#include "serve/fleet/facts_store.h"
 
 #include <chrono>
 
