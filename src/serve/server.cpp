@@ -10,11 +10,8 @@
 #include <set>
 #include <thread>
 
-#include "serve/events.h"
-#include "serve/gatekeeper.h"
+#include "serve/front/front.h"
 #include "serve/log.h"
-#include "serve/pinning.h"
-#include "serve/tls.h"
 #include "util/error.h"
 
 namespace imgcheck::serve {

@@ -5,11 +5,10 @@
 #include <chrono>
 #include <string>
 
-#include "serve/admission.h"
-#include "serve/trust/trust.h"
-#include "serve/http.h"
-#include "serve/metrics.h"
 #include "serve/fleet/fleet.h"
+#include "serve/front/front.h"
+#include "serve/metrics.h"
+#include "serve/trust/trust.h"
 
 namespace imgcheck::serve {
 

@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "image/image.h"
-#include "serve/metrics.h"
 #include "serve/fleet/pacer.h"
 #include "serve/fleet/resolver.h"
 #include "serve/fleet/verdicts.h"
+#include "serve/metrics.h"
 #include "util/error.h"
 
 namespace imgcheck::serve {

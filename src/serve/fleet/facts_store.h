@@ -15,8 +15,8 @@
 #include <string>
 
 #include "image/layer_cache.h"
-#include "serve/metrics.h"
 #include "serve/fleet/redis_client.h"
+#include "serve/metrics.h"
 #include "serve/trust/trust.h"
 
 namespace imgcheck::serve {

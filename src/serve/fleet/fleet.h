@@ -4,10 +4,10 @@
 // and the composition include this header only.
 #pragma once
 
-#include "serve/fleet/crawl.h"  // IWYU pragma: export
-#include "serve/fleet/facts_store.h"  // IWYU pragma: export
+#include "serve/fleet/crawl.h"         // IWYU pragma: export
+#include "serve/fleet/facts_store.h"   // IWYU pragma: export
 #include "serve/fleet/redis_client.h"  // IWYU pragma: export
-#include "serve/fleet/redis_store.h"  // IWYU pragma: export
-#include "serve/fleet/resolver.h"  // IWYU pragma: export
-#include "serve/fleet/verdicts.h"  // IWYU pragma: export
-#include "serve/fleet/work_queue.h"  // IWYU pragma: export
+#include "serve/fleet/redis_store.h"   // IWYU pragma: export
+#include "serve/fleet/resolver.h"      // IWYU pragma: export
+#include "serve/fleet/verdicts.h"      // IWYU pragma: export
+#include "serve/fleet/work_queue.h"    // IWYU pragma: export

@@ -19,13 +19,13 @@
 #include <unordered_map>
 #include <vector>
 
-#include "serve/metrics.h"
 #include "serve/fleet/pacer.h"
 #include "serve/fleet/redis_store.h"
 #include "serve/fleet/unsent.h"
-#include "serve/verdict.h"
-#include "serve/trust/trust.h"
 #include "serve/fleet/work_queue.h"
+#include "serve/metrics.h"
+#include "serve/trust/trust.h"
+#include "serve/verdict.h"
 
 namespace imgcheck::serve {
 

@@ -12,9 +12,9 @@
 #include <stdexcept>
 #include <thread>
 
-#include "serve/events.h"
 #include "serve/fleet/facts_store.h"
 #include "serve/fleet/resolver.h"
+#include "serve/front/front.h"
 #include "serve/trust/trust.h"
 #include "support.h"
 

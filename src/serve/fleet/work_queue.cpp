@@ -15,8 +15,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "serve/log.h"
 #include "serve/fleet/unsent.h"
+#include "serve/log.h"
 #include "util/sha256.h"
 
 namespace imgcheck::serve {

@@ -13,8 +13,8 @@
 #include <string>
 #include <string_view>
 
-#include "serve/metrics.h"
 #include "serve/fleet/redis_client.h"
+#include "serve/metrics.h"
 
 namespace imgcheck::serve {
 

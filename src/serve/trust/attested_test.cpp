@@ -14,7 +14,7 @@
 #include "attest/dsse.h"
 #include "image/registry_auth.h"
 #include "registry_server.h"
-#include "serve/admission.h"
+#include "serve/front/front.h"
 #include "support.h"
 
 namespace imgcheck::serve {

@@ -3,5 +3,5 @@
 // statement instead of a scan). The other rooms and the composition include this header only.
 #pragma once
 
-#include "serve/trust/attested.h"  // IWYU pragma: export
+#include "serve/trust/attested.h"      // IWYU pragma: export
 #include "serve/trust/verdict_seal.h"  // IWYU pragma: export

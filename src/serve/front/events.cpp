@@ -1,9 +1,9 @@
-#include "serve/events.h"
+#include "serve/front/events.h"
 
 #include <nlohmann/json.hpp>
 
 #include "image/manifest.h"
-#include "serve/json_body.h"
+#include "serve/front/json_body.h"
 
 namespace imgcheck::serve {
 

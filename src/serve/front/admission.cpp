@@ -1,9 +1,9 @@
-#include "serve/admission.h"
+#include "serve/front/admission.h"
 
 #include <nlohmann/json.hpp>
 
 #include "image/registry_auth.h"
-#include "serve/json_body.h"
+#include "serve/front/json_body.h"
 #include "serve/verdict.h"
 
 namespace imgcheck::serve {

@@ -1,8 +1,8 @@
-#include "serve/gatekeeper.h"
+#include "serve/front/gatekeeper.h"
 
 #include <nlohmann/json.hpp>
 
-#include "serve/json_body.h"
+#include "serve/front/json_body.h"
 #include "serve/verdict.h"
 
 namespace imgcheck::serve {

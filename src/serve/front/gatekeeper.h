@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "rules/config.h"
-#include "serve/admission.h"
+#include "serve/front/admission.h"
 #include "util/error.h"
 
 namespace imgcheck::serve {

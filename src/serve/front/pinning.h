@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "rules/config.h"
-#include "serve/admission.h"
+#include "serve/front/admission.h"
 
 namespace imgcheck::serve {
 

@@ -1,13 +1,13 @@
 // The JSONPatch of mutating admission, applied to the object by nlohmann::json's own RFC 6902
 // implementation: every workload kind, all three container lists, what must stay as written.
-#include "serve/pinning.h"
+#include "serve/front/pinning.h"
 
 #include <openssl/evp.h>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "serve/json_body.h"
+#include "serve/front/json_body.h"
 
 using namespace imgcheck::serve;
 using nlohmann::json;

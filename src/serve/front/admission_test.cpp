@@ -1,10 +1,10 @@
 // AdmissionReview parsing and answers, with bodies shaped as the API server sends them.
-#include "serve/admission.h"
+#include "serve/front/admission.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "serve/gatekeeper.h"
+#include "serve/front/gatekeeper.h"
 
 using namespace imgcheck::serve;
 using nlohmann::json;

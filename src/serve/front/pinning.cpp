@@ -1,4 +1,4 @@
-#include "serve/pinning.h"
+#include "serve/front/pinning.h"
 
 #include <nlohmann/json.hpp>
 

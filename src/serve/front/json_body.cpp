@@ -1,4 +1,4 @@
-#include "serve/json_body.h"
+#include "serve/front/json_body.h"
 
 #include <string>
 

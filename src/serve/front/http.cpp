@@ -1,4 +1,4 @@
-#include "serve/http.h"
+#include "serve/front/http.h"
 
 #include <sys/resource.h>
 

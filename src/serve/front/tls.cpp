@@ -1,4 +1,4 @@
-#include "serve/tls.h"
+#include "serve/front/tls.h"
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
