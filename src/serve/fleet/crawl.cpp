@@ -10,7 +10,7 @@
 #include "image/registry_reference.h"
 #include "serve/log.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::fleet {
 
 namespace {
 
@@ -209,4 +209,4 @@ CrawlResult Crawler::Crawl(const CrawlTarget& target) {
   return r;
 }
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::fleet

@@ -20,7 +20,7 @@
 #include "serve/metrics.h"
 #include "util/error.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::fleet {
 
 struct CrawlTarget {
   std::string host;        ///< the registry, HOST[:PORT]
@@ -82,4 +82,4 @@ class Crawler {
   std::thread thread_;
 };
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::fleet

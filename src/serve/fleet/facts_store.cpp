@@ -4,7 +4,7 @@
 
 #include "serve/log.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::fleet {
 
 namespace {
 
@@ -52,8 +52,8 @@ std::string NowMillis() {
 
 }  // namespace
 
-FactsStore::FactsStore(std::shared_ptr<RedisClient> client, VerdictSeal seal, uint64_t max_bytes,
-                       Metrics& metrics)
+FactsStore::FactsStore(std::shared_ptr<RedisClient> client, trust::VerdictSeal seal,
+                       uint64_t max_bytes, Metrics& metrics)
     : client_(std::move(client)),
       seal_(std::move(seal)),
       max_bytes_(max_bytes),
@@ -86,7 +86,8 @@ std::optional<std::string> FactsStore::Get(const std::string& name) {
     return std::nullopt;
   }
   std::string value;
-  if (VerdictSeal::Check c = seal_.Open(key, stored, value); c != VerdictSeal::Check::kOk) {
+  if (trust::VerdictSeal::Check c = seal_.Open(key, stored, value);
+      c != trust::VerdictSeal::Check::kOk) {
     metrics_.FactsRejected(CheckName(c));
     Log("facts entry " + name + " failed its seal (" + std::string(CheckName(c)) +
         "): ignored (read from the registry)");
@@ -123,4 +124,4 @@ void FactsStore::Answered() {
   if (failing_.exchange(false)) Log("facts store: Redis answers again");
 }
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::fleet

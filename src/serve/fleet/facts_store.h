@@ -19,7 +19,7 @@
 #include "serve/metrics.h"
 #include "serve/trust/trust.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::fleet {
 
 /// The largest value kept: a reading of a CUDA layer of gigabytes is a few megabytes.
 inline constexpr size_t kMaxFactsEntry = size_t{64} << 20;
@@ -27,7 +27,7 @@ inline constexpr size_t kMaxFactsEntry = size_t{64} << 20;
 class FactsStore : public image::SharedLayers {
  public:
   /// Entries under "imgcheck:facts:<name>", at most `max_bytes` of them in all.
-  FactsStore(std::shared_ptr<RedisClient> client, VerdictSeal seal, uint64_t max_bytes,
+  FactsStore(std::shared_ptr<RedisClient> client, trust::VerdictSeal seal, uint64_t max_bytes,
              Metrics& metrics);
 
   std::optional<std::string> Get(const std::string& name) override;
@@ -36,7 +36,7 @@ class FactsStore : public image::SharedLayers {
 
  private:
   std::shared_ptr<RedisClient> client_;
-  VerdictSeal seal_;
+  trust::VerdictSeal seal_;
   uint64_t max_bytes_;
   Metrics& metrics_;
   std::atomic<bool> failing_{false};  ///< Redis failed last time: logged once until it answers
@@ -68,4 +68,4 @@ class ScanFacts : public image::SharedLayers {
   std::atomic<int> hits_{0}, misses_{0};
 };
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::fleet

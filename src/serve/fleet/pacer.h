@@ -8,7 +8,7 @@
 #include <mutex>
 #include <string>
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::fleet {
 
 class Pacer {
  public:
@@ -35,4 +35,4 @@ class Pacer {
   std::map<std::string, Clock::time_point> next_;  ///< a few registries: never pruned
 };
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::fleet

@@ -1,6 +1,6 @@
 #include "serve/fleet/redis_client.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::fleet {
 
 namespace {
 
@@ -122,4 +122,4 @@ std::string RedisClient::Where() const {
   return endpoint_.host + ":" + std::to_string(endpoint_.port);
 }
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::fleet

@@ -13,7 +13,7 @@
 
 #include "util/error.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::fleet {
 
 using RedisReply = std::unique_ptr<redisReply, decltype(&freeReplyObject)>;
 
@@ -49,4 +49,4 @@ class RedisClient {
   std::vector<redisContext*> idle_;
 };
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::fleet

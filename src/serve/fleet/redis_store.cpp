@@ -8,7 +8,7 @@
 
 #include "serve/fleet/redis_client.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::fleet {
 
 namespace {
 
@@ -102,4 +102,4 @@ util::Expected<std::unique_ptr<SharedStore>> OpenRedis(const std::string& url,
   return OpenRedisStore(std::move(*client));
 }
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::fleet

@@ -11,7 +11,7 @@
 #include "serve/fleet/redis_client.h"
 #include "util/error.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::fleet {
 
 class SharedStore {
  public:
@@ -36,4 +36,4 @@ std::unique_ptr<SharedStore> OpenRedisStore(std::shared_ptr<RedisClient> client)
 util::Expected<std::unique_ptr<SharedStore>> OpenRedis(const std::string& url,
                                                        const std::string& password = "");
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::fleet

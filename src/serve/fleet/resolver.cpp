@@ -7,7 +7,7 @@
 
 #include "image/registry_http.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::fleet {
 
 namespace {
 
@@ -135,4 +135,4 @@ void Resolver::Lookup(const std::shared_ptr<State>& state, const std::string& ke
   state->pending.erase(key);
 }
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::fleet

@@ -15,7 +15,7 @@
 #include "serve/pool.h"
 #include "util/error.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::fleet {
 
 struct Resolved {
   std::string digest;  ///< the platform's image manifest digest
@@ -68,4 +68,4 @@ class Resolver {
   Pool lookups_;
 };
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::fleet

@@ -11,7 +11,7 @@
 #include <string>
 #include <utility>
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::fleet {
 
 template <typename T>
 class Unsent {
@@ -66,4 +66,4 @@ class Unsent {
   std::deque<T> items_;
 };
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::fleet

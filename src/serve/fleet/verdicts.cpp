@@ -6,7 +6,7 @@
 
 #include "serve/log.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::fleet {
 
 using Clock = std::chrono::steady_clock;
 
@@ -227,8 +227,8 @@ std::shared_ptr<const Verdict> Verdicts::FromStore(const std::string& digest) {
   }
   if (!text) return nullptr;
   std::string report;
-  if (VerdictSeal::Check check = seal_.Open(Key(digest), *text, report);
-      check != VerdictSeal::Check::kOk) {
+  if (trust::VerdictSeal::Check check = seal_.Open(Key(digest), *text, report);
+      check != trust::VerdictSeal::Check::kOk) {
     // Not written by a holder of the key: ignored (a scan overwrites it), counted, and said once
     // per reason rather than on every lookup.
     if (metrics_.VerdictRejected(std::string(CheckName(check))) == 1)
@@ -616,4 +616,4 @@ bool Verdicts::SharedStoreUp() {
   return true;
 }
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::fleet

@@ -27,7 +27,7 @@
 #include "serve/trust/trust.h"
 #include "serve/verdict.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::fleet {
 
 /// Scans the image `reference` (pinned by digest) and returns its verdict (VerdictOf its report):
 /// kept typed in memory, its JSON written only to the shared store. Throws (util::Fatal) when
@@ -160,7 +160,7 @@ class Verdicts {
   Scanner scanner_;
   VerdictOptions options_;  ///< identity under identity_mu_
   mutable std::mutex identity_mu_;
-  VerdictSeal seal_;
+  trust::VerdictSeal seal_;
   std::shared_ptr<SharedStore> shared_;  ///< shared with the thread that releases locks at Stop
   Metrics& metrics_;
   /// Key and sealed verdict, stored while the shared store did not answer.
@@ -184,4 +184,4 @@ class Verdicts {
   std::condition_variable exited_;  ///< a worker returned
 };
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::fleet

@@ -19,6 +19,9 @@
 #include "support.h"
 
 using namespace imgcheck::serve;
+using namespace imgcheck::serve::fleet;
+using namespace imgcheck::serve::front;
+using namespace imgcheck::serve::trust;
 using namespace std::chrono_literals;
 using nlohmann::json;
 

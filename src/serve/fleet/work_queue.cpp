@@ -19,7 +19,7 @@
 #include "serve/log.h"
 #include "util/sha256.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::fleet {
 
 using Clock = std::chrono::steady_clock;
 
@@ -645,4 +645,4 @@ std::unique_ptr<WorkQueue> MakeStreamQueue(std::shared_ptr<RedisClient> client,
   return std::make_unique<StreamQueue>(std::move(client), std::move(options), metrics);
 }
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::fleet

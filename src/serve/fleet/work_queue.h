@@ -16,7 +16,7 @@
 #include "serve/fleet/redis_client.h"
 #include "serve/metrics.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::fleet {
 
 /// Admission misses and push events (kNow) are always taken before sweeps (re-judging what the
 /// fleet knows after a rules update, crawls).
@@ -110,4 +110,4 @@ std::unique_ptr<WorkQueue> MakeStreamQueue(std::shared_ptr<RedisClient> client,
 /// A consumer name for this process: "HOST-PID-RANDOM".
 std::string ConsumerName();
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::fleet

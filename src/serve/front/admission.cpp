@@ -6,7 +6,7 @@
 #include "serve/front/json_body.h"
 #include "serve/verdict.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::front {
 
 namespace {
 
@@ -129,8 +129,8 @@ AdmissionAnswer Decide(const std::vector<ImageResult>& images, const DecideOptio
   std::vector<std::string> denials;
   for (const ImageResult& r : images) {
     std::string who = r.use.image + (r.digest.empty() ? "" : " (" + r.digest + ")");
-    const Outcome& o = r.outcome;
-    if (o.state == Outcome::State::kReady) {
+    const fleet::Outcome& o = r.outcome;
+    if (o.state == fleet::Outcome::State::kReady) {
       for (const VerdictFinding& f : o.verdict->findings) {
         if (rules::Fails(options.fail_on, f.severity))
           denials.push_back(r.use.where + " " + who + ": " + FindingLine(f));
@@ -139,7 +139,7 @@ AdmissionAnswer Decide(const std::vector<ImageResult>& images, const DecideOptio
       }
       continue;
     }
-    bool pending = o.state == Outcome::State::kPending;
+    bool pending = o.state == fleet::Outcome::State::kPending;
     Fallback policy = pending ? options.on_unknown : options.on_error;
     std::string why = pending ? "not scanned yet (the scan goes on in the background)"
                               : "cannot be checked: " + o.error;
@@ -195,4 +195,4 @@ std::string AdmissionResponse(const std::string& uid, const AdmissionAnswer& ans
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::front

@@ -12,7 +12,7 @@
 #include "serve/fleet/fleet.h"
 #include "util/error.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::front {
 
 /// One container's image in the object.
 struct ImageUse {
@@ -68,8 +68,8 @@ struct DecideOptions {
 /// One image of the request and what became of it.
 struct ImageResult {
   ImageUse use;
-  std::string digest;  ///< empty when it could not be resolved
-  Outcome outcome;     ///< kFailed with `error` set when resolution failed too
+  std::string digest;      ///< empty when it could not be resolved
+  fleet::Outcome outcome;  ///< kFailed with `error` set when resolution failed too
 };
 
 /// Denies when an image's verdict fails the gate (or by a fallback), listing each failing
@@ -82,4 +82,4 @@ AdmissionAnswer Unjudgeable(const std::string& why, Fallback on_error);
 /// when it has one.
 std::string AdmissionResponse(const std::string& uid, const AdmissionAnswer& answer);
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::front

@@ -7,6 +7,8 @@
 #include "serve/front/gatekeeper.h"
 
 using namespace imgcheck::serve;
+using namespace imgcheck::serve::front;
+using namespace imgcheck::serve::fleet;
 using nlohmann::json;
 
 namespace {

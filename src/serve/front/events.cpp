@@ -5,7 +5,7 @@
 #include "image/manifest.h"
 #include "serve/front/json_body.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::front {
 
 namespace {
 
@@ -51,4 +51,4 @@ util::Expected<std::vector<PushedManifest>> ParseRegistryEvents(std::string_view
   return out;
 }
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::front

@@ -9,7 +9,7 @@
 
 #include "util/error.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::front {
 
 struct PushedManifest {
   std::string host;        ///< the registry as clients name it (request.host)
@@ -23,4 +23,4 @@ struct PushedManifest {
 /// envelope at all.
 util::Expected<std::vector<PushedManifest>> ParseRegistryEvents(std::string_view body);
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::front

@@ -5,7 +5,7 @@
 #include "serve/front/json_body.h"
 #include "serve/verdict.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::front {
 
 namespace {
 
@@ -40,10 +40,10 @@ std::string ProviderResponse(const std::vector<ImageResult>& images, rules::Fail
   nlohmann::json items = nlohmann::json::array();
   for (const ImageResult& r : images) {
     nlohmann::json item = {{"key", r.use.image}};
-    const Outcome& o = r.outcome;
-    if (o.state == Outcome::State::kFailed) {
+    const fleet::Outcome& o = r.outcome;
+    if (o.state == fleet::Outcome::State::kFailed) {
       item["error"] = o.error;
-    } else if (o.state == Outcome::State::kPending) {
+    } else if (o.state == fleet::Outcome::State::kPending) {
       item["value"] = {{"verdict", "unknown"}, {"digest", r.digest}};
     } else {
       nlohmann::json errors = nlohmann::json::array(), warnings = nlohmann::json::array();
@@ -67,4 +67,4 @@ std::string ProviderResponse(const std::vector<ImageResult>& images, rules::Fail
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::front

@@ -11,7 +11,7 @@
 #include "serve/front/admission.h"
 #include "util/error.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::front {
 
 /// The keys (image references) of a ProviderRequest.
 util::Expected<std::vector<std::string>> ParseProviderRequest(std::string_view body);
@@ -22,4 +22,4 @@ util::Expected<std::vector<std::string>> ParseProviderRequest(std::string_view b
 std::string ProviderResponse(const std::vector<ImageResult>& images, rules::FailOn fail_on,
                              const std::string& system_error = "");
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::front

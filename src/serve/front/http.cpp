@@ -15,7 +15,7 @@
 #include "serve/pool.h"
 #include "util/error.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::front {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -434,4 +434,4 @@ void HttpServer::Stop(Clock::time_point hard) {
 
 size_t HttpServer::Busy() const { return impl_->pool->Busy(); }
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::front

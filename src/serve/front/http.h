@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::front {
 
 class Connection;
 
@@ -90,4 +90,4 @@ class HttpServer {
   std::shared_ptr<Impl> impl_;
 };
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::front

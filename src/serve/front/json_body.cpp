@@ -4,7 +4,7 @@
 
 #include "util/json_scan.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::front {
 
 util::Expected<nlohmann::json> ParseJsonBody(std::string_view body) {
   util::JsonShape shape = util::ScanJson(body);  // before the parser allocates anything
@@ -30,4 +30,4 @@ std::string JsonPointer(const std::vector<std::string>& tokens) {
   return pointer.to_string();
 }
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::front

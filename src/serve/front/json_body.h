@@ -11,7 +11,7 @@
 
 #include "util/error.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::front {
 
 /// Arrays and objects inside one another; Kubernetes objects nest a few dozen deep at most.
 inline constexpr size_t kMaxJsonDepth = 64;
@@ -28,4 +28,4 @@ std::string StringAt(const nlohmann::json& j, const char* key);
 /// token are escaped as "~0" and "~1".
 std::string JsonPointer(const std::vector<std::string>& tokens);
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::front

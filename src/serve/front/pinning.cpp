@@ -4,15 +4,15 @@
 
 #include "image/registry_reference.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::front {
 
 Pinning PinImages(const std::vector<ImageResult>& images, rules::FailOn fail_on) {
   Pinning p;
   for (const ImageResult& r : images) {
     auto ref = image::ParseReference(r.use.image);
     if (r.use.pointer.empty() || r.use.unchanged || (ref && !ref->digest.empty())) continue;
-    const Outcome& o = r.outcome;
-    if (o.state == Outcome::State::kReady && o.verdict->Fails(fail_on)) continue;
+    const fleet::Outcome& o = r.outcome;
+    if (o.state == fleet::Outcome::State::kReady && o.verdict->Fails(fail_on)) continue;
     if (!ref || r.digest.empty()) {
       std::string why = !ref ? ref.error().message : o.error;
       p.unpinned.push_back(r.use.where + " " + r.use.image + ": " + why);
@@ -31,4 +31,4 @@ std::string JsonPatch(const std::vector<Pin>& pins) {
   return patch.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::front

@@ -9,7 +9,7 @@
 #include "rules/config.h"
 #include "serve/front/admission.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::front {
 
 /// Images one object may have pinned (a JSONPatch operation each): a review naming more is
 /// answered per --on-error, so that the answer stays a few hundred kilobytes.
@@ -39,4 +39,4 @@ Pinning PinImages(const std::vector<ImageResult>& images, rules::FailOn fail_on)
 /// The JSONPatch document (RFC 6902) of `pins`: one "replace" per image; empty when none.
 std::string JsonPatch(const std::vector<Pin>& pins);
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::front

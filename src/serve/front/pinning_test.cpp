@@ -10,6 +10,8 @@
 #include "serve/front/json_body.h"
 
 using namespace imgcheck::serve;
+using namespace imgcheck::serve::front;
+using namespace imgcheck::serve::fleet;
 using nlohmann::json;
 
 namespace {

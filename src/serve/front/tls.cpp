@@ -6,7 +6,7 @@
 #include "serve/log.h"
 #include "util/error.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::front {
 
 struct CertificateFiles::Pair {
   X509* cert = nullptr;
@@ -131,4 +131,4 @@ int CertificateFiles::OnCertificate(SSL* ssl, void* self) {
 
 void CertificateFiles::Attach(SSL_CTX* ctx) { SSL_CTX_set_cert_cb(ctx, OnCertificate, this); }
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::front

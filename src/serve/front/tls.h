@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::front {
 
 class CertificateFiles {
  public:
@@ -45,4 +45,4 @@ class CertificateFiles {
   std::thread watcher_;
 };
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::front

@@ -6,7 +6,7 @@
 #include "serve/log.h"
 #include "util/error.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::trust {
 
 Verdict VerdictOfStatement(const attest::Statement& s, const std::string& digest,
                            const std::string& reference, const std::string& key,
@@ -82,4 +82,4 @@ std::shared_ptr<const Verdict> Attestations::Find(const std::string& digest,
       VerdictOfStatement(s, digest, pinned, d.accepted->key, options_.fail_on));
 }
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::trust

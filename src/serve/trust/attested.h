@@ -15,7 +15,7 @@
 #include "serve/metrics.h"
 #include "serve/verdict.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::trust {
 
 struct AttestationOptions {
   std::vector<attest::PublicKey> keys;  ///< --trust-key: empty, attestations are not consulted
@@ -60,4 +60,4 @@ class Attestations {
   std::string identity_;  ///< under mu_
 };
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::trust

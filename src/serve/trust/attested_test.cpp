@@ -17,7 +17,7 @@
 #include "serve/front/front.h"
 #include "support.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::trust {
 namespace {
 
 using namespace imgcheck::testing;
@@ -68,11 +68,11 @@ struct Fixture {
   scan::Policy policy;
 };
 
-ImageResult Judged(const std::string& digest, std::shared_ptr<const Verdict> v) {
-  ImageResult r;
+front::ImageResult Judged(const std::string& digest, std::shared_ptr<const Verdict> v) {
+  front::ImageResult r;
   r.use = {"app", "spec.containers[0]"};
   r.digest = digest;
-  r.outcome.state = Outcome::State::kReady;
+  r.outcome.state = fleet::Outcome::State::kReady;
   r.outcome.verdict = std::move(v);
   return r;
 }
@@ -93,8 +93,8 @@ TEST_CASE("serve: a valid attestation decides as the scan would",
   REQUIRE(deny != nullptr);
   REQUIRE(allow != nullptr);
   CHECK(deny->source == "attestation");
-  CHECK_FALSE(Decide({Judged(f.digests[0], deny)}, {}).allowed);
-  CHECK(Decide({Judged(f.digests[1], allow)}, {}).allowed);
+  CHECK_FALSE(front::Decide({Judged(f.digests[0], deny)}, {}).allowed);
+  CHECK(front::Decide({Judged(f.digests[1], allow)}, {}).allowed);
   // What the shared store keeps reads back as the same verdict.
   auto back = ParseVerdict(deny->report);
   REQUIRE(back.has_value());
@@ -164,7 +164,7 @@ TEST_CASE("serve: never admits from a forged, replayed, foreign or other-policy 
   f.Attach(0, failing);
   auto v = a.Find(f.digests[0], f.Pinned(0));
   REQUIRE(v != nullptr);
-  CHECK_FALSE(Decide({Judged(f.digests[0], v)}, {}).allowed);
+  CHECK_FALSE(front::Decide({Judged(f.digests[0], v)}, {}).allowed);
 }
 
 TEST_CASE("serve: a bundle referrer decides as an .att layer does",
@@ -189,7 +189,7 @@ TEST_CASE("serve: a bundle referrer decides as an .att layer does",
   auto deny = a.Find(f.digests[0], f.Pinned(0));
   REQUIRE(deny != nullptr);
   CHECK(deny->source == "attestation");
-  CHECK_FALSE(Decide({Judged(f.digests[0], deny)}, {}).allowed);
+  CHECK_FALSE(front::Decide({Judged(f.digests[0], deny)}, {}).allowed);
   CHECK(a.Find(f.digests[1], f.Pinned(1)) == nullptr);
   std::string m = metrics.Render();
   INFO(m);
@@ -199,4 +199,4 @@ TEST_CASE("serve: a bundle referrer decides as an .att layer does",
 }
 
 }  // namespace
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::trust

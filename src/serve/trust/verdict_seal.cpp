@@ -10,7 +10,7 @@
 #include "util/names.h"
 #include "util/sha256.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::trust {
 
 namespace {
 
@@ -103,4 +103,4 @@ static_assert(util::NamesEvery(kCheckNames));
 
 std::string_view CheckName(VerdictSeal::Check c) { return util::Name(kCheckNames, c, "?"); }
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::trust

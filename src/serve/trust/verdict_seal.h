@@ -8,7 +8,7 @@
 
 #include "util/error.h"
 
-namespace imgcheck::serve {
+namespace imgcheck::serve::trust {
 
 class VerdictSeal {
  public:
@@ -40,4 +40,4 @@ class VerdictSeal {
 /// The metric label of a failed check ("unsigned", "other_key", "bad_mac").
 std::string_view CheckName(VerdictSeal::Check c);
 
-}  // namespace imgcheck::serve
+}  // namespace imgcheck::serve::trust
