@@ -10,7 +10,7 @@
    each, named after the room (serve/fleet/fleet.h): a file outside a room includes nothing else
    of it, and at serve's top level only the composition (server.h, server.cpp) includes a room
    at all; the rest there (verdict, metrics, log, pool) is what every room speaks. No room
-   includes the composition.
+   includes the composition, and a room's code is in its own namespace (serve::fleet).
 3. src/cli holds argument parsing and output selection only: it names nothing of `loader::` or
    `catalog::` (scan:: is its door to them), and no function body in it runs past 60 lines.
 
@@ -107,6 +107,12 @@ def room_problems(src, rel, text):
     own = parts[1] if parts[0] == "serve" and len(parts) == 3 else None
     top_level = parts[0] == "serve" and len(parts) == 2
     problems = []
+    if own:
+        for m in re.finditer(r"^namespace imgcheck::serve(::\w+)?\s*\{", text, re.M):
+            if m.group(1) != "::" + own:
+                line = text.count("\n", 0, m.start()) + 1
+                problems.append(f"{rel}:{line}: room {own}'s code is in namespace "
+                                f"imgcheck::serve::{own}")
     for m in re.finditer(r'^\s*#\s*include\s+"serve/([^"]+)"', text, re.M):
         line = text.count("\n", 0, m.start()) + 1
         target = m.group(1).split("/")
