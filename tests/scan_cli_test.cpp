@@ -1256,7 +1256,7 @@ TEST_CASE("an LD_PRELOAD entry the image lacks is one warning on its ENV line (I
   Result bad = Scan(image(false), "--dockerfile '" + (dir / "Dockerfile").string() + "'");
   INFO(Messages(bad));
   REQUIRE(bad.Count("IC062") == 1);
-  const auto& f = bad.Of("IC062")[0];
+  const auto f = bad.Of("IC062")[0];
   CHECK(f["severity"] == "warning");
   CHECK(f["dockerfile"]["line"] == 3);
   CHECK(f["message"].get<std::string>().find(
@@ -1416,7 +1416,7 @@ size_t LoaderFindings(const nlohmann::json& findings) {
 
 }  // namespace
 
-TEST_CASE("diff: a cuDNN bump that fixes IC001 and introduces IC014; --fail-on sees only new",
+TEST_CASE("diff: a cuDNN bump that fixes IC001 and introduces IC014, and --fail-on sees only new",
           "[diff]") {
   Pair p(Seed(true), CudnnBumped());
   auto [status, j] = DiffJson(p);
@@ -1535,7 +1535,7 @@ TEST_CASE("diff: two images that share a base read the shared layers once", "[di
   CHECK(uncached.status == 2);  // read twice: the new layout's corrupt copy is met
 }
 
-TEST_CASE("scan --baseline: a rebuild that moves files between layers matches; new ones fail",
+TEST_CASE("scan --baseline: a rebuild that moves files between layers matches, and new ones fail",
           "[baseline]") {
   // The rebuild: the stale cuDNN in another directory, written by another layer, and the
   // layers in another order; the same problem (IC001) with the same cause.
