@@ -734,8 +734,9 @@ long long Counter(const Metrics& metrics, const std::string& series) {
 
 }  // namespace
 
-TEST_CASE("a reload hands back at once the work a replica refused, and reclaims count only the silent",
-          "[work][redis]") {
+TEST_CASE(
+    "a reload hands back at once the work a replica refused, and reclaims count only the silent",
+    "[work][redis]") {
   if (!imgcheck::testing::HaveProgram("redis-server"))
     return imgcheck::testing::Skip("redis-server not installed");
   imgcheck::testing::TempDir dir;
