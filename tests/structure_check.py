@@ -6,7 +6,12 @@
 1. Every `#include "STAGE/..."` in src/ names the file's own stage or an earlier one, in the order
    of STYLE.md's "Shape" (util, image, elf, catalog, loader, rules, report, scan, attest, probe,
    serve, cli).
-2. src/cli holds argument parsing and output selection only: it names nothing of `loader::` or
+2. src/serve's rooms (its sub-folders: front, fleet, trust) see each other through one header
+   each, named after the room (serve/fleet/fleet.h): a file outside a room includes nothing else
+   of it, and at serve's top level only the composition (server.h, server.cpp) includes a room
+   at all; the rest there (verdict, metrics, log, pool) is what every room speaks. No room
+   includes the composition, and a room's code is in its own namespace (serve::fleet).
+3. src/cli holds argument parsing and output selection only: it names nothing of `loader::` or
    `catalog::` (scan:: is its door to them), and no function body in it runs past 60 lines.
 
 Function bodies are found by brace matching on the source with comments and literals blanked: a
@@ -91,6 +96,43 @@ def function_bodies(text):
     return [(name, line, count) for name, line, count in bodies if count is not None]
 
 
+SERVE_COMPOSITION = {"server.h", "server.cpp"}
+
+
+def room_problems(src, rel, text):
+    """Includes of `rel` (a file under src/) that reach into a room of src/serve past its header."""
+    serve = os.path.join(src, "serve")
+    rooms = {d for d in os.listdir(serve) if os.path.isdir(os.path.join(serve, d))}
+    parts = rel.split(os.sep)[1:]  # below src/
+    own = parts[1] if parts[0] == "serve" and len(parts) == 3 else None
+    top_level = parts[0] == "serve" and len(parts) == 2
+    problems = []
+    if own:
+        for m in re.finditer(r"^namespace imgcheck::serve(::\w+)?\s*\{", text, re.M):
+            if m.group(1) != "::" + own:
+                line = text.count("\n", 0, m.start()) + 1
+                problems.append(f"{rel}:{line}: room {own}'s code is in namespace "
+                                f"imgcheck::serve::{own}")
+    for m in re.finditer(r'^\s*#\s*include\s+"serve/([^"]+)"', text, re.M):
+        line = text.count("\n", 0, m.start()) + 1
+        target = m.group(1).split("/")
+        if len(target) == 1:
+            if own and target[0] in SERVE_COMPOSITION:
+                problems.append(f"{rel}:{line}: room {own} includes serve/{target[0]}, the "
+                                f"composition above it")
+            continue
+        room = target[0]
+        if room not in rooms or room == own:
+            continue
+        if top_level and parts[1] not in SERVE_COMPOSITION:
+            problems.append(f"{rel}:{line}: serve/{parts[1]} includes room {room}: only the "
+                            f"composition (server.h, server.cpp) does")
+        elif target[1:] != [room + ".h"]:
+            problems.append(f"{rel}:{line}: includes serve/{m.group(1)}: room {room} is seen "
+                            f"through serve/{room}/{room}.h only")
+    return problems
+
+
 def main():
     source = sys.argv[1]
     src = os.path.join(source, "src")
@@ -111,6 +153,7 @@ def main():
                     if to in STAGES and STAGES.index(to) > STAGES.index(stage):
                         line = text.count("\n", 0, m.start()) + 1
                         problems.append(f"{rel}:{line}: {stage} includes {to}/, a later stage")
+                problems += room_problems(src, rel, text)
                 if stage != "cli" or name.endswith("_test.cpp"):
                     continue
                 code = blank_comments_and_literals(text)
@@ -126,7 +169,8 @@ def main():
     if problems:
         print(f"structure: {len(problems)} problem(s)", file=sys.stderr)
         return 1
-    print("structure: includes point down the pipeline; src/cli is argument parsing and output")
+    print("structure: includes point down the pipeline; serve's rooms meet through one header "
+          "each; src/cli is argument parsing and output")
     return 0
 
 

@@ -14,11 +14,10 @@
 #include "image/registry.h"
 #include "image/registry_auth.h"
 #include "scan/scan.h"
-#include "serve/crawl.h"
-#include "serve/facts_store.h"
+#include "serve/fleet/fleet.h"
 #include "serve/log.h"
 #include "serve/server.h"
-#include "serve/verdict_seal.h"
+#include "serve/trust/trust.h"
 #include "util/error.h"
 #include "util/file.h"
 
@@ -56,9 +55,9 @@ struct ServeArgs {
   size_t crawl_page_size = 100;                  ///< --crawl-page-size
 };
 
-serve::Fallback ParseFallback(const std::string& flag, const std::string& value) {
-  if (value == "allow") return serve::Fallback::kAllow;
-  if (value == "deny") return serve::Fallback::kDeny;
+serve::front::Fallback ParseFallback(const std::string& flag, const std::string& value) {
+  if (value == "allow") return serve::front::Fallback::kAllow;
+  if (value == "deny") return serve::front::Fallback::kDeny;
   throw util::Fatal(flag + ": '" + value + "' is not allow or deny");
 }
 
@@ -101,8 +100,8 @@ class PolicyHolder {
 // sigtimedwait, so no other thread sees it.
 class Reloader {
  public:
-  Reloader(const scan::PolicyArgs& args, PolicyHolder& policy, serve::Verdicts& verdicts,
-           serve::Attestations& attestations)
+  Reloader(const scan::PolicyArgs& args, PolicyHolder& policy, serve::fleet::Verdicts& verdicts,
+           serve::trust::Attestations& attestations)
       : thread_([this, &args, &policy, &verdicts, &attestations] {
           sigset_t hup;
           sigemptyset(&hup);
@@ -146,11 +145,11 @@ class Reloader {
 
 // The verdict store shared by the replicas (--redis), or null; its sealing key into `vo`, and
 // the Redis client under it (for the work queue) into `client`.
-std::unique_ptr<serve::SharedStore> OpenSharedStore(const ServeArgs& args,
-                                                    serve::VerdictOptions& vo,
-                                                    std::shared_ptr<serve::RedisClient>& client) {
+std::unique_ptr<serve::fleet::SharedStore> OpenSharedStore(
+    const ServeArgs& args, serve::fleet::VerdictOptions& vo,
+    std::shared_ptr<serve::fleet::RedisClient>& client) {
   if (!args.verdict_key_file.empty()) {
-    auto key = serve::VerdictSeal::ReadKeyFile(args.verdict_key_file);
+    auto key = serve::trust::VerdictSeal::ReadKeyFile(args.verdict_key_file);
     if (!key) throw util::Fatal(key.error().message);
     vo.verdict_key = std::move(*key);
   }
@@ -174,10 +173,10 @@ std::unique_ptr<serve::SharedStore> OpenSharedStore(const ServeArgs& args,
       password.pop_back();
     if (password.empty()) throw util::Fatal("--redis-password-file is empty");
   }
-  auto opened = serve::RedisClient::Open(args.redis, password);
+  auto opened = serve::fleet::RedisClient::Open(args.redis, password);
   if (!opened) throw util::Fatal(opened.error().message);
   client = *opened;
-  std::unique_ptr<serve::SharedStore> shared = serve::OpenRedisStore(client);
+  std::unique_ptr<serve::fleet::SharedStore> shared = serve::fleet::OpenRedisStore(client);
   if (!shared->Ping()) {
     std::string where = args.redis;  // without a password the URL may hold
     if (size_t at = where.rfind('@'); at != std::string::npos)
@@ -189,8 +188,9 @@ std::unique_ptr<serve::SharedStore> OpenSharedStore(const ServeArgs& args,
 
 // --trust-key and --verify-attestations-by-scan (h-attest): the keys, and the scans' registry
 // options (credentials bound to their hosts as the scans' are).
-serve::AttestationOptions AttestationOptionsOf(const ServeArgs& args, const scan::Policy& policy) {
-  serve::AttestationOptions a;
+serve::trust::AttestationOptions AttestationOptionsOf(const ServeArgs& args,
+                                                      const scan::Policy& policy) {
+  serve::trust::AttestationOptions a;
   for (const auto& k : args.trust_keys) a.keys.push_back(attest::LoadPublicKey(k));
   a.registry = ToLoadOptions(args.image).registry;
   a.fail_on = policy.fail_on;
@@ -200,17 +200,16 @@ serve::AttestationOptions AttestationOptionsOf(const ServeArgs& args, const scan
 
 // The fleet (issue 33): with --redis the digests to scan wait on Redis Streams that every
 // replica reads, so that work outlives the replica that accepted it; without, in memory.
-std::unique_ptr<serve::WorkQueue> WorkQueue(const ServeArgs& args,
-                                            const std::shared_ptr<serve::RedisClient>& redis,
-                                            const serve::VerdictOptions& vo,
-                                            serve::Metrics& metrics) {
+std::unique_ptr<serve::fleet::WorkQueue> WorkQueue(
+    const ServeArgs& args, const std::shared_ptr<serve::fleet::RedisClient>& redis,
+    const serve::fleet::VerdictOptions& vo, serve::Metrics& metrics) {
   if (!redis) return nullptr;
-  serve::StreamOptions so;
-  so.consumer = serve::ConsumerName();
-  so.lease = serve::LockLease(vo.scan_deadline);
+  serve::fleet::StreamOptions so;
+  so.consumer = serve::fleet::ConsumerName();
+  so.lease = serve::fleet::LockLease(vo.scan_deadline);
   so.max_deliveries = args.max_deliveries;
   so.local_limit = vo.queue_limit;
-  return serve::MakeStreamQueue(redis, so, metrics);
+  return serve::fleet::MakeStreamQueue(redis, so, metrics);
 }
 
 void AddFleetArgs(CLI::App& sub, ServeArgs& args) {
@@ -249,10 +248,11 @@ void AddFleetArgs(CLI::App& sub, ServeArgs& args) {
 }
 
 // --crawl: the targets, each on a registry the server may contact, and the crawl's bounds.
-serve::CrawlOptions CrawlOptionsOf(const ServeArgs& args, const serve::Resolver& resolver) {
-  serve::CrawlOptions c;
+serve::fleet::CrawlOptions CrawlOptionsOf(const ServeArgs& args,
+                                          const serve::fleet::Resolver& resolver) {
+  serve::fleet::CrawlOptions c;
   for (const std::string& flag : args.crawl) {
-    auto target = serve::ParseCrawlTarget(flag);
+    auto target = serve::fleet::ParseCrawlTarget(flag);
     if (!target) throw util::Fatal(target.error().message);
     if (!resolver.Allowed(target->host))
       throw util::Fatal("--crawl " + flag + ": registry " + target->host +
@@ -270,8 +270,10 @@ serve::CrawlOptions CrawlOptionsOf(const ServeArgs& args, const serve::Resolver&
 // The scans the workers run: the policy held at their start, the manifest the resolver
 // fetched, and with the facts store (issue 33) what a verdict needs kept for every replica, so
 // that a new policy re-judges from it with the manifest as the only registry request.
-serve::Scanner ScannerOf(const ServeArgs& args, PolicyHolder& holder, serve::Resolver& resolver,
-                         std::shared_ptr<serve::FactsStore> facts, serve::Metrics& metrics) {
+serve::fleet::Scanner ScannerOf(const ServeArgs& args, PolicyHolder& holder,
+                                serve::fleet::Resolver& resolver,
+                                std::shared_ptr<serve::fleet::FactsStore> facts,
+                                serve::Metrics& metrics) {
   return [&args, &holder, &resolver, facts = std::move(facts),
           &metrics](const std::string& reference) {
     ImageArgs image = args.image;
@@ -280,9 +282,9 @@ serve::Scanner ScannerOf(const ServeArgs& args, PolicyHolder& holder, serve::Res
     scan::Request request = ScanRequest(image, p->knowledge, scan::Depth::kFindings);
     request.policy = p.get();
     request.load.known_manifest = resolver.TakeManifest(reference);
-    std::shared_ptr<serve::ScanFacts> seen;
+    std::shared_ptr<serve::fleet::ScanFacts> seen;
     if (facts) {
-      seen = std::make_shared<serve::ScanFacts>(facts);
+      seen = std::make_shared<serve::fleet::ScanFacts>(facts);
       request.load.shared_layers = seen;
       request.load.stat_cached = false;
     }
@@ -310,9 +312,9 @@ int Serve(ServeArgs& args) {
   o.shutdown_grace = Millis(args.shutdown_grace);
   o.platform = args.image.platform;
 
-  serve::VerdictOptions vo;
-  std::shared_ptr<serve::RedisClient> redis;
-  std::unique_ptr<serve::SharedStore> shared = OpenSharedStore(args, vo, redis);
+  serve::fleet::VerdictOptions vo;
+  std::shared_ptr<serve::fleet::RedisClient> redis;
+  std::unique_ptr<serve::fleet::SharedStore> shared = OpenSharedStore(args, vo, redis);
   if (args.allow_registry.empty())
     serve::Log("no --allow-registry: pod specs may make this server pull from any registry");
   BindServeCreds(args.image.creds, args.allow_registry);
@@ -327,21 +329,22 @@ int Serve(ServeArgs& args) {
   vo.cache_entries = args.cache_entries;
   serve::Metrics metrics;
   // Before the verdicts: their workers' scans take the manifests its lookups fetched.
-  serve::Resolver resolver(ToLoadOptions(args.image), args.allow_registry,
-                           std::chrono::seconds(args.resolve_ttl));
-  serve::CrawlOptions crawl = CrawlOptionsOf(args, resolver);  // refused before anything starts
-  std::shared_ptr<serve::FactsStore> facts;
+  serve::fleet::Resolver resolver(ToLoadOptions(args.image), args.allow_registry,
+                                  std::chrono::seconds(args.resolve_ttl));
+  serve::fleet::CrawlOptions crawl =
+      CrawlOptionsOf(args, resolver);  // refused before anything starts
+  std::shared_ptr<serve::fleet::FactsStore> facts;
   if (redis && args.facts_max_bytes > 0)
-    facts = std::make_shared<serve::FactsStore>(redis, serve::VerdictSeal(vo.verdict_key),
-                                                args.facts_max_bytes, metrics);
-  serve::Scanner scanner = ScannerOf(args, holder, resolver, facts, metrics);
-  serve::Verdicts verdicts(scanner, vo, std::move(shared), metrics,
-                           WorkQueue(args, redis, vo, metrics));
-  serve::Attestations attestations(AttestationOptionsOf(args, policy), metrics);
+    facts = std::make_shared<serve::fleet::FactsStore>(
+        redis, serve::trust::VerdictSeal(vo.verdict_key), args.facts_max_bytes, metrics);
+  serve::fleet::Scanner scanner = ScannerOf(args, holder, resolver, facts, metrics);
+  serve::fleet::Verdicts verdicts(scanner, vo, std::move(shared), metrics,
+                                  WorkQueue(args, redis, vo, metrics));
+  serve::trust::Attestations attestations(AttestationOptionsOf(args, policy), metrics);
   attestations.SetIdentity(policy.identity);
   o.attestations = &attestations;
   Reloader reloader(args.rules, holder, verdicts, attestations);
-  serve::Crawler crawler(std::move(crawl), verdicts, metrics);
+  serve::fleet::Crawler crawler(std::move(crawl), verdicts, metrics);
   return serve::Serve(o, verdicts, resolver, metrics);
 }
 

@@ -10,11 +10,8 @@
 #include <set>
 #include <thread>
 
-#include "serve/events.h"
-#include "serve/gatekeeper.h"
+#include "serve/front/front.h"
 #include "serve/log.h"
-#include "serve/pinning.h"
-#include "serve/tls.h"
 #include "util/error.h"
 
 namespace imgcheck::serve {
@@ -45,7 +42,7 @@ std::pair<std::string, int> SplitListen(const std::string& listen) {
 }
 
 // The API server appends ?timeout=10s (the webhook's timeoutSeconds) to each call.
-milliseconds CallerTimeout(const HttpRequest& req, milliseconds fallback) {
+milliseconds CallerTimeout(const front::HttpRequest& req, milliseconds fallback) {
   std::string t = req.Param("timeout");
   size_t digits = t.find_first_not_of("0123456789");
   if (t.empty() || digits == 0 || digits == std::string::npos || digits > 6) return fallback;
@@ -57,29 +54,29 @@ milliseconds CallerTimeout(const HttpRequest& req, milliseconds fallback) {
   return fallback;
 }
 
-HttpResponse Json(std::string body) { return {200, "application/json", std::move(body)}; }
+front::HttpResponse Json(std::string body) { return {200, "application/json", std::move(body)}; }
 
 class Handlers {
  public:
-  Handlers(const ServerOptions& o, Verdicts& v, Resolver& r, Metrics& m)
+  Handlers(const ServerOptions& o, fleet::Verdicts& v, fleet::Resolver& r, Metrics& m)
       : options_(o), verdicts_(v), resolver_(r), metrics_(m) {}
 
   // Resolves every distinct image (the lookups run together on the resolver's pool), starts
   // the scans of the unknown ones together, then waits for them within the budget and the
   // request's deadline.
-  std::vector<ImageResult> Judge(const std::vector<ImageUse>& uses, const std::string& platform,
-                                 Clock::time_point deadline) {
+  std::vector<front::ImageResult> Judge(const std::vector<front::ImageUse>& uses,
+                                        const std::string& platform, Clock::time_point deadline) {
     std::map<std::string, size_t> first;  // image -> its first result
-    for (const ImageUse& use : uses)
+    for (const front::ImageUse& use : uses)
       if (first.emplace(use.image, first.size()).second)
         resolver_.Resolve(use.image, platform, Clock::now());  // starts the lookup, waits not
-    std::vector<ImageResult> distinct(first.size());
+    std::vector<front::ImageResult> distinct(first.size());
     auto budget_end = std::min(deadline, Clock::now() + options_.scan_budget);
     for (const auto& [image, i] : first) {
-      ImageResult& r = distinct[i];
+      front::ImageResult& r = distinct[i];
       auto res = resolver_.Resolve(image, platform, deadline);
       if (!res) {
-        r.outcome.state = Outcome::State::kFailed;
+        r.outcome.state = fleet::Outcome::State::kFailed;
         r.outcome.error = res.error().message;
       } else {
         r.digest = res->digest;
@@ -87,21 +84,21 @@ class Handlers {
           r.outcome = verdicts_.Get(r.digest, res->pinned, milliseconds(0));
       }
     }
-    for (ImageResult& r : distinct) {
-      if (r.outcome.state == Outcome::State::kPending) {
+    for (front::ImageResult& r : distinct) {
+      if (r.outcome.state == fleet::Outcome::State::kPending) {
         auto left = std::chrono::duration_cast<milliseconds>(budget_end - Clock::now());
         r.outcome = verdicts_.Wait(r.digest, std::max(milliseconds(0), left));
       }
       const char* what = "error";
-      if (r.outcome.state == Outcome::State::kReady)
+      if (r.outcome.state == fleet::Outcome::State::kReady)
         what = r.outcome.verdict->Fails(options_.decide.fail_on) ? "deny" : "allow";
-      else if (r.outcome.state == Outcome::State::kPending)
+      else if (r.outcome.state == fleet::Outcome::State::kPending)
         what = "unknown";
       metrics_.Decision(what);
     }
-    std::vector<ImageResult> out;
+    std::vector<front::ImageResult> out;
     out.reserve(uses.size());
-    for (const ImageUse& use : uses) {
+    for (const front::ImageUse& use : uses) {
       out.push_back(distinct[first[use.image]]);
       out.back().use = use;
     }
@@ -111,103 +108,105 @@ class Handlers {
   /// --trust-key: for a digest without a known verdict, the verdict of a valid attestation
   /// (remembered like a scan's); true when one was found. With --verify-attestations-by-scan a
   /// scan still starts in the background.
-  bool FromAttestation(ImageResult& r, const std::string& pinned) {
-    Attestations* a = options_.attestations;
+  bool FromAttestation(front::ImageResult& r, const std::string& pinned) {
+    trust::Attestations* a = options_.attestations;
     if (a == nullptr || !a->enabled() || verdicts_.Lookup(r.digest) != nullptr) return false;
     std::shared_ptr<const Verdict> v = a->Find(r.digest, pinned);
     if (!v) return false;
     // Prefetch first: it starts no scan for a digest whose verdict is known.
     if (a->verify_by_scan()) verdicts_.Prefetch(r.digest, pinned);
     verdicts_.Put(r.digest, v);
-    r.outcome.state = Outcome::State::kReady;
+    r.outcome.state = fleet::Outcome::State::kReady;
     r.outcome.verdict = std::move(v);
     r.outcome.cached = "attestation";
     return true;
   }
 
   /// An error when `uses` name more distinct images than --max-images.
-  util::Expected<void> WithinImageCap(const std::vector<ImageUse>& uses) const {
+  util::Expected<void> WithinImageCap(const std::vector<front::ImageUse>& uses) const {
     std::set<std::string_view> distinct;
-    for (const ImageUse& use : uses) distinct.insert(use.image);
+    for (const front::ImageUse& use : uses) distinct.insert(use.image);
     if (distinct.size() <= options_.max_images) return {};
     return util::MakeError("the request names " + std::to_string(distinct.size()) +
                            " distinct images, more than --max-images " +
                            std::to_string(options_.max_images));
   }
 
-  Clock::time_point Deadline(const HttpRequest& req) const {
+  Clock::time_point Deadline(const front::HttpRequest& req) const {
     return Clock::now() + CallerTimeout(req, options_.request_deadline) - kMargin;
   }
 
   // Every body gets an AdmissionReview answer (per --on-error when it cannot be judged), never
   // an HTTP error: the API server would apply the webhook's failurePolicy to that instead.
-  HttpResponse Admission(const HttpRequest& req) {
+  front::HttpResponse Admission(const front::HttpRequest& req) {
     auto deadline = Deadline(req);
     std::string uid;
-    AdmissionAnswer answer;
+    front::AdmissionAnswer answer;
     try {
-      auto parsed = ParseAdmissionReview(req.body, options_.platform, uid);
+      auto parsed = front::ParseAdmissionReview(req.body, options_.platform, uid);
       util::Expected<void> capped =
           parsed ? WithinImageCap(parsed->images) : util::Expected<void>(parsed.error());
       if (!capped) {
-        answer = Unjudgeable(capped.error().message, options_.decide.on_error);
+        answer = front::Unjudgeable(capped.error().message, options_.decide.on_error);
         metrics_.Decision("error");
         Log("admission " + (uid.empty() ? "(no uid)" : uid) + ": " + capped.error().message);
       } else {
-        answer = Decide(Judge(parsed->images, parsed->platform, deadline), options_.decide);
+        answer = front::Decide(Judge(parsed->images, parsed->platform, deadline), options_.decide);
         if (!answer.allowed)
           Log("denied " + parsed->kind + " " + parsed->namespace_name + "/" + parsed->name + ": " +
               answer.message);
       }
     } catch (const std::exception& e) {
-      answer = Unjudgeable(std::string("internal error: ") + e.what(), options_.decide.on_error);
+      answer =
+          front::Unjudgeable(std::string("internal error: ") + e.what(), options_.decide.on_error);
       metrics_.Decision("error");
       Log("admission " + uid + ": internal error: " + e.what());
     }
-    return Json(AdmissionResponse(uid, answer));
+    return Json(front::AdmissionResponse(uid, answer));
   }
 
   // Mutating admission: every image pinned to the digest Judge resolved and judged (the
   // resolutions and verdicts the validating path uses, so that it then judges the pinned digest
   // itself). It denies no image: the validating webhook does; only a request that cannot be
   // pinned at all is answered per --on-error.
-  HttpResponse Mutation(const HttpRequest& req) {
+  front::HttpResponse Mutation(const front::HttpRequest& req) {
     auto deadline = Deadline(req);
     std::string uid;
-    AdmissionAnswer answer;
+    front::AdmissionAnswer answer;
     try {
-      auto parsed = ParseAdmissionReview(req.body, options_.platform, uid);
+      auto parsed = front::ParseAdmissionReview(req.body, options_.platform, uid);
       util::Expected<void> capped =
           parsed ? WithinImageCap(parsed->images) : util::Expected<void>(parsed.error());
-      if (capped && parsed->images.size() > kMaxPins)
+      if (capped && parsed->images.size() > front::kMaxPins)
         capped = util::MakeError("the request names " + std::to_string(parsed->images.size()) +
-                                 " images, more than the " + std::to_string(kMaxPins) +
+                                 " images, more than the " + std::to_string(front::kMaxPins) +
                                  " imgcheck pins in one object");
       if (!capped) {
-        answer = Unjudgeable(capped.error().message, options_.decide.on_error);
+        answer = front::Unjudgeable(capped.error().message, options_.decide.on_error);
         metrics_.Decision("error");
         Log("mutation " + (uid.empty() ? "(no uid)" : uid) + ": " + capped.error().message);
       } else {
-        Pinning pinning =
-            PinImages(Judge(parsed->images, parsed->platform, deadline), options_.decide.fail_on);
+        front::Pinning pinning = front::PinImages(Judge(parsed->images, parsed->platform, deadline),
+                                                  options_.decide.fail_on);
         answer.patch = JsonPatch(pinning.pins);
         for (const std::string& why : pinning.unpinned)
           answer.warnings.push_back("imgcheck: not pinned to a digest: " + why);
       }
     } catch (const std::exception& e) {
-      answer = Unjudgeable(std::string("internal error: ") + e.what(), options_.decide.on_error);
+      answer =
+          front::Unjudgeable(std::string("internal error: ") + e.what(), options_.decide.on_error);
       metrics_.Decision("error");
       Log("mutation " + uid + ": internal error: " + e.what());
     }
-    return Json(AdmissionResponse(uid, answer));
+    return Json(front::AdmissionResponse(uid, answer));
   }
 
-  HttpResponse RegistryEvents(const HttpRequest& req) {
+  front::HttpResponse RegistryEvents(const front::HttpRequest& req) {
     auto deadline = Deadline(req);
-    auto events = ParseRegistryEvents(req.body);
+    auto events = front::ParseRegistryEvents(req.body);
     if (!events) return {400, "text/plain", events.error().message + "\n"};
     int queued = 0, skipped = 0;
-    for (const PushedManifest& p : *events) {
+    for (const front::PushedManifest& p : *events) {
       auto r = resolver_.Resolve(p.Reference(), options_.platform, deadline);
       if (r && verdicts_.Prefetch(r->digest, r->pinned)) {
         ++queued;
@@ -221,29 +220,31 @@ class Handlers {
     return Json(j.dump());
   }
 
-  HttpResponse Gatekeeper(const HttpRequest& req) {
+  front::HttpResponse Gatekeeper(const front::HttpRequest& req) {
     auto deadline = Deadline(req);
-    auto keys = ParseProviderRequest(req.body);
-    if (!keys) return Json(ProviderResponse({}, options_.decide.fail_on, keys.error().message));
-    std::vector<ImageUse> uses;
+    auto keys = front::ParseProviderRequest(req.body);
+    if (!keys)
+      return Json(front::ProviderResponse({}, options_.decide.fail_on, keys.error().message));
+    std::vector<front::ImageUse> uses;
     for (const auto& k : *keys) uses.push_back({k, "key"});
     return Json(
-        ProviderResponse(Judge(uses, options_.platform, deadline), options_.decide.fail_on));
+        front::ProviderResponse(Judge(uses, options_.platform, deadline), options_.decide.fail_on));
   }
 
  private:
   const ServerOptions& options_;
-  Verdicts& verdicts_;
-  Resolver& resolver_;
+  fleet::Verdicts& verdicts_;
+  fleet::Resolver& resolver_;
   Metrics& metrics_;
 };
 
 }  // namespace
 
-int Serve(const ServerOptions& options, Verdicts& verdicts, Resolver& resolver, Metrics& metrics) {
+int Serve(const ServerOptions& options, fleet::Verdicts& verdicts, fleet::Resolver& resolver,
+          Metrics& metrics) {
   auto [host, port] = SplitListen(options.listen);
-  CertificateFiles certs(options.tls_cert, options.tls_key, options.cert_check);
-  HttpServer svr(options.http, [&](SSL_CTX* ctx, std::string& error) {
+  front::CertificateFiles certs(options.tls_cert, options.tls_key, options.cert_check);
+  front::HttpServer svr(options.http, [&](SSL_CTX* ctx, std::string& error) {
     certs.Attach(ctx);
     if (options.client_ca.empty()) return true;
     STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(options.client_ca.c_str());
@@ -268,17 +269,17 @@ int Serve(const ServerOptions& options, Verdicts& verdicts, Resolver& resolver, 
   svr.Route("POST", "/v1/gatekeeper", false, [&](const auto& req) { return h.Gatekeeper(req); });
   // Probes and metrics are answered on the I/O thread: they never wait behind reviews.
   svr.Route("GET", "/healthz", true, [](const auto&) {
-    return HttpResponse{200, "text/plain", "ok\n"};
+    return front::HttpResponse{200, "text/plain", "ok\n"};
   });
   // Ready means "can decide": listening and not stopping. Without Redis the verdicts in memory
   // and the scans still decide (degraded, see imgcheck_shared_store_up), and a replica taken
   // out of the Service would turn the gate off (failurePolicy: Ignore).
   svr.Route("GET", "/readyz", true, [&](const auto&) {
-    return ready ? HttpResponse{200, "text/plain", "ready\n"}
-                 : HttpResponse{503, "text/plain", "not ready\n"};
+    return ready ? front::HttpResponse{200, "text/plain", "ready\n"}
+                 : front::HttpResponse{503, "text/plain", "not ready\n"};
   });
   svr.Route("GET", "/metrics", true, [&](const auto&) {
-    return HttpResponse{200, "text/plain; version=0.0.4", metrics.Render()};
+    return front::HttpResponse{200, "text/plain; version=0.0.4", metrics.Render()};
   });
 
   port = svr.Listen(host, port);
