@@ -1819,6 +1819,31 @@ TEST_CASE("IC012: CuPy's NCCL module without NCCL is info, its cuFFT module an e
   CHECK(errors["IC012"][0].severity == Severity::kError);
 }
 
+TEST_CASE("IC012: CuPy 13's cuDNN module without cuDNN is info, its cuBLAS module an error",
+          "[checks]") {
+  auto image = [&](const std::string& module, const std::string& needed) {
+    FakeImage f = WithLibs({});
+    elf::fixture::ElfSpec ext;
+    ext.needed = {needed};
+    f.File(kSite + module, elf::fixture::BuildElf(ext));
+    Dist(f, "cupy-cuda11x", "13.6.0", {}, {module});
+    return f;
+  };
+  FakeImage optional =
+      image("cupy_backends/cuda/libs/cudnn.cpython-311-x86_64-linux-gnu.so", "libcudnn.so.8");
+  auto found = Scan(optional);
+  REQUIRE(found["IC012"].size() == 1);
+  CHECK(found["IC012"][0].severity == Severity::kInfo);
+  CHECK(found["IC012"][0].message.find("(optional: cupy-cuda11x loads it when cuDNN is used") !=
+        std::string::npos);
+  FakeImage needed =
+      image("cupy_backends/cuda/libs/cublas.cpython-311-x86_64-linux-gnu.so", "libcublas.so.11");
+  auto errors = Scan(needed);
+  REQUIRE(errors["IC012"].size() == 1);
+  CHECK(errors["IC012"][0].severity == Severity::kError);
+  CHECK(errors["IC012"][0].message.find("optional") == std::string::npos);
+}
+
 namespace {
 
 TEST_CASE("IC080: a release newer than the data knows names the row its checks fell back to",
