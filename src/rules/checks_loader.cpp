@@ -633,6 +633,14 @@ void CheckFrameworkPin(Context& ctx) {
                                "'s process, but the image has " + fw->name + " " + fw->version,
                            {dist->path, fw->path}, std::max(dist->layer, fw->layer));
       if (same_release) f.severity = Severity::kWarning;
+      // Only packages known to be built for exactly one release (companions: torchvision's nms
+      // fails on another torch though every symbol binds) are an error on the pin alone; for
+      // any other the pin is a declaration the files may not bear out (scripts/loader-diff
+      // ext25-on-torch26-req imports and runs): IC013 judges its symbols.
+      if (!ctx.knowledge.HasCompanions(req.name, catalog::NormalizeDistName(dist->name))) {
+        f.severity = Severity::kInfo;
+        f.message += " (its symbols bind; no data says it breaks on another release)";
+      }
       f.evidence.push_back({"requires", req.raw + " (" + dist->path + "/METADATA)"});
       f.evidence.push_back({"installed", fw->name + " " + fw->version + " (" + fw->path + ", " +
                                              LayerText(ctx, fw->layer) + ")"});
@@ -701,13 +709,18 @@ void CheckLibraryPath(Context& ctx) {
   auto value = ctx.catalog.config.Env("LD_LIBRARY_PATH");
   if (!value) return;
   std::vector<std::string> problems;
+  // Empty and relative elements search wherever the process runs; a missing absolute directory
+  // only costs a lookup (scripts/loader-diff cupy11-apt-cuda11-ldlp: a working stack).
+  bool cwd = false;
   std::vector<std::string> entries = util::Split(*value, ':');
   for (size_t i = 0; i < entries.size(); ++i) {
     const std::string& e = entries[i];
     if (e.empty()) {
       problems.push_back("element " + std::to_string(i + 1) + " is empty (the working directory)");
+      cwd = true;
     } else if (e[0] != '/') {
       problems.push_back("\"" + e + "\" is relative (to the working directory)");
+      cwd = true;
     } else if (!ctx.knowledge.IsContainerMount(util::NormalizePath(e))) {
       auto r = ctx.tree.Resolve(e);
       if (!r || !r->node || r->node->type != image::NodeType::kDirectory)
@@ -718,6 +731,7 @@ void CheckLibraryPath(Context& ctx) {
   std::string list;
   for (const auto& p : problems) list += (list.empty() ? "" : "; ") + p;
   Finding f = ctx.Make("IC060", "LD_LIBRARY_PATH=" + *value + ": " + list, {}, -1);
+  if (!cwd) f.severity = Severity::kInfo;
   f.evidence.push_back({"env", "LD_LIBRARY_PATH=" + *value});
   f.env = "LD_LIBRARY_PATH";
   ctx.findings.push_back(std::move(f));

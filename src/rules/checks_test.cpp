@@ -388,6 +388,12 @@ TEST_CASE("IC060: LD_LIBRARY_PATH with empty, relative or missing elements", "[c
   CHECK(m.find("element 2 is empty") != std::string::npos);
   CHECK(m.find("\"lib\" is relative") != std::string::npos);
   CHECK(m.find("\"/nowhere\" does not exist") != std::string::npos);
+  CHECK(found["IC060"][0].severity == Severity::kWarning);
+  // Only a missing absolute directory: a dead entry, info (loader-diff cupy11-apt-cuda11-ldlp).
+  SetEnv(f, "LD_LIBRARY_PATH", kLib + ":/usr/local/cuda/lib64");
+  auto missing = Scan(f);
+  REQUIRE(missing["IC060"].size() == 1);
+  CHECK(missing["IC060"][0].severity == Severity::kInfo);
   SetEnv(f, "LD_LIBRARY_PATH", kLib);
   CHECK(Paths(Scan(f), "IC060").empty());
 }
@@ -2284,6 +2290,22 @@ TEST_CASE("IC012: a package's optional backend: what it loads itself is loaded, 
   CHECK(sox.message.rfind(
             "libsox.so (DT_NEEDED of " + kSite + "torchaudio/lib/libtorchaudio_sox.so", 0) == 0);
   CHECK(sox.remediation.find("apt-get install libsox-dev") != std::string::npos);
+}
+
+TEST_CASE("IC016: a pin alone is an error only for a package known to break on another release",
+          "[checks]") {
+  // A custom op pinned to torch 2.2.0 on torch 2.3.0 whose every symbol binds imports and runs
+  // (scripts/loader-diff ext25-on-torch26-req): info. torchvision's pin stays an error (the
+  // IC016 cases above): the data knows its operators fail on another torch.
+  FakeImage f = TorchImport({});
+  Extension(f, "myops", 1, {"libc10.so", "libtorch_cpu.so"}, {kC10, kCpu}, {"torch (==2.2.0)"});
+  auto found = Scan(f);
+  std::vector<Finding> pin = Naming(found, "IC016", kSite + "myops-1.0.dist-info");
+  REQUIRE(pin.size() == 1);
+  INFO(pin[0].message);
+  CHECK(pin[0].severity == Severity::kInfo);
+  CHECK(pin[0].message.find("its symbols bind") != std::string::npos);
+  CHECK(Naming(found, "IC013", kSite + "myops/_op0.so").empty());
 }
 
 }  // namespace imgcheck::rules

@@ -467,6 +467,12 @@ const CompanionRow* Knowledge::Companion(std::string_view framework, const Versi
   return nullptr;
 }
 
+bool Knowledge::HasCompanions(std::string_view framework, std::string_view package) const {
+  return std::any_of(companions_.begin(), companions_.end(), [&](const CompanionRow& r) {
+    return r.framework == framework && r.package == package;
+  });
+}
+
 const SmFloorRow* Knowledge::SmFloor(std::string_view framework, const Version& cudnn) const {
   for (const auto& r : sm_floor_)
     if (r.framework == framework && cudnn >= r.cudnn_from) return &r;

@@ -215,6 +215,8 @@ class Knowledge {
   /// when the data has no row.
   const CompanionRow* Companion(std::string_view framework, const Version& release,
                                 std::string_view package) const;
+  /// True when the companions table has a row for `package` built for `framework`.
+  bool HasCompanions(std::string_view framework, std::string_view package) const;
   const AcceptanceRow* Acceptance(std::string_view framework, const Version& version) const;
   const SmFloorRow* SmFloor(std::string_view framework, const Version& cudnn) const;
 
