@@ -187,8 +187,8 @@ void Builder::ReadConda() {
 }
 
 void Builder::ReadIntent() {
-  auto mark = [&](PackageManager m, const std::string& name, std::string why) {
-    cat_.requested.try_emplace(std::string(ManagerName(m)) + ":" + name, std::move(why));
+  auto mark = [&](PackageManager m, const std::string& name, const std::string& why) {
+    cat_.requested.try_emplace(std::string(ManagerName(m)) + ":" + name, why);
   };
   std::set<std::string, std::less<>> dpkg, pip, conda;
   for (const auto* list : {&cat_.components, &cat_.packages})

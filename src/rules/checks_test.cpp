@@ -2245,7 +2245,8 @@ TEST_CASE("IC012: a package's optional backend: what it loads itself is loaded, 
   // libavutil.so.N: the system's, absent here. Only SoX and FFmpeg are to be said, once each.
   FakeImage f = TorchImport({});
   std::vector<std::string> files;
-  auto lib = [&](const std::string& rel, std::vector<std::string> needed, std::string init = "") {
+  auto lib = [&](const std::string& rel, std::vector<std::string> needed,
+                 const std::string& init = "") {
     elf::fixture::ElfSpec spec;
     spec.needed = std::move(needed);
     spec.needed.push_back("libc.so.6");
