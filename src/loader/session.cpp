@@ -364,31 +364,6 @@ std::string WithMajor(std::string text, const std::string& major) {
   return text;
 }
 
-// Why the package owning `root` loads it only on request (the optional rows); "" if not, or
-// when it is the file a row's `select` picks for the installed release.
-std::string Optional(const catalog::Catalog& catalog, const Dists& dists,
-                     const std::vector<OptionalRow>& rows, std::string_view root) {
-  std::optional<InSite> in = SiteRelative(catalog, root);
-  if (!in) return "";
-  const catalog::PackageRef* owner = in->owner;
-  const std::string& rel = in->rel;
-  for (const OptionalRow& row : rows) {
-    if (!util::GlobMatch(row.package, owner->name) ||
-        std::none_of(row.files.begin(), row.files.end(),
-                     [&](const std::string& file) { return util::GlobMatch(file, rel); }))
-      continue;
-    std::string why = owner->name + " loads it when " + row.when;
-    if (row.select.empty()) return why;
-    std::string major = MajorOf(dists, row.major_of);
-    if (major.empty()) return why + " (no " + row.major_of + " is installed to select one)";
-    std::string select = WithMajor(row.select, major);
-    if (util::GlobMatch(select, rel)) return "";
-    return why + " (the installed " + row.major_of + " " + VersionOf(dists, row.major_of) +
-           " selects " + select + ")";
-  }
-  return "";
-}
-
 // The optional row whose files name `root`, null when none.
 const OptionalRow* OptionalRowOf(const catalog::Catalog& catalog,
                                  const std::vector<OptionalRow>& rows, std::string_view root) {
@@ -400,6 +375,22 @@ const OptionalRow* OptionalRowOf(const catalog::Catalog& catalog,
                     [&](const std::string& file) { return util::GlobMatch(file, in->rel); }))
       return &row;
   return nullptr;
+}
+
+// Why the package owning `root` loads it only on request (`row`, its optional row); "" if not, or
+// when it is the file a row's `select` picks for the installed release.
+std::string Optional(const catalog::Catalog& catalog, const Dists& dists, const OptionalRow* row,
+                     std::string_view root) {
+  std::optional<InSite> in = SiteRelative(catalog, root);
+  if (!row || !in) return "";
+  std::string why = in->owner->name + " loads it when " + row->when;
+  if (row->select.empty()) return why;
+  std::string major = MajorOf(dists, row->major_of);
+  if (major.empty()) return why + " (no " + row->major_of + " is installed to select one)";
+  std::string select = WithMajor(row->select, major);
+  if (util::GlobMatch(select, in->rel)) return "";
+  return why + " (the installed " + row->major_of + " " + VersionOf(dists, row->major_of) +
+         " selects " + select + ")";
 }
 
 // What the package loads by full path before the module at `root` (`row`'s loads_first), as
@@ -712,7 +703,7 @@ Session Session::Build(const image::Image& image, const catalog::Catalog& catalo
     c.graph = Load(image.tree, LookupIn(catalog), c.path, own);
     if (c.graph.objects.empty()) continue;
     c.package = catalog::PackageLabel(catalog, c.path);
-    c.optional = Optional(catalog, dists, *rules.optional, c.path);
+    c.optional = Optional(catalog, dists, optional_row, c.path);
     if (optional_row && !c.optional.empty()) c.optional_system = optional_row->system;
     c.on_call = !on_call.empty();
     if (c.optional.empty()) c.optional = on_call;
