@@ -447,6 +447,11 @@ class Client {
   // Chooses https, or http for a registry that only speaks http where that is allowed (a local
   // or --tls-verify=false registry, like docker's insecure registries), then checks /v2/.
   void Ping() {
+    if (std::string api = connections_ ? connections_->CheckedApi(host_) : ""; !api.empty()) {
+      origin_url_ = api;
+      origin_ = UrlOrigin(origin_url_);
+      return;
+    }
     origin_url_ = "https://" + host_;
     if (!tls_.verify || IsLocalHost(host_)) {
       Pace();
@@ -468,6 +473,7 @@ class Client {
       throw util::Fatal(host_ + " does not serve the registry API (GET /v2/ answered 404)");
     }
     if (st != 200 && st != 401 && st != 403) Fail("the API check /v2/", *ex);
+    if (connections_) connections_->RememberApi(host_, origin_url_);
   }
 
   // Sets the Authorization header from a 401's challenge to a request sent with `sent`; false

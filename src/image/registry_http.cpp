@@ -126,6 +126,19 @@ ConnectionShare* ConnectionShares::For(const std::string& origin) {
   return shares_.emplace(origin, std::make_unique<ConnectionShare>()).first->second.get();
 }
 
+std::string ConnectionShares::CheckedApi(const std::string& host) {
+  std::lock_guard lock(mu_);
+  auto it = apis_.find(host);
+  if (it == apis_.end() || Clock::now() - it->second.second >= kPingFresh) return "";
+  return it->second.first;
+}
+
+void ConnectionShares::RememberApi(const std::string& host, const std::string& api) {
+  std::lock_guard lock(mu_);
+  if (apis_.size() >= limit_ && !apis_.count(host)) return;
+  apis_[host] = {api, Clock::now()};
+}
+
 HttpExchange::HttpExchange(const HttpRequest& request, const TlsOptions& tls,
                            const std::string& unix_socket, const HttpBounds& bounds,
                            ConnectionShare* share)

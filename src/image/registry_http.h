@@ -81,11 +81,20 @@ class ConnectionShares {
   explicit ConnectionShares(size_t limit = 64) : limit_(limit) {}
   /// The share of `origin` ("scheme://host:port"); null past the limit.
   ConnectionShare* For(const std::string& origin);
+  /// The API root ("https://host:port" or "http://...") a client chose and checked for `host`
+  /// (`GET /v2/`) less than kPingFresh ago; "" when none. A client that finds one skips its
+  /// ping: a local registry that speaks http would otherwise cost every client a failed TLS
+  /// handshake, with its CA bundle parsed, and two round trips.
+  std::string CheckedApi(const std::string& host);
+  void RememberApi(const std::string& host, const std::string& api);
+  static constexpr std::chrono::seconds kPingFresh{60};
 
  private:
   size_t limit_;
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<ConnectionShare>> shares_;
+  // host -> the API root, and when it was checked
+  std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> apis_;
 };
 
 class HttpExchange {

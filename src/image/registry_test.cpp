@@ -1397,5 +1397,31 @@ TEST_CASE("a connection share keeps a registry's connections warm across exchang
   CHECK(one.For("https://b:443") == nullptr);
 }
 
+TEST_CASE("clients that share connections ping a registry once, not once each",
+          "[registry][docker-registry]") {
+  if (!HaveRegistryTools()) return;
+  PushedImage pushed("test/img:v1");
+  Proxy proxy(pushed.reg.port(), {});  // plain http on loopback: https is tried first
+  auto count = [&proxy](std::string_view what) {
+    int n = 0;
+    for (const Seen& s : proxy.seen()) n += s.target.find(what) != std::string::npos ? 1 : 0;
+    return n;
+  };
+  const std::string ref = "docker://" + proxy.host() + "/test/img:v1";
+  LoadOptions cold;
+  ResolveRegistryManifest(ref, cold);
+  ResolveRegistryManifest(ref, cold);
+  const int cold_pings = count("/v2/") - count("/manifests/");
+  CHECK(cold_pings >= 2);  // each client checks /v2/ itself
+  LoadOptions warm;
+  warm.registry.connections = std::make_shared<ConnectionShares>();
+  const int before = count("/v2/") - count("/manifests/");
+  for (int i = 0; i < 3; ++i)
+    CHECK(ResolveRegistryManifest(ref, warm).digest == pushed.img.manifest_digest);
+  CHECK(count("/v2/") - count("/manifests/") - before == cold_pings / 2);  // the first client's
+  CHECK(count("/manifests/") == 5);
+  CHECK(warm.registry.connections->CheckedApi(proxy.host()) == "http://" + proxy.host());
+}
+
 }  // namespace
 }  // namespace imgcheck::image
