@@ -417,16 +417,41 @@ std::vector<Preload> LoadsFirst(const image::Tree& tree, const catalog::Catalog&
   return out;
 }
 
+// `name` resolved as ld.so searches for the main program, without an RPATH of its own
+// (LD_LIBRARY_PATH, ld.so.cache, the system directories); a name with a '/' is a path.
+Resolution MainSearch(const image::Tree& tree, const catalog::Catalog& catalog,
+                      const Options& options, std::string_view name, Kind kind) {
+  static const elf::ElfInfo kNoDynamic;
+  LoadGraph main;
+  main.objects.push_back({});
+  main.objects[0].elf = &kNoDynamic;
+  main.objects[0].real_path = options.working_dir + "/-";
+  return Resolve(tree, LookupIn(catalog), main, 0, name, kind, options);
+}
+
+// The CUDA toolkit root of a library at `path` as cuda-pathfinder derives it: ROOT/lib64/x,
+// ROOT/lib/x, ROOT/targets/TRIPLE/lib64/x, ROOT/targets/TRIPLE/lib/x; "" otherwise.
+std::string ToolkitRoot(std::string_view path) {
+  std::string_view dir = util::DirName(path), base = util::BaseName(dir);
+  if (base != "lib64" && base != "lib") return "";
+  std::string_view parent = util::DirName(dir), grand = util::DirName(parent);
+  return std::string(util::BaseName(grand) == "targets" ? util::DirName(grand) : parent);
+}
+
+// What the on_call rows of a module say of it: why its package loads them ("" when no row
+// names it), and for a row it cannot do without, what fails and the fix.
+struct OnCall {
+  std::string why, fails, fix;
+};
+
 // The on_call rows of the module at `root`, applied to its loader options: each library found
 // in a row's directories joins the process as pathfinder loads it (full path, RTLD_GLOBAL);
 // otherwise the module dlopens its names (pathfinder's fallback, dlopen of the bare name).
-// Returns why its package loads them ("" when no row names the module).
-std::string OnCallLoads(const image::Tree& tree, const catalog::Catalog& catalog,
-                        const Dists& dists, const std::vector<OnCallRow>& rows,
-                        std::string_view root, Options& options) {
+OnCall OnCallLoads(const image::Tree& tree, const catalog::Catalog& catalog, const Dists& dists,
+                   const std::vector<OnCallRow>& rows, std::string_view root, Options& options) {
   std::optional<InSite> in = SiteRelative(catalog, root);
-  if (!in) return "";
-  std::string why;
+  if (!in) return {};
+  OnCall out;
   for (const OnCallRow& row : rows) {
     if (!Names(row, *in)) continue;
     std::string major = MajorOf(dists, in->owner->name);
@@ -445,12 +470,48 @@ std::string OnCallLoads(const image::Tree& tree, const catalog::Catalog& catalog
           }
       return false;
     };
-    if (!load_from_dirs())
+    // pathfinder's last steps for a name the system search misses: the toolkit under
+    // $CUDA_PATH or $CUDA_HOME, then the root of the toolkit whose canary (libcudart) the
+    // system search finds (/usr/local/cuda/lib64/libcudart.so.12: /usr/local/cuda).
+    auto load_from_toolkit = [&] {
+      if (row.ctk_dirs.empty() || std::any_of(names.begin(), names.end(), [&](const auto& n) {
+            return MainSearch(tree, catalog, options, n, Kind::kDlopen).found();
+          }))
+        return false;
+      std::vector<std::string> roots;
+      for (const char* var : {"CUDA_PATH", "CUDA_HOME"})
+        if (std::optional<std::string> v = catalog.config.Env(var); v && v->starts_with('/')) {
+          roots.push_back(*v);
+          break;
+        }
+      for (const std::string& canary : row.canary)
+        if (Resolution r = MainSearch(tree, catalog, options, canary, Kind::kDlopen); r.found()) {
+          if (std::string root = ToolkitRoot(r.path); !root.empty()) roots.push_back(root);
+          break;
+        }
+      for (const std::string& root : roots)
+        for (const std::string& dir : row.ctk_dirs)
+          for (const std::string& name : names) {
+            auto r = tree.Resolve(util::JoinPath(util::JoinPath(root, dir), name));
+            if (!r || !r->node || !catalog.Elf(r->path)) continue;
+            options.preload.push_back({r->path,
+                                       "loaded by cuda-pathfinder for " + in->owner->name +
+                                           " from the CUDA toolkit at " + root,
+                                       true});
+            return true;
+          }
+      return false;
+    };
+    if (!load_from_dirs() && !load_from_toolkit())
       options.dlopen.push_back(
           {std::string(util::BaseName(root)), {DlopenCall(std::move(names))}, row.source});
-    if (why.empty()) why = in->owner->name + " loads it when " + row.when;
+    if (out.why.empty()) out.why = in->owner->name + " loads it when " + row.when;
+    if (out.fails.empty() && !row.fails.empty()) {
+      out.fails = row.fails;
+      out.fix = row.fix;
+    }
   }
-  return why;
+  return out;
 }
 
 // The Python extension modules no consumer root covers whose DT_NEEDED names a library that
@@ -493,11 +554,6 @@ std::vector<PreloadEntry> Preloads(const image::Tree& tree, const catalog::Catal
   std::vector<PreloadEntry> out;
   auto add = [&](std::string_view list, std::string_view separators, const std::string& from,
                  int layer) {
-    static const elf::ElfInfo kNoDynamic;  // the main program's search, without its RPATH
-    LoadGraph main;
-    main.objects.push_back({});
-    main.objects[0].elf = &kNoDynamic;
-    main.objects[0].real_path = options.working_dir + "/-";
     for (size_t at = 0; at < list.size() && out.size() < 64;) {
       size_t end = list.find_first_of(separators, at);
       if (end == std::string_view::npos) end = list.size();
@@ -505,7 +561,7 @@ std::vector<PreloadEntry> Preloads(const image::Tree& tree, const catalog::Catal
       at = end + 1;
       if (entry.empty()) continue;
       PreloadEntry e{std::string(entry), from, layer, {}};
-      e.resolution = Resolve(tree, LookupIn(catalog), main, 0, entry, Kind::kNeeded, options);
+      e.resolution = MainSearch(tree, catalog, options, entry, Kind::kNeeded);
       out.push_back(std::move(e));
     }
   };
@@ -694,7 +750,7 @@ Session Session::Build(const image::Image& image, const catalog::Catalog& catalo
     if (optional_row)
       for (Preload& p : LoadsFirst(image.tree, catalog, *optional_row, root.path))
         own.preload.push_back(std::move(p));
-    std::string on_call;
+    OnCall on_call;
     if (rules.on_call)
       on_call = OnCallLoads(image.tree, catalog, dists, *rules.on_call, root.path, own);
     Consumer c;
@@ -705,8 +761,10 @@ Session Session::Build(const image::Image& image, const catalog::Catalog& catalo
     c.package = catalog::PackageLabel(catalog, c.path);
     c.optional = Optional(catalog, dists, optional_row, c.path);
     if (optional_row && !c.optional.empty()) c.optional_system = optional_row->system;
-    c.on_call = !on_call.empty();
-    if (c.optional.empty()) c.optional = on_call;
+    c.on_call = !on_call.why.empty();
+    c.on_call_fails = std::move(on_call.fails);
+    c.on_call_fix = std::move(on_call.fix);
+    if (c.optional.empty() && c.on_call_fails.empty()) c.optional = std::move(on_call.why);
     if (placed) {
       c.process = placed->why;
       c.framework = placed->framework->name;

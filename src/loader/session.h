@@ -37,6 +37,9 @@ struct Consumer {
   /// True when its root loads libraries on its first call (dlopen.json on_call): those dlopens
   /// are the package's own evidence, checked whatever library they name.
   bool on_call = false;
+  /// With on_call, for a row whose loads the package cannot do without (OnCallRow::fails):
+  /// what fails, and the row's fix. `optional` stays empty: their gaps are errors.
+  std::string on_call_fails, on_call_fix;
   /// The framework process it runs in and the evidence that places it there ("torch's process:
   /// _C.so NEEDS libc10.so, which only torch's objects provide"); "" for a process of its own.
   std::string process;
@@ -128,6 +131,15 @@ struct OnCallRow {
   std::vector<std::string> dirs;   ///< globs relative to site-packages, searched first
   std::string when;                ///< "an NVRTC function is first called"
   std::string source;
+  /// What the package cannot do when these loads fail, where that is its purpose (numba-cuda
+  /// compiles no kernel): their gaps are errors, not info. "" when they matter only on use.
+  std::string fails = {};
+  std::string fix = {};  ///< with `fails`: the remediation ("pip install 'numba-cuda[cu12]'")
+  /// Directories under a CUDA toolkit's root searched when the system search misses every
+  /// name ("nvvm/lib64"): the root in $CUDA_PATH or $CUDA_HOME, then that of the first `canary`
+  /// the system search finds (cuda-pathfinder's CTK-root canary, libcudart). Empty: neither.
+  std::vector<std::string> ctk_dirs = {};
+  std::vector<std::string> canary = {};
 };
 
 /// The data from rules/ that decides the consumers and how they load (rules::SessionRules

@@ -484,6 +484,14 @@ void CheckUnresolved(Context& ctx) {
                !fix.empty()) {
       f.remediation = fix;
     }
+    // Loads a package cannot do without (numba-cuda's NVVM and NVRTC): what fails, its fix.
+    if (const Consumer* first = list[0]->consumer;
+        !first->on_call_fails.empty() && std::all_of(list.begin(), list.end(), [&](auto* s) {
+          return s->object == 0 && s->consumer->on_call_fails == first->on_call_fails;
+        })) {
+      f.message += ": " + first->on_call_fails;
+      f.remediation = first->on_call_fix;
+    }
     std::set<std::string> consumers;
     for (const auto* s : list) {
       f.evidence.push_back(ResolvedEvidence(s->resolution));

@@ -1743,6 +1743,90 @@ TEST_CASE("IC012: what cuda-bindings loads on its first call through cuda-pathfi
   CHECK(nvvm_found["IC012"][0].message.find("libnvvm.so.4 (dlopen of") != std::string::npos);
 }
 
+TEST_CASE("IC012: numba-cuda cannot compile without the NVVM and NVRTC pathfinder finds",
+          "[checks]") {
+  // numba-cuda's first compile finds libnvvm and libnvrtc through cuda-pathfinder: NVIDIA's
+  // wheels, the system search, $CUDA_HOME, or the toolkit root of the libcudart the system
+  // search finds. Without either nothing compiles: one error, the extra's fix.
+  const std::string module =
+      "numba_cuda/numba/cuda/cext/_dispatcher.cpython-310-x86_64-linux-gnu.so";
+  auto image = [&](const std::vector<std::string>& libs) {
+    FakeImage f = WithLibs({});
+    f.File(kSite + module, So(""));
+    Dist(f, "numba-cuda", "0.30.4", {"cuda-bindings"}, {module});
+    for (const std::string& lib : libs) f.File(lib, So(std::string(util::BaseName(lib))));
+    return f;
+  };
+  FakeImage plain = image({});  // pip install numba-cuda
+  auto found = Scan(plain);
+  REQUIRE(found["IC012"].size() == 1);
+  const Finding& f = found["IC012"][0];
+  INFO(f.message);
+  CHECK(f.severity == Severity::kError);
+  CHECK(f.paths[0] == kSite + module);
+  CHECK(f.message.find("libnvrtc.so.12 and libnvvm.so (dlopen of") != std::string::npos);
+  CHECK(f.message.find(": numba-cuda compiles no kernel") != std::string::npos);
+  CHECK(f.remediation.find("pip install 'numba-cuda[cu12]'") != std::string::npos);
+  // What loads: NVIDIA's cu12 wheels (nvvm's file there is libnvvm.so), the cu13 ones, a
+  // toolkit on the loader path with NVVM under its root (the canary), or under $CUDA_HOME.
+  const std::vector<std::vector<std::string>> working = {
+      {kSite + "nvidia/cuda_nvcc/nvvm/lib64/libnvvm.so",
+       kSite + "nvidia/cuda_nvrtc/lib/libnvrtc.so.12"},
+      {kSite + "nvidia/cu13/lib/libnvvm.so.4", kSite + "nvidia/cu13/lib/libnvrtc.so.13"},
+      {kLib + "/libnvrtc.so.12", kLib + "/libcudart.so.12", "/opt/cuda/nvvm/lib64/libnvvm.so.4"}};
+  for (const auto& libs : working) {
+    FakeImage ok = image(libs);
+    INFO(libs[0]);
+    CHECK(Paths(Scan(ok), "IC012").empty());
+  }
+  FakeImage home = image({kLib + "/libnvrtc.so.12", "/usr/local/cuda-12/nvvm/lib64/libnvvm.so.4"});
+  SetEnv(home, "CUDA_HOME", "/usr/local/cuda-12");
+  CHECK(Paths(Scan(home), "IC012").empty());
+  // Without the canary or CUDA_HOME, a toolkit's NVVM off the loader path is not found.
+  FakeImage lost = image({kLib + "/libnvrtc.so.12", "/usr/local/cuda-12/nvvm/lib64/libnvvm.so.4"});
+  auto lost_found = Scan(lost);
+  REQUIRE(lost_found["IC012"].size() == 1);
+  CHECK(lost_found["IC012"][0].message.find("libnvvm.so (dlopen of") != std::string::npos);
+  // Debian's CUDA 11.8 packages: NVVM is found, NVRTC 11.2 is not one of pathfinder's names.
+  FakeImage apt = image({kLib + "/libnvvm.so.4", kLib + "/libnvrtc.so.11.2"});
+  auto apt_found = Scan(apt);
+  REQUIRE(apt_found["IC012"].size() == 1);
+  CHECK(apt_found["IC012"][0].severity == Severity::kError);
+  CHECK(apt_found["IC012"][0].message.find("libnvrtc.so.12 (dlopen of") != std::string::npos);
+}
+
+TEST_CASE("IC012: the JAX CUDA plugin without the CUDA libraries its version checks load",
+          "[checks]") {
+  // jax_cuda12_plugin/_versions.so NEEDS no CUDA library; initialize() makes it dlopen each one
+  // and raises at the first that fails (JAX then runs on the CPU). jax[cuda12] brings them.
+  const std::string module = "jax_cuda12_plugin/_versions.so";
+  const std::vector<std::pair<std::string, std::string>> wheels = {
+      {"cuda_runtime", "libcudart.so.12"}, {"cudnn", "libcudnn.so.9"},
+      {"cufft", "libcufft.so.11"},         {"cuda_cupti", "libcupti.so.12"},
+      {"cublas", "libcublas.so.12"},       {"cusparse", "libcusparse.so.12"}};
+  auto image = [&](bool nvidia) {
+    FakeImage f = WithLibs({});
+    f.File(kSite + module, So(""));
+    Dist(f, "jax-cuda12-plugin", "0.10.2", {}, {module});
+    if (nvidia)
+      for (const auto& [dir, lib] : wheels)
+        f.File(kSite + "nvidia/" + dir + "/lib/" + lib, So(lib));
+    return f;
+  };
+  FakeImage bare = image(false);  // pip install jax jax-cuda12-plugin, or jax[cuda12-local]
+  auto found = Scan(bare);
+  REQUIRE(found["IC012"].size() == 1);
+  const Finding& f = found["IC012"][0];
+  INFO(f.message);
+  CHECK(f.severity == Severity::kError);
+  for (const auto& [dir, lib] : wheels) CHECK(f.message.find(lib) != std::string::npos);
+  CHECK(f.message.find("JAX cannot use the GPU") != std::string::npos);
+  CHECK(f.remediation.find("pip install 'jax[cuda12]'") != std::string::npos);
+  FakeImage ok = image(true);
+  // (cuDNN's own sub-libraries, which this fake lacks, are another finding's.)
+  for (const std::string& p : Paths(Scan(ok), "IC012")) CHECK(p != kSite + module);
+}
+
 TEST_CASE("IC012: nccl-extensions' library binds the NCCL that nccl4py loaded", "[checks]") {
   // libnccl_ep.so NEEDS libnccl.so.2 with no RUNPATH; nccl4py (which nccl-extensions requires)
   // loads nvidia/nccl/lib/libnccl.so.2 through cuda-pathfinder first. `nccl`: whether the

@@ -283,7 +283,10 @@ Knowledge Knowledge::FromFiles(std::vector<DataFile> files) {
   }
   for (const Row& r : TableRows(f, "on_call"))
     k.on_call_.push_back({r.String("package"), r.String("module"), r.Strings("names"),
-                          r.Strings("dirs"), r.String("when"), r.String("source")});
+                          r.Strings("dirs"), r.String("when"), r.String("source"),
+                          r.String("fails", false),
+                          r.String("fix", !r.String("fails", false).empty()),
+                          r.Strings("ctk_dirs", false), r.Strings("canary", false)});
   for (const Row& r : TableRows(f, "wheel_libraries"))
     k.wheel_libraries_.push_back(
         {r.String("project"), r.String("version"), r.String("dir"), r.Strings("libraries")});
