@@ -454,6 +454,10 @@ OnCall OnCallLoads(const image::Tree& tree, const catalog::Catalog& catalog, con
   OnCall out;
   for (const OnCallRow& row : rows) {
     if (!Names(row, *in)) continue;
+    if (row.with.size() == 2) {
+      std::string with = MajorOf(dists, row.with[0]);
+      if (with.empty() || !util::GlobMatch(row.with[1], with)) continue;
+    }
     std::string major = MajorOf(dists, in->owner->name);
     std::vector<std::string> names;
     for (const std::string& n : row.names) names.push_back(WithMajor(n, major));

@@ -140,6 +140,9 @@ struct OnCallRow {
   /// the system search finds (cuda-pathfinder's CTK-root canary, libcudart). Empty: neither.
   std::vector<std::string> ctk_dirs = {};
   std::vector<std::string> canary = {};
+  /// [distribution, glob on its major]: the row applies only with that one installed
+  /// (["cuda-bindings", "13"]: its runtime module loads libcudart, 12.x links it statically).
+  std::vector<std::string> with = {};
 };
 
 /// The data from rules/ that decides the consumers and how they load (rules::SessionRules

@@ -1743,17 +1743,19 @@ TEST_CASE("IC012: what cuda-bindings loads on its first call through cuda-pathfi
   CHECK(nvvm_found["IC012"][0].message.find("libnvvm.so.4 (dlopen of") != std::string::npos);
 }
 
-TEST_CASE("IC012: numba-cuda cannot compile without the NVVM and NVRTC pathfinder finds",
+TEST_CASE("IC012: numba-cuda without the runtime, NVRTC and NVVM that pathfinder finds",
           "[checks]") {
-  // numba-cuda's first compile finds libnvvm and libnvrtc through cuda-pathfinder: NVIDIA's
-  // wheels, the system search, $CUDA_HOME, or the toolkit root of the libcudart the system
-  // search finds. Without either nothing compiles: one error, the extra's fix.
+  // `import numba.cuda` loads libcudart (cuda-bindings 13's runtime module), its first compile
+  // libnvrtc and libnvvm, all through cuda-pathfinder: NVIDIA's wheels, the system search,
+  // $CUDA_HOME, or for NVVM the toolkit root of the libcudart the system search finds. Without
+  // them: one error, the extra's fix.
   const std::string module =
       "numba_cuda/numba/cuda/cext/_dispatcher.cpython-310-x86_64-linux-gnu.so";
-  auto image = [&](const std::vector<std::string>& libs) {
+  auto image = [&](const std::vector<std::string>& libs, const std::string& bindings = "13.5.0") {
     FakeImage f = WithLibs({});
     f.File(kSite + module, So(""));
     Dist(f, "numba-cuda", "0.30.4", {"cuda-bindings"}, {module});
+    Dist(f, "cuda-bindings", bindings, {}, {});
     for (const std::string& lib : libs) f.File(lib, So(std::string(util::BaseName(lib))));
     return f;
   };
@@ -1764,35 +1766,43 @@ TEST_CASE("IC012: numba-cuda cannot compile without the NVVM and NVRTC pathfinde
   INFO(f.message);
   CHECK(f.severity == Severity::kError);
   CHECK(f.paths[0] == kSite + module);
-  CHECK(f.message.find("libnvrtc.so.12 and libnvvm.so (dlopen of") != std::string::npos);
-  CHECK(f.message.find(": numba-cuda compiles no kernel") != std::string::npos);
+  CHECK(f.message.find("libcudart.so.12, libnvrtc.so.12 and libnvvm.so (dlopen of") !=
+        std::string::npos);
+  CHECK(f.message.find(": numba-cuda needs the CUDA runtime, NVRTC and NVVM") != std::string::npos);
   CHECK(f.remediation.find("pip install 'numba-cuda[cu12]'") != std::string::npos);
   // What loads: NVIDIA's cu12 wheels (nvvm's file there is libnvvm.so), the cu13 ones, a
   // toolkit on the loader path with NVVM under its root (the canary), or under $CUDA_HOME.
   const std::vector<std::vector<std::string>> working = {
       {kSite + "nvidia/cuda_nvcc/nvvm/lib64/libnvvm.so",
-       kSite + "nvidia/cuda_nvrtc/lib/libnvrtc.so.12"},
-      {kSite + "nvidia/cu13/lib/libnvvm.so.4", kSite + "nvidia/cu13/lib/libnvrtc.so.13"},
+       kSite + "nvidia/cuda_nvrtc/lib/libnvrtc.so.12",
+       kSite + "nvidia/cuda_runtime/lib/libcudart.so.12"},
+      {kSite + "nvidia/cu13/lib/libnvvm.so.4", kSite + "nvidia/cu13/lib/libnvrtc.so.13",
+       kSite + "nvidia/cu13/lib/libcudart.so.13"},
       {kLib + "/libnvrtc.so.12", kLib + "/libcudart.so.12", "/opt/cuda/nvvm/lib64/libnvvm.so.4"}};
   for (const auto& libs : working) {
     FakeImage ok = image(libs);
     INFO(libs[0]);
     CHECK(Paths(Scan(ok), "IC012").empty());
   }
-  FakeImage home = image({kLib + "/libnvrtc.so.12", "/usr/local/cuda-12/nvvm/lib64/libnvvm.so.4"});
+  FakeImage home = image({kLib + "/libnvrtc.so.12", kLib + "/libcudart.so.12",
+                          "/usr/local/cuda-12/nvvm/lib64/libnvvm.so.4"});
   SetEnv(home, "CUDA_HOME", "/usr/local/cuda-12");
   CHECK(Paths(Scan(home), "IC012").empty());
   // Without the canary or CUDA_HOME, a toolkit's NVVM off the loader path is not found.
-  FakeImage lost = image({kLib + "/libnvrtc.so.12", "/usr/local/cuda-12/nvvm/lib64/libnvvm.so.4"});
+  FakeImage lost = image({kLib + "/libnvrtc.so.12", "/usr/local/cuda-12/nvvm/lib64/libnvvm.so.4"},
+                         "12.9.10");  // cuda-bindings 12: its runtime is static, no libcudart
   auto lost_found = Scan(lost);
   REQUIRE(lost_found["IC012"].size() == 1);
   CHECK(lost_found["IC012"][0].message.find("libnvvm.so (dlopen of") != std::string::npos);
-  // Debian's CUDA 11.8 packages: NVVM is found, NVRTC 11.2 is not one of pathfinder's names.
-  FakeImage apt = image({kLib + "/libnvvm.so.4", kLib + "/libnvrtc.so.11.2"});
+  // Debian's CUDA 11.8 packages: NVVM is found; runtime 11.0 and NVRTC 11.2 are not among
+  // pathfinder's names (with cuda-bindings 13, `import numba.cuda` fails on the runtime).
+  FakeImage apt =
+      image({kLib + "/libnvvm.so.4", kLib + "/libnvrtc.so.11.2", kLib + "/libcudart.so.11.0"});
   auto apt_found = Scan(apt);
   REQUIRE(apt_found["IC012"].size() == 1);
   CHECK(apt_found["IC012"][0].severity == Severity::kError);
-  CHECK(apt_found["IC012"][0].message.find("libnvrtc.so.12 (dlopen of") != std::string::npos);
+  CHECK(apt_found["IC012"][0].message.find("libcudart.so.12 and libnvrtc.so.12 (dlopen of") !=
+        std::string::npos);
 }
 
 TEST_CASE("IC012: the JAX CUDA plugin without the CUDA libraries its version checks load",

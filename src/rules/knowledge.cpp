@@ -281,12 +281,15 @@ Knowledge Knowledge::FromFiles(std::vector<DataFile> files) {
     row.system = r.String("system", false);
     k.optional_.push_back(std::move(row));
   }
-  for (const Row& r : TableRows(f, "on_call"))
-    k.on_call_.push_back({r.String("package"), r.String("module"), r.Strings("names"),
-                          r.Strings("dirs"), r.String("when"), r.String("source"),
-                          r.String("fails", false),
-                          r.String("fix", !r.String("fails", false).empty()),
-                          r.Strings("ctk_dirs", false), r.Strings("canary", false)});
+  for (const Row& r : TableRows(f, "on_call")) {
+    k.on_call_.push_back(
+        {r.String("package"), r.String("module"), r.Strings("names"), r.Strings("dirs"),
+         r.String("when"), r.String("source"), r.String("fails", false),
+         r.String("fix", !r.String("fails", false).empty()), r.Strings("ctk_dirs", false),
+         r.Strings("canary", false), r.Strings("with", false)});
+    if (!k.on_call_.back().with.empty() && k.on_call_.back().with.size() != 2)
+      r.Fail("with", "must be [distribution, glob on its major]");
+  }
   for (const Row& r : TableRows(f, "wheel_libraries"))
     k.wheel_libraries_.push_back(
         {r.String("project"), r.String("version"), r.String("dir"), r.Strings("libraries")});
