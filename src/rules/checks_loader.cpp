@@ -467,12 +467,18 @@ void CheckUnresolved(Context& ctx) {
       f.message += " (a CPU install: the image has none of its GPU libraries; " + cpu + ")";
     }
     // Unreached: a warning; info when the image has the library and only this object's own
-    // search misses it (NVIDIA's wheels leave that to the consumer, which loads it first).
+    // search misses it. Nothing for a pip wheel's library: NVIDIA's wheels leave that to the
+    // consumer, which loads them first (a stock torch install's libcusolverMg.so.12).
     if (!reached && !all_optional && cpu.empty()) {
       std::vector<std::string> at;
       for (const auto& n : cause.names)
         if (auto elsewhere = file_of.find(n); elsewhere != file_of.end())
           at.push_back(elsewhere->second);
+      bool wheels = std::all_of(paths.begin(), paths.end(), [&](const std::string& p) {
+        const catalog::PackageRef* owner = ctx.catalog.Owner(p);
+        return owner && owner->manager == catalog::PackageManager::kPip;
+      });
+      if (at.size() == cause.names.size() && wheels) continue;
       f.severity = at.size() == cause.names.size() ? Severity::kInfo : Severity::kWarning;
       if (!at.empty()) f.message += " (the image has " + JoinAnd(at) + ")";
     }

@@ -174,6 +174,31 @@ TEST_CASE("IC012: one finding per requester and search path, with the fix the ev
   CHECK(fix.find("no file of the image provides") == std::string::npos);
 }
 
+TEST_CASE("IC012: a wheel's library nothing loads, whose needs the image has, is no repair",
+          "[checks]") {
+  // nvidia-cusolver's libcusolverMg.so.12 NEEDS libcublas.so.13 with no RUNPATH; the file is in
+  // the same directory, and nothing in a stock torch install loads libcusolverMg (a consumer
+  // that did would load cuBLAS first). Unowned, the same file draws info with the fix.
+  auto image = [&](bool wheel) {
+    FakeImage f = WithLibs({});
+    const std::string dir = wheel ? kSite + "nvidia/cu13/lib/" : "/opt/mg/";
+    f.File(dir + "libcusolverMg.so.12", So("libcusolverMg.so.12", {"libcublas.so.13"}));
+    f.File(dir + "libcublas.so.13", So("libcublas.so.13"));
+    if (wheel)
+      Dist(f, "nvidia-cusolver", "12.0.4.66", {},
+           {"nvidia/cu13/lib/libcusolverMg.so.12", "nvidia/cu13/lib/libcublas.so.13"});
+    return f;
+  };
+  FakeImage wheel = image(true);
+  CHECK(Paths(Scan(wheel), "IC012").empty());
+  FakeImage unowned = image(false);
+  auto found = Scan(unowned);
+  REQUIRE(found["IC012"].size() == 1);
+  CHECK(found["IC012"][0].severity == Severity::kInfo);
+  CHECK(found["IC012"][0].message.find("(the image has /opt/mg/libcublas.so.13)") !=
+        std::string::npos);
+}
+
 TEST_CASE("IC012: onnxruntime's preload_dlls() among the fixes where its release has it",
           "[checks]") {
   // The CUDA provider of onnxruntime-gpu needs libcudnn.so.9; the cuDNN wheel's copy is in
