@@ -377,6 +377,30 @@ const OptionalRow* OptionalRowOf(const catalog::Catalog& catalog,
   return nullptr;
 }
 
+// The glob of the file `row`'s select picks for the installed release of its major_of ("{major}"
+// and "{minor}" of it: torch 2.14.0 gives 2 and 14); "" when none is installed.
+std::string SelectGlob(const Dists& dists, const OptionalRow& row) {
+  std::string major = MajorOf(dists, row.major_of);
+  if (major.empty()) return "";
+  std::string select = WithMajor(row.select, major);
+  if (size_t at = select.find("{minor}"); at != std::string::npos) {
+    std::vector<std::string> parts = util::Split(VersionOf(dists, row.major_of), '.');
+    std::string minor = parts.size() > 1 ? parts[1] : "";
+    minor.resize(std::min(minor.size(), minor.find_first_not_of("0123456789")));
+    select.replace(at, 7, minor);
+  }
+  return select;
+}
+
+// Whether `root` is a file of `row` that the installed release does not select.
+bool Unselected(const catalog::Catalog& catalog, const Dists& dists, const OptionalRow* row,
+                std::string_view root) {
+  if (!row || row->select.empty()) return false;
+  std::optional<InSite> in = SiteRelative(catalog, root);
+  std::string select = SelectGlob(dists, *row);
+  return in && !select.empty() && !util::GlobMatch(select, in->rel);
+}
+
 // Why the package owning `root` loads it only on request (`row`, its optional row); "" if not, or
 // when it is the file a row's `select` picks for the installed release.
 std::string Optional(const catalog::Catalog& catalog, const Dists& dists, const OptionalRow* row,
@@ -385,9 +409,8 @@ std::string Optional(const catalog::Catalog& catalog, const Dists& dists, const 
   if (!row || !in) return "";
   std::string why = in->owner->name + " loads it when " + row->when;
   if (row->select.empty()) return why;
-  std::string major = MajorOf(dists, row->major_of);
-  if (major.empty()) return why + " (no " + row->major_of + " is installed to select one)";
-  std::string select = WithMajor(row->select, major);
+  std::string select = SelectGlob(dists, *row);
+  if (select.empty()) return why + " (no " + row->major_of + " is installed to select one)";
   if (util::GlobMatch(select, in->rel)) return "";
   return why + " (the installed " + row->major_of + " " + VersionOf(dists, row->major_of) +
          " selects " + select + ")";
@@ -765,6 +788,7 @@ Session Session::Build(const image::Image& image, const catalog::Catalog& catalo
     c.package = catalog::PackageLabel(catalog, c.path);
     c.optional = Optional(catalog, dists, optional_row, c.path);
     if (optional_row && !c.optional.empty()) c.optional_system = optional_row->system;
+    c.unselected = Unselected(catalog, dists, optional_row, c.path);
     c.on_call = !on_call.why.empty();
     c.on_call_fails = std::move(on_call.fails);
     c.on_call_fix = std::move(on_call.fix);

@@ -47,6 +47,9 @@ struct Consumer {
   /// With `optional`: where the system libraries its feature needs come from (OptionalRow's
   /// system); "" when the data does not say.
   std::string optional_system;
+  /// A file of another release than the installed one selects (OptionalRow::select): its
+  /// package never loads it, so its symbols, built for that other release, are not bound.
+  bool unselected = false;
 };
 
 /// One entry of LD_PRELOAD (the image's Env) or /etc/ld.so.preload: every process of the image

@@ -253,6 +253,7 @@ void CheckUnboundSymbols(Context& ctx) {
     for (size_t i = 1; i < c->graph.objects.size(); ++i)
       dependencies.insert(c->graph.objects[i].real_path);
   for (const Consumer* c : ctx.AllConsumers()) {
+    if (c->unselected) continue;
     for (const loader::LoadedObject& o : c->graph.objects)
       if (o.elf && !index.Known(o.real_path)) unread.try_emplace(o.real_path, c);
     loader::BindScope scope;

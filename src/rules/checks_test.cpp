@@ -1886,6 +1886,42 @@ TEST_CASE("IC012: nccl-extensions' library binds the NCCL that nccl4py loaded", 
 }
 
 TEST_CASE(
+    "IC013: of a package's per-torch files, only the one the installed torch selects is bound",
+    "[checks]") {
+  // torch-c-dlpack-ext ships libtorch_c_dlpack_addon_torch<major><minor>-<cuda|cpu>.so for torch
+  // 2.4 to 2.9 and loads the installed torch's file only; each needs c10 symbols of its own
+  // release. `torch`: the installed release.
+  auto image = [&](const std::string& torch) {
+    FakeImage f = WithLibs({});
+    std::vector<std::string> files;
+    elf::fixture::ElfSpec c10;
+    c10.soname = "libc10.so";
+    c10.exported = {"_ZN3c106detail16torch_2_6_symbolEv"};
+    f.File(kSite + "torch/lib/libc10.so", elf::fixture::BuildElf(c10));
+    files.push_back("torch/lib/libc10.so");
+    Dist(f, "torch", torch, {}, files);
+    std::vector<std::string> own;
+    for (const std::string minor : {"4", "5", "6"}) {
+      elf::fixture::ElfSpec addon;
+      addon.needed = {"libc10.so"};
+      addon.runpath = "$ORIGIN/../torch/lib";
+      addon.imported = {"_ZN3c106detail16torch_2_" + minor + "_symbolEv"};
+      std::string rel = "torch_c_dlpack_ext/libtorch_c_dlpack_addon_torch2" + minor + "-cuda.so";
+      f.File(kSite + rel, elf::fixture::BuildElf(addon));
+      own.push_back(rel);
+    }
+    Dist(f, "torch-c-dlpack-ext", "0.1.5", {"torch"}, own);
+    return f;
+  };
+  // torch 2.6: the 2.6 file binds; the 2.4 and 2.5 ones are never loaded.
+  FakeImage six = image("2.6.0");
+  CHECK(Paths(Scan(six), "IC013").empty());
+  // torch 2.14 (vllm 0.33's): no file is loaded, none is an error.
+  FakeImage fourteen = image("2.14.0");
+  for (const Finding& f : Scan(fourteen)["IC013"]) CHECK(f.severity != Severity::kError);
+}
+
+TEST_CASE(
     "IC012: of a package's per-CUDA variants, the one the installed release selects is checked",
     "[checks]") {
   // nccl-extensions loads nccl/ep/lib/cu<N>/libnccl_ep.so, N the major of cuda.bindings; the
