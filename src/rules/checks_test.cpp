@@ -1860,6 +1860,15 @@ TEST_CASE("IC012: the JAX CUDA plugin without the CUDA libraries its version che
   FakeImage ok = image(true);
   // (cuDNN's own sub-libraries, which this fake lacks, are another finding's.)
   for (const std::string& p : Paths(Scan(ok), "IC012")) CHECK(p != kSite + module);
+  // The cuda13 plugin's: CUDA 13's runtime, cuBLAS and cuPTI, cuFFT 12, cuSPARSE 12, cuDNN 9.
+  FakeImage bare13 = WithLibs({});
+  bare13.File(kSite + "jax_cuda13_plugin/_versions.so", So(""));
+  Dist(bare13, "jax-cuda13-plugin", "0.10.2", {}, {"jax_cuda13_plugin/_versions.so"});
+  auto found13 = Scan(bare13);
+  REQUIRE(found13["IC012"].size() == 1);
+  CHECK(found13["IC012"][0].severity == Severity::kError);
+  CHECK(found13["IC012"][0].message.find("libcudart.so.13") != std::string::npos);
+  CHECK(found13["IC012"][0].remediation.find("pip install 'jax[cuda13]'") != std::string::npos);
 }
 
 TEST_CASE("IC012: nccl-extensions' library binds the NCCL that nccl4py loaded", "[checks]") {
