@@ -392,15 +392,6 @@ std::string SelectGlob(const Dists& dists, const OptionalRow& row) {
   return select;
 }
 
-// Whether `root` is a file of `row` that the installed release does not select.
-bool Unselected(const catalog::Catalog& catalog, const Dists& dists, const OptionalRow* row,
-                std::string_view root) {
-  if (!row || row->select.empty()) return false;
-  std::optional<InSite> in = SiteRelative(catalog, root);
-  std::string select = SelectGlob(dists, *row);
-  return in && !select.empty() && !util::GlobMatch(select, in->rel);
-}
-
 // Why the package owning `root` loads it only on request (`row`, its optional row); "" if not, or
 // when it is the file a row's `select` picks for the installed release.
 std::string Optional(const catalog::Catalog& catalog, const Dists& dists, const OptionalRow* row,
@@ -788,7 +779,10 @@ Session Session::Build(const image::Image& image, const catalog::Catalog& catalo
     c.package = catalog::PackageLabel(catalog, c.path);
     c.optional = Optional(catalog, dists, optional_row, c.path);
     if (optional_row && !c.optional.empty()) c.optional_system = optional_row->system;
-    c.unselected = Unselected(catalog, dists, optional_row, c.path);
+    // Optional() says why unless it is the selected file: with an installed release to select
+    // by, that reason means another release's file.
+    c.unselected = optional_row && !optional_row->select.empty() && !c.optional.empty() &&
+                   !SelectGlob(dists, *optional_row).empty();
     c.on_call = !on_call.why.empty();
     c.on_call_fails = std::move(on_call.fails);
     c.on_call_fix = std::move(on_call.fix);

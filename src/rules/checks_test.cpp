@@ -1966,14 +1966,20 @@ TEST_CASE(
   CHECK(selected_found["IC012"][0].message.find("optional") == std::string::npos);
 }
 
+// A CuPy wheel `dist` `version` holding only `module`, which NEEDS `needed`.
+FakeImage CupyModule(const std::string& dist, const std::string& version, const std::string& module,
+                     const std::string& needed) {
+  FakeImage f = WithLibs({});
+  elf::fixture::ElfSpec ext;
+  ext.needed = {needed};
+  f.File(kSite + module, elf::fixture::BuildElf(ext));
+  Dist(f, dist, version, {}, {module});
+  return f;
+}
+
 TEST_CASE("IC012: CuPy's NCCL module without NCCL is info, its cuFFT module an error", "[checks]") {
-  auto image = [&](const std::string& module, const std::string& needed) {
-    FakeImage f = WithLibs({});
-    elf::fixture::ElfSpec ext;
-    ext.needed = {needed};
-    f.File(kSite + module, elf::fixture::BuildElf(ext));
-    Dist(f, "cupy-cuda13x", "14.2.0", {}, {module});
-    return f;
+  auto image = [](const std::string& module, const std::string& needed) {
+    return CupyModule("cupy-cuda13x", "14.2.0", module, needed);
   };
   FakeImage optional =
       image("cupy_backends/cuda/libs/nccl.cpython-310-x86_64-linux-gnu.so", "libnccl.so.2");
@@ -1992,13 +1998,8 @@ TEST_CASE("IC012: CuPy's NCCL module without NCCL is info, its cuFFT module an e
 
 TEST_CASE("IC012: CuPy 13's cuDNN module without cuDNN is info, its cuBLAS module an error",
           "[checks]") {
-  auto image = [&](const std::string& module, const std::string& needed) {
-    FakeImage f = WithLibs({});
-    elf::fixture::ElfSpec ext;
-    ext.needed = {needed};
-    f.File(kSite + module, elf::fixture::BuildElf(ext));
-    Dist(f, "cupy-cuda11x", "13.6.0", {}, {module});
-    return f;
+  auto image = [](const std::string& module, const std::string& needed) {
+    return CupyModule("cupy-cuda11x", "13.6.0", module, needed);
   };
   FakeImage optional =
       image("cupy_backends/cuda/libs/cudnn.cpython-311-x86_64-linux-gnu.so", "libcudnn.so.8");
