@@ -1423,5 +1423,25 @@ TEST_CASE("clients that share connections ping a registry once, not once each",
   CHECK(warm.registry.connections->CheckedApi(proxy.host()) == "http://" + proxy.host());
 }
 
+TEST_CASE("a registry that dies after its ping was remembered is a one-line error, at once",
+          "[registry][docker-registry]") {
+  if (!HaveRegistryTools()) return;
+  PushedImage pushed("test/img:v1");
+  LoadOptions warm;
+  warm.registry.connections = std::make_shared<ConnectionShares>();
+  std::string host;
+  {
+    Proxy proxy(pushed.reg.port(), {});
+    host = proxy.host();
+    CHECK(ResolveRegistryManifest("docker://" + host + "/test/img:v1", warm).digest ==
+          pushed.img.manifest_digest);
+  }  // the proxy is gone; its answer to the ping is still remembered
+  REQUIRE(warm.registry.connections->CheckedApi(host) == "http://" + host);
+  auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH(ResolveRegistryManifest("docker://" + host + "/test/img:v1", warm),
+                    Catch::Contains(host) && !Catch::Contains("\n"));
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+}
+
 }  // namespace
 }  // namespace imgcheck::image
